@@ -1,0 +1,11 @@
+.PHONY: setup demo test bench lint
+setup:
+	./scripts/setup
+demo: setup
+	.venv/bin/toolray demo
+test:
+	./scripts/test
+lint:
+	.venv/bin/ruff check . && .venv/bin/ruff format --check . && .venv/bin/mypy
+bench:
+	.venv/bin/python benchmarks/run_all.py

@@ -1,0 +1,247 @@
+"""toolray: execute LLM-agent tool calls — validated, policed, scheduled, one result per call.
+
+The core (this package) never imports Ray; ``toolray_actors`` runs the same registry and
+scheduler on Ray actors.
+
+Example:
+    >>> import asyncio
+    >>> from toolray import (
+    ...     AbortController, ToolCall, ToolBatchInput, ToolOutput, ToolRegistry, define_tool,
+    ...     text_block,
+    ... )
+    >>> reg = ToolRegistry()
+    >>> _ = reg.register(define_tool(
+    ...     name="add", description="Add two integers",
+    ...     parameters={"a": {"type": "integer", "required": True},
+    ...                 "b": {"type": "integer", "required": True}},
+    ...     output=ToolOutput(schema={"type": "integer"}, render=lambda a, v: [text_block(str(v))]),
+    ...     execute=lambda args, ctx: args["a"] + args["b"],
+    ... ))
+    >>> batch = ToolBatchInput([ToolCall("c1", "add", '{"a": 1, "b": 2}')], AbortController().signal)
+    >>> asyncio.run(reg.execute_batch(batch)).results[0].result.value
+    3
+"""
+
+from __future__ import annotations
+
+from ._admission import ResolvedToolSet as ResolvedToolSet
+from ._batch import BatchExecutor as BatchExecutor
+from ._batch import BatchStatistics as BatchStatistics
+from ._batch_run import parse_arguments as parse_arguments
+from ._batch_types import LogStep as LogStep
+from ._batch_types import ToolBatchInput as ToolBatchInput
+from ._batch_types import ToolBatchResult as ToolBatchResult
+from ._batch_types import ToolCall as ToolCall
+from ._batch_types import ToolCallResult as ToolCallResult
+from ._batch_types import ToolExecutor as ToolExecutor
+from ._batch_types import ToolModelInput as ToolModelInput
+from ._clock import Clock as Clock
+from ._clock import SystemClock as SystemClock
+from ._content import ContentBlock as ContentBlock
+from ._content import UserMessage as UserMessage
+from ._content import text_block as text_block
+from ._context import ScopedTools as ScopedTools
+from ._decorator import tool as tool
+from ._definition import RESERVED_TOOL_NAME as RESERVED_TOOL_NAME
+from ._definition import Placement as Placement
+from ._definition import ToolDefinition as ToolDefinition
+from ._definition import ToolOutput as ToolOutput
+from ._definition import define_tool as define_tool
+from ._disposer import Disposer as Disposer
+from ._eventlog import EventLog as EventLog
+from ._eventlog import JsonlEventLog as JsonlEventLog
+from ._eventlog import MemoryEventLog as MemoryEventLog
+from ._eventlog import read_jsonl as read_jsonl
+from ._execution import ExecutionToken as ExecutionToken
+from ._execution import ToolDispatchExecution as ToolDispatchExecution
+from ._execution import ToolExecution as ToolExecution
+from ._execution import ToolExecutionInput as ToolExecutionInput
+from ._execution import ToolRunContext as ToolRunContext
+from ._json import FrozenDict as FrozenDict
+from ._json import FrozenList as FrozenList
+from ._json import JsonValue as JsonValue
+from ._json import snapshot_json as snapshot_json
+from ._plan import Stage as Stage
+from ._plan import next_stage as next_stage
+from ._plan import plan_stages as plan_stages
+from ._presentation import DiffCallView as DiffCallView
+from ._presentation import DiffResultView as DiffResultView
+from ._presentation import FileDiff as FileDiff
+from ._presentation import FileLocation as FileLocation
+from ._presentation import GenericCallView as GenericCallView
+from ._presentation import GenericResultView as GenericResultView
+from ._presentation import ReadLine as ReadLine
+from ._presentation import ReadResultView as ReadResultView
+from ._presentation import SearchFileMatches as SearchFileMatches
+from ._presentation import SearchLineMatch as SearchLineMatch
+from ._presentation import SearchMatchesResultView as SearchMatchesResultView
+from ._presentation import SearchPathsResultView as SearchPathsResultView
+from ._presentation import TerminalCallView as TerminalCallView
+from ._presentation import TerminalResultView as TerminalResultView
+from ._presentation import ToolCallKind as ToolCallKind
+from ._presentation import ToolCallView as ToolCallView
+from ._presentation import ToolResult as ToolResult
+from ._presentation import ToolResultView as ToolResultView
+from ._presentation import WebFetchResultView as WebFetchResultView
+from ._presentation import WebSearchResultView as WebSearchResultView
+from ._presentation import WebSource as WebSource
+from ._registry import ExecutionMode as ExecutionMode
+from ._registry import ToolRegistry as ToolRegistry
+from ._results import Accept as Accept
+from ._results import ActivationContext as ActivationContext
+from ._results import Allow as Allow
+from ._results import ApprovalOutcome as ApprovalOutcome
+from ._results import ApprovalRequest as ApprovalRequest
+from ._results import ApprovalService as ApprovalService
+from ._results import Ask as Ask
+from ._results import Block as Block
+from ._results import Cancel as Cancel
+from ._results import Deny as Deny
+from ._results import ModelSelection as ModelSelection
+from ._results import PostToolDecision as PostToolDecision
+from ._results import PreToolDecision as PreToolDecision
+from ._results import ReplaceValue as ReplaceValue
+from ._results import ToolErrorInfo as ToolErrorInfo
+from ._results import ToolExecutionFailure as ToolExecutionFailure
+from ._results import ToolExecutionResult as ToolExecutionResult
+from ._results import ToolExecutionSuccess as ToolExecutionSuccess
+from ._results import ToolFailure as ToolFailure
+from ._schema import assert_object_json_schema as assert_object_json_schema
+from ._schema import assert_supported_json_schema as assert_supported_json_schema
+from ._schema import compile_validator as compile_validator
+from ._schema import parameter_schema_to_json_schema as parameter_schema_to_json_schema
+from ._schema import validate_args as validate_args
+from ._schema import validate_json_schema_value as validate_json_schema_value
+from ._schema import value_schema_to_json_schema as value_schema_to_json_schema
+from ._signals import AbortController as AbortController
+from ._signals import AbortSignal as AbortSignal
+from ._signals import TimeoutReason as TimeoutReason
+from .errors import TOOL_ABORTED as TOOL_ABORTED
+from .errors import TOOL_ABORTED_BEFORE_DISPATCH as TOOL_ABORTED_BEFORE_DISPATCH
+from .errors import TOOL_TIMEOUT as TOOL_TIMEOUT
+from .errors import AbortError as AbortError
+from .errors import CodeRunFailedError as CodeRunFailedError
+from .errors import ExecutorUnavailableError as ExecutorUnavailableError
+from .errors import HarnessError as HarnessError
+from .errors import JsonSchemaError as JsonSchemaError
+from .errors import NotJsonError as NotJsonError
+from .errors import ToolArgsError as ToolArgsError
+from .errors import ToolBatchExecutionError as ToolBatchExecutionError
+from .errors import ToolNotFoundError as ToolNotFoundError
+from .errors import ToolOutputError as ToolOutputError
+from .errors import ToolTimeoutError as ToolTimeoutError
+from .errors import ToolWorkerLostError as ToolWorkerLostError
+from .policies import TimeoutPolicy as TimeoutPolicy
+
+__version__ = "0.1.0"
+
+__all__ = (
+    "RESERVED_TOOL_NAME",
+    "TOOL_ABORTED",
+    "TOOL_ABORTED_BEFORE_DISPATCH",
+    "TOOL_TIMEOUT",
+    "AbortController",
+    "AbortError",
+    "AbortSignal",
+    "Accept",
+    "ActivationContext",
+    "Allow",
+    "ApprovalOutcome",
+    "ApprovalRequest",
+    "ApprovalService",
+    "Ask",
+    "BatchExecutor",
+    "BatchStatistics",
+    "Block",
+    "Cancel",
+    "Clock",
+    "CodeRunFailedError",
+    "ContentBlock",
+    "Deny",
+    "DiffCallView",
+    "DiffResultView",
+    "Disposer",
+    "EventLog",
+    "ExecutionMode",
+    "ExecutionToken",
+    "ExecutorUnavailableError",
+    "FileDiff",
+    "FileLocation",
+    "FrozenDict",
+    "FrozenList",
+    "GenericCallView",
+    "GenericResultView",
+    "HarnessError",
+    "JsonSchemaError",
+    "JsonValue",
+    "JsonlEventLog",
+    "LogStep",
+    "MemoryEventLog",
+    "ModelSelection",
+    "NotJsonError",
+    "Placement",
+    "PostToolDecision",
+    "PreToolDecision",
+    "ReadLine",
+    "ReadResultView",
+    "ReplaceValue",
+    "ResolvedToolSet",
+    "ScopedTools",
+    "SearchFileMatches",
+    "SearchLineMatch",
+    "SearchMatchesResultView",
+    "SearchPathsResultView",
+    "Stage",
+    "SystemClock",
+    "TerminalCallView",
+    "TerminalResultView",
+    "TimeoutPolicy",
+    "TimeoutReason",
+    "ToolArgsError",
+    "ToolBatchExecutionError",
+    "ToolBatchInput",
+    "ToolBatchResult",
+    "ToolCall",
+    "ToolCallKind",
+    "ToolCallResult",
+    "ToolCallView",
+    "ToolDefinition",
+    "ToolDispatchExecution",
+    "ToolErrorInfo",
+    "ToolExecution",
+    "ToolExecutionFailure",
+    "ToolExecutionInput",
+    "ToolExecutionResult",
+    "ToolExecutionSuccess",
+    "ToolExecutor",
+    "ToolFailure",
+    "ToolModelInput",
+    "ToolNotFoundError",
+    "ToolOutput",
+    "ToolOutputError",
+    "ToolRegistry",
+    "ToolResult",
+    "ToolResultView",
+    "ToolRunContext",
+    "ToolTimeoutError",
+    "ToolWorkerLostError",
+    "UserMessage",
+    "WebFetchResultView",
+    "WebSearchResultView",
+    "WebSource",
+    "assert_object_json_schema",
+    "assert_supported_json_schema",
+    "compile_validator",
+    "define_tool",
+    "next_stage",
+    "parameter_schema_to_json_schema",
+    "parse_arguments",
+    "plan_stages",
+    "read_jsonl",
+    "snapshot_json",
+    "text_block",
+    "tool",
+    "validate_args",
+    "validate_json_schema_value",
+    "value_schema_to_json_schema",
+)

@@ -1,0 +1,159 @@
+"""Conditional admission: ``resolve()`` and the step-owned ``ResolvedToolSet``.
+
+``resolve`` evaluates every ``when`` on the scope's chain once, concurrently, observing the
+step's signal; a raising condition or a cancellation publishes nothing. The set is a
+snapshot of admission: the unconditional and the admitted conditional registrations that
+existed at resolve time. Its view is recomputed against the live registry, so a registration
+disposed, replaced by the same name or hidden by a new restriction drops out, and nothing
+registered later is admitted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Mapping
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, final
+
+from ._definition import ToolDefinition
+from ._layers import Entry
+from ._view import build_view
+from .errors import AbortError
+
+if TYPE_CHECKING:
+    from ._registry import ToolRegistry
+    from ._results import ActivationContext
+
+__all__ = ("ResolvedToolSet", "resolve_tool_set")
+
+
+@final
+class ResolvedToolSet:
+    """One step's admitted registrations for one scope."""
+
+    __slots__ = ("_admitted", "_cache", "_disposed", "_registry", "scope")
+
+    def __init__(self, registry: ToolRegistry, scope: str | None, admitted: set[int]) -> None:
+        self._registry = registry
+        self.scope = scope
+        self._admitted = admitted
+        self._disposed = False
+        self._cache: tuple[int, dict[str, Entry]] | None = None
+
+    def entries(self, scope: str | None) -> dict[str, Entry]:
+        """Admitted entries still visible in their original scope (empty for other scopes)."""
+        if self._disposed or scope != self.scope:
+            return {}
+        reg = self._registry
+        if self._cache is not None and self._cache[0] == reg._epoch:
+            return self._cache[1]
+        admitted = self._admitted
+        if scope is None:
+            glob = reg._layers[None]
+            view = {n: e for n, e in glob.tools.items() if e.serial in admitted}
+        else:
+            ancestors, own = reg._chain_layers(scope)
+            view = build_view(reg._layers[None], ancestors, own, lambda e: e.serial in admitted)
+        self._cache = (reg._epoch, view)
+        return view
+
+    def entry(self, scope: str | None, name: str) -> Entry | None:
+        """The admitted entry for ``name``, if still visible."""
+        return self.entries(scope).get(name)
+
+    def view(self, scope: str | None) -> Mapping[str, ToolDefinition]:
+        """Admitted definitions still visible in ``scope`` (another scope is never admitted)."""
+        return {name: e.definition for name, e in self.entries(scope).items()}
+
+    @property
+    def disposed(self) -> bool:
+        """Whether admission is closed."""
+        return self._disposed
+
+    def dispose(self) -> None:
+        """Close admission: the set admits nothing afterwards."""
+        self._disposed = True
+        self._cache = None
+
+    def __enter__(self) -> ResolvedToolSet:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.dispose()
+
+
+def _chain_entries(registry: ToolRegistry, scope: str | None) -> list[Entry]:
+    entries: list[Entry] = []
+    for key in (None, *registry.chain(scope)):
+        layer = registry._layers.get(key)
+        if layer is not None:
+            entries.extend(layer.tools.values())
+    return entries
+
+
+def _raise_aborted(reason: Any) -> None:
+    if isinstance(reason, BaseException):
+        raise reason
+    raise AbortError("tool resolution was aborted")
+
+
+async def resolve_tool_set(registry: ToolRegistry, context: ActivationContext) -> ResolvedToolSet:
+    """Evaluate conditions once for a step; see the module docstring."""
+    signal = context.signal
+    if signal.aborted:
+        _raise_aborted(signal.reason)
+    entries = _chain_entries(registry, context.scope)
+    conditional = [e for e in entries if e.when is not None]
+    verdicts: dict[int, Any] = {}
+    pending: dict[int, asyncio.Future[Any]] = {}
+    for entry in conditional:
+        try:
+            outcome = entry.when(context)  # type: ignore[misc]
+        except Exception as err:
+            verdicts[entry.serial] = err
+            continue
+        if inspect.isawaitable(outcome):
+            pending[entry.serial] = asyncio.ensure_future(outcome)
+        else:
+            verdicts[entry.serial] = outcome
+    if pending:
+        await _settle(pending, verdicts, signal)
+    for entry in conditional:  # the first failure in registration order wins
+        verdict = verdicts[entry.serial]
+        if isinstance(verdict, Exception):
+            raise verdict
+    admitted = {
+        e.serial
+        for e in entries
+        if e.alive and (e.when is None or bool(verdicts.get(e.serial)))
+    }
+    return ResolvedToolSet(registry, context.scope, admitted)
+
+
+async def _settle(
+    pending: dict[int, asyncio.Future[Any]], verdicts: dict[int, Any], signal: Any
+) -> None:
+    aborted = asyncio.ensure_future(signal.wait())
+    try:
+        waiting = set(pending.values())
+        while waiting:
+            done, _ = await asyncio.wait(
+                waiting | {aborted}, return_when=asyncio.FIRST_COMPLETED
+            )
+            if aborted in done:
+                for fut in waiting:
+                    fut.cancel()
+                await asyncio.gather(*waiting, return_exceptions=True)
+                _raise_aborted(signal.reason)
+            waiting -= done
+    finally:
+        aborted.cancel()
+    for serial, fut in pending.items():
+        exc = fut.exception()
+        verdicts[serial] = exc if exc is not None else fut.result()

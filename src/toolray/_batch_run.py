@@ -1,0 +1,208 @@
+"""One batch run: the rolling pool, the ordered lane, abort and failure handling.
+
+Only the dispatch stage (around-dispatch wrappers + body) runs in tasks; everything else —
+``tool/call`` appends, ``prepare``, commits (post-execute, finish, ``tool/result`` appends,
+context acceptance) — runs here, on one lane, in model order (B-SCHED-11/12). Abort is a
+flag sampled at the checkpoints (after each start + commit, after each settle + commit);
+started work is always drained and committed, and every unstarted call gets a synthetic
+``ABORTED_BEFORE_DISPATCH`` pair (B-ABORT). A scheduler failure stops new dispatches, drains
+the started ones and raises ``ToolBatchExecutionError`` (B-ERR).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import TYPE_CHECKING, Any
+
+from ._batch_types import ToolBatchInput, ToolBatchResult, ToolCall, ToolCallResult
+from ._content import UserMessage
+from ._dispatch import BodyRunner
+from ._execution import ToolExecutionInput
+from ._normalize import aborted, materialize
+from ._pipeline import Call, complete, dispatch, prepare
+from ._plan import next_stage
+from ._results import ToolExecutionResult
+from .errors import ToolBatchExecutionError
+
+if TYPE_CHECKING:
+    from ._registry import ToolRegistry
+
+__all__ = ("BatchRun", "parse_arguments")
+
+
+def parse_arguments(text: str) -> Any:
+    """``""`` → ``{}``; valid JSON → its value; invalid JSON → the raw string (P-ARGS-15)."""
+    if text == "":
+        return {}
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return text
+
+
+class BatchRun:
+    """Runs one :class:`ToolBatchInput` to a :class:`ToolBatchResult`."""
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        batch: ToolBatchInput,
+        cap: int,
+        runner: BodyRunner,
+        stats: Any,
+    ) -> None:
+        self.registry = registry
+        self.batch = batch
+        self.cap = cap
+        self.runner = runner
+        self.stats = stats
+        self.calls: tuple[ToolCall, ...] = tuple(batch.calls)
+        self.inputs = [
+            ToolExecutionInput(
+                c.id,
+                c.name,
+                parse_arguments(c.arguments),
+                batch.signal,
+                scope=batch.scope,
+                tool_set=batch.tool_set,
+            )
+            for c in self.calls
+        ]
+        self.results: list[ToolExecutionResult | None] = [None] * len(self.calls)
+        self.contexts: list[UserMessage] = []
+        self.concluded = False
+        self.in_flight: dict[asyncio.Task[Call], int] = {}
+        self.ready: dict[int, Call] = {}
+        self.committed = 0
+        self.failure: BaseException | None = None
+
+    # ------------------------------------------------------------------ the log
+    def _log(self, event: dict[str, Any]) -> None:
+        log = self.batch.log
+        if log is not None:
+            log.sink.append({"turn": log.turn, "step": log.step, **event})
+
+    def _log_call(self, k: int) -> None:
+        call = self.calls[k]
+        self._log(
+            {"type": "tool/call", "callId": call.id, "name": call.name, "arguments": call.arguments}
+        )
+
+    def _record(self, k: int, result: ToolExecutionResult) -> None:
+        self.results[k] = result
+        self._log({"type": "tool/result", "callId": self.calls[k].id, "result": result.to_wire()})
+
+    # ------------------------------------------------------------------ the lane
+    async def _start(self, k: int) -> None:
+        self._log_call(k)
+        call = await prepare(self.registry, self.inputs[k])
+        if call.stage == "dispatch":
+            task = asyncio.ensure_future(dispatch(call, self.runner))
+            self.in_flight[task] = k
+            self.stats.on_start(len(self.in_flight))
+        else:
+            self.ready[k] = call
+
+    async def _commit_ready(self) -> None:
+        while self.committed in self.ready:
+            k = self.committed
+            result = await complete(self.ready.pop(k))
+            self._record(k, result)
+            self.contexts.extend(result.additional_contexts)
+            self.concluded = self.concluded or result.concludes_turn
+            self.committed += 1
+
+    def _skip(self, start: int) -> None:
+        """Synthetic pairs for every call from ``start`` on (no pipeline, no observers)."""
+        for k in range(start, len(self.calls)):
+            self._log_call(k)
+            self._record(k, materialize(aborted(False)))
+
+    # ------------------------------------------------------------------ groups
+    async def _run_group(self, start: int) -> tuple[int, bool]:
+        """Run one stage; return ``(next index, aborted)``."""
+        signal = self.batch.signal
+        head = self.registry.execution_mode(self.inputs[start])
+        stage = next_stage(start, len(self.calls), head)
+        stop, next_start, was_aborted = stage.stop, start, signal.aborted
+        self.committed = start
+
+        async def fill() -> None:
+            nonlocal stop, next_start, was_aborted
+            while not was_aborted and next_start < stop and len(self.in_flight) < self.cap:
+                if next_start > start and stage.kind == "parallel":
+                    mode = self.registry.execution_mode(self.inputs[next_start])
+                    if mode != "parallel":
+                        stop = next_start  # it becomes the next barrier, after the drain
+                        break
+                await self._start(next_start)
+                next_start += 1
+                await self._commit_ready()
+                was_aborted = was_aborted or signal.aborted
+
+        await fill()
+        while self.in_flight:
+            done, _ = await asyncio.wait(self.in_flight, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                k = self.in_flight.pop(task)
+                self.stats.on_settle()
+                if task.exception() is not None:
+                    raise task.exception()  # type: ignore[misc]
+                self.ready[k] = task.result()
+            await self._commit_ready()
+            was_aborted = was_aborted or signal.aborted
+            await fill()
+        return next_start, was_aborted
+
+    async def _drain(self) -> None:
+        """Wait for every started dispatch (failures while draining are ignored)."""
+        while self.in_flight:
+            await asyncio.wait(self.in_flight)
+            for task in [t for t in self.in_flight if t.done()]:
+                self.in_flight.pop(task)
+                self.stats.on_settle()
+                if not task.cancelled():
+                    task.exception()
+
+    async def run(self) -> ToolBatchResult:
+        """Run every stage; see the module docstring."""
+        signal = self.batch.signal
+        i = 0
+        try:
+            while i < len(self.calls):
+                if signal.aborted:
+                    self._skip(i)
+                    break
+                i, was_aborted = await self._run_group(i)
+                if was_aborted:
+                    self._skip(i)
+                    break
+        except asyncio.CancelledError:
+            for task in self.in_flight:
+                task.cancel()
+            await self._drain()
+            raise
+        except Exception as exc:
+            await self._drain()
+            raise ToolBatchExecutionError(
+                f"tool batch failed: {exc}",
+                results=self._committed_results(),
+                additional_contexts=tuple(self.contexts),
+            ) from exc
+        finally:
+            sync = getattr(self.batch.log.sink, "sync", None) if self.batch.log else None
+            if sync is not None:
+                sync()
+        return ToolBatchResult(
+            results=self._committed_results(),
+            additional_contexts=tuple(self.contexts),
+            concluded=self.concluded,
+        )
+
+    def _committed_results(self) -> tuple[ToolCallResult, ...]:
+        return tuple(
+            ToolCallResult(call.id, result)
+            for call, result in zip(self.calls, self.results, strict=True)
+            if result is not None
+        )

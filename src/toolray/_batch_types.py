@@ -1,0 +1,115 @@
+"""Batch values and the executor seam (API.md §7)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import KW_ONLY, dataclass
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from ._content import UserMessage
+from ._results import ToolExecutionResult
+from ._signals import AbortSignal
+
+if TYPE_CHECKING:
+    from ._admission import ResolvedToolSet
+    from ._definition import ToolDefinition
+    from ._eventlog import EventLog
+
+__all__ = (
+    "LogStep",
+    "ToolBatchInput",
+    "ToolBatchResult",
+    "ToolCall",
+    "ToolCallResult",
+    "ToolExecutor",
+    "ToolModelInput",
+    "check_cap",
+)
+
+
+def check_cap(value: Any, what: str = "max_parallel_tool_calls") -> int:
+    """A positive ``int`` cap, or ``ValueError``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{what} must be a positive integer")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One raw model call: ``arguments`` is the model's JSON text (``""`` means ``{}``)."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True)
+class LogStep:
+    """Where a batch's ``tool/call`` and ``tool/result`` records go."""
+
+    turn: int
+    step: int
+    sink: EventLog
+
+
+@dataclass(frozen=True, slots=True)
+class ToolBatchInput:
+    """A complete batch of raw model calls, in model order."""
+
+    calls: Sequence[ToolCall]
+    signal: AbortSignal
+    _: KW_ONLY
+    max_parallel_tool_calls: int | None = None
+    scope: str | None = None
+    tool_set: ResolvedToolSet | None = None
+    log: LogStep | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_parallel_tool_calls is not None:
+            check_cap(self.max_parallel_tool_calls)
+        if self.log is not None and self.scope is None:
+            raise ValueError("a log step requires scope (the agent whose session records it)")
+        for call in self.calls:
+            if not isinstance(call, ToolCall):
+                raise TypeError(f"calls must be ToolCall values, not {type(call).__name__}")
+        object.__setattr__(self, "calls", tuple(self.calls))
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallResult:
+    """One settled result, correlated with its model call."""
+
+    call_id: str
+    result: ToolExecutionResult
+
+
+@dataclass(frozen=True, slots=True)
+class ToolBatchResult:
+    """Model-ordered outcomes, contexts for the next step, and whether the turn concludes."""
+
+    results: tuple[ToolCallResult, ...]
+    additional_contexts: tuple[UserMessage, ...]
+    concluded: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ToolModelInput:
+    """What an executor tells the model: schemas and the names it may call."""
+
+    schemas: list[dict[str, Any]]
+    known_names: list[str]
+
+
+@runtime_checkable
+class ToolExecutor(Protocol):
+    """Runs whole batches: one outcome per input call, in input order."""
+
+    sections: Sequence[Any]
+
+    def describe(self, definitions: Sequence[ToolDefinition]) -> ToolModelInput:
+        """Schemas and names for the model."""
+        ...
+
+    async def execute(self, batch: ToolBatchInput) -> ToolBatchResult:
+        """Run the batch; never settle while started work is still running."""
+        ...

@@ -1,0 +1,302 @@
+"""The write side, shared by the global context and every scoped context.
+
+Each contribution lands in its context's layer and returns the exact :class:`Disposer` that
+lifts it (R-REG-17). A scoped context owns its disposers and unwinds them in reverse order
+when the scope is disposed (R-REG-16, R-EVT-07).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from ._definition import RESERVED_TOOL_NAME, ToolDefinition, check_registration
+from ._disposer import Disposer
+from ._layers import Entry, GuardEntry, HookKind, Layer, Restriction
+
+if TYPE_CHECKING:
+    from ._registry import ToolRegistry
+
+__all__ = ("Hook", "ScopedTools", "WriteSide")
+
+_MODES = ("native", "code", "both")
+_RESTRICT_UNSCOPED = (
+    "restrict() requires a scoped context (registry.scope(key)): a context-global restriction "
+    "would mask every agent — deny the tool for the intended agent instead"
+)
+_RESTRICT_EMPTY = (
+    "restrict() is a no-op: pass `allow` and/or `deny` (an empty filter is almost always a "
+    "materialized-empty-config bug)"
+)
+_RESTRICT_RESERVED = (
+    f'restrict() cannot name reserved Code Mode presentation transport "{RESERVED_TOOL_NAME}"; '
+    "restrict end-capability tools instead"
+)
+_PRESENT_UNSCOPED = (
+    "present_as() requires a scoped context (registry.scope(key)): a context-global "
+    "presentation is the `mode` argument of ToolRegistry"
+)
+
+
+class Hook:
+    """One hook registration (the same function may be registered twice, independently)."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+
+
+def _names(value: Any, side: str) -> list[str] | None:
+    if value is None:
+        return None
+    if isinstance(value, str | bytes) or not isinstance(value, Iterable):
+        raise TypeError(f"restrict() {side} must be a list of tool names, not {value!r}")
+    names = list(value)
+    for name in names:
+        if not isinstance(name, str):
+            raise TypeError(f"restrict() {side} must be a list of tool names, not {value!r}")
+    return names
+
+
+class WriteSide:
+    """Registration methods of one context (``key=None`` is the global layer)."""
+
+    def __init__(self, registry: ToolRegistry, key: str | None) -> None:
+        self._registry = registry
+        self._key = key
+
+    # ------------------------------------------------------------------ plumbing
+    def _own(self, disposer: Disposer) -> Disposer:
+        return disposer
+
+    def _layer(self) -> Layer:
+        layer = self._registry._layer_of(self._key, create=True)
+        assert layer is not None
+        return layer
+
+    def _commit(self, layer: Layer, undo: Callable[[], None], *, emit: bool) -> Disposer:
+        """Publish a contribution; a throwing change listener rolls it back (R-EVT-09)."""
+        reg = self._registry
+        reg._touch(layer)
+        if emit:
+            try:
+                reg._emit_change()
+            except Exception:
+                undo()
+                reg._touch(layer)
+                reg._emit_change()  # a second failure replaces the first
+                raise
+
+        def dispose() -> None:
+            undo()
+            reg._touch(layer)
+            if emit:
+                reg._emit_change_contained()
+
+        return self._own(Disposer(dispose))
+
+    def _discard_if_empty(self, layer: Layer) -> None:
+        if layer.key is not None and layer.empty:
+            self._registry._layers.pop(layer.key, None)
+
+    # ------------------------------------------------------------------ tools
+    def register(
+        self, definition: ToolDefinition, *, when: Callable[[Any], Any] | None = None
+    ) -> Disposer:
+        """Register ``definition`` in this context's layer; ``when`` makes it conditional."""
+        check_registration(definition)
+        if when is not None and not callable(when):
+            raise TypeError(f'tool "{definition.name}" when must be callable')
+        layer = self._layer()
+        name = definition.name
+        if name in layer.tools:
+            self._discard_if_empty(layer)
+            if self._key is None:
+                raise ValueError(
+                    f'tool "{name}" is already registered (for a per-agent variant, register '
+                    "through that agent's registry.scope(key) instead)"
+                )
+            raise ValueError(f'tool "{name}" is already registered in this scope')
+        entry = Entry(definition=definition, when=when, layer_key=self._key)
+        layer.tools[name] = entry
+
+        def undo() -> None:
+            entry.alive = False
+            if layer.tools.get(name) is entry:
+                del layer.tools[name]
+
+        return self._commit(layer, undo, emit=True)
+
+    def restrict(
+        self, *, allow: Iterable[str] | None = None, deny: Iterable[str] | None = None
+    ) -> Disposer:
+        """Mask inherited tools for this scope (scoped contexts only)."""
+        if self._key is None:
+            raise ValueError(_RESTRICT_UNSCOPED)
+        allow_names, deny_names = _names(allow, "allow"), _names(deny, "deny")
+        if allow_names is None and deny_names is None:
+            raise ValueError(_RESTRICT_EMPTY)
+        named = [*(allow_names or ()), *(deny_names or ())]
+        if RESERVED_TOOL_NAME in named:
+            raise ValueError(_RESTRICT_RESERVED)
+        known = self._registry._restrictable(self._key)
+        unknown = [n for n in named if n not in known]
+        if unknown:
+            listed = ", ".join(f'"{n}"' for n in unknown)
+            noun = "tool" if len(unknown) == 1 else "tools"
+            known_text = ", ".join(sorted(known)) or "(none)"
+            raise ValueError(
+                f"restrict() names unknown global {noun} {listed}; known global tools: "
+                f"{known_text}"
+            )
+        restriction = Restriction(
+            allow=frozenset(allow_names) if allow_names is not None else None,
+            deny=frozenset(deny_names) if deny_names is not None else None,
+        )
+        layer = self._layer()
+        layer.restrictions.append(restriction)
+
+        def undo() -> None:
+            if restriction in layer.restrictions:
+                layer.restrictions.remove(restriction)
+
+        return self._commit(layer, undo, emit=True)
+
+    def present_as(self, mode: str) -> Disposer:
+        """Declare this scope's presentation mode (``native``, ``code`` or ``both``)."""
+        if self._key is None:
+            raise ValueError(_PRESENT_UNSCOPED)
+        if mode not in _MODES:
+            raise ValueError(f'present_as() mode must be one of "native", "code", "both"')
+        layer = self._layer()
+        if layer.mode is not None:
+            raise ValueError(
+                f'present_as("{mode}") conflicts with "{layer.mode}" already declared for this '
+                "scope; one composition selects one presentation"
+            )
+        layer.mode = mode
+
+        def undo() -> None:
+            layer.mode = None
+
+        return self._commit(layer, undo, emit=True)
+
+    # ------------------------------------------------------------------ policies
+    def guard(self, fn: Callable[[Any], str | None]) -> Disposer:
+        """Add a monotonic guard: ``None`` abstains, any ``str`` denies (no change event)."""
+        if not callable(fn):
+            raise TypeError("guard() takes a callable")
+        layer = self._layer()
+        entry = GuardEntry(fn)
+        layer.add_guard(entry)
+        return self._commit(layer, lambda: layer.remove_guard(entry), emit=False)
+
+    def _hook(self, kind: HookKind, fn: Callable[..., Any], prepend: bool) -> Disposer:
+        if not callable(fn):
+            raise TypeError(f"a {kind} hook must be callable")
+        layer = self._layer()
+        hook = Hook(fn)
+        hooks = layer.hooks[kind]
+        if prepend:
+            hooks.insert(0, hook)
+        else:
+            hooks.append(hook)
+
+        def undo() -> None:
+            if hook in layer.hooks[kind]:
+                layer.hooks[kind].remove(hook)
+
+        return self._commit(layer, undo, emit=False)
+
+    def on_pre_execute(self, listener: Callable[..., Any], *, prepend: bool = False) -> Disposer:
+        """``async (execution, next) -> PreToolDecision``; the first registered is outermost."""
+        return self._hook("pre", listener, prepend)
+
+    def on_execute(self, wrapper: Callable[..., Any], *, prepend: bool = False) -> Disposer:
+        """``async (dispatch_execution, next) -> ToolExecutionResult`` around the body."""
+        return self._hook("execute", wrapper, prepend)
+
+    def on_post_execute(self, listener: Callable[..., Any], *, prepend: bool = False) -> Disposer:
+        """``async (execution, result, next) -> PostToolDecision``."""
+        return self._hook("post", listener, prepend)
+
+    def on_result(self, observer: Callable[..., Any]) -> Disposer:
+        """``(execution, result) -> None``, sync or async; failures are contained."""
+        return self._hook("result", observer, False)
+
+    def on_dispatch_log(self, listener: Callable[..., Any], *, prepend: bool = False) -> Disposer:
+        """The Code Mode sub-call log waterfall."""
+        return self._hook("dispatch_log", listener, prepend)
+
+    def on_change(self, listener: Callable[[], Any]) -> Disposer:
+        """``() -> None`` after every registration change, never scope-filtered (R-EVT-08)."""
+        if not callable(listener):
+            raise TypeError("on_change() takes a callable")
+        listeners = self._registry._change_listeners
+        listeners.append(listener)
+
+        def dispose() -> None:
+            if listener in listeners:
+                listeners.remove(listener)
+
+        return self._own(Disposer(dispose))
+
+    def set_executor(self, executor: Any) -> Disposer:
+        """Select the batch executor for this context (global = the deployment default)."""
+        layer = self._layer()
+        layer.executors.append(executor)
+        if self._key is None:
+            self._registry._default_replaced = True
+
+        def undo() -> None:
+            if executor in layer.executors:
+                layer.executors.remove(executor)
+
+        return self._commit(layer, undo, emit=False)
+
+
+class ScopedTools(WriteSide):
+    """The scoped context of one agent scope: its own layer on top of its chain."""
+
+    def __init__(self, registry: ToolRegistry, key: str) -> None:
+        super().__init__(registry, key)
+        self._owned: list[Disposer] = []
+        self._disposed = False
+
+    @property
+    def key(self) -> str:
+        """The scope key."""
+        assert self._key is not None
+        return self._key
+
+    @property
+    def parent(self) -> str | None:
+        """The parent scope key, if any."""
+        return self._registry._parents.get(self.key)
+
+    @property
+    def disposed(self) -> bool:
+        """Whether :meth:`dispose` has run."""
+        return self._disposed
+
+    def _own(self, disposer: Disposer) -> Disposer:
+        self._owned.append(disposer)
+        return disposer
+
+    def _layer(self) -> Layer:
+        if self._disposed:
+            raise RuntimeError(f'scope "{self.key}" is disposed')
+        return super()._layer()
+
+    def dispose(self) -> None:
+        """Unwind everything registered through this scope, last first."""
+        if self._disposed:
+            return
+        self._disposed = True
+        while self._owned:
+            self._owned.pop()()
+        self._registry._forget_scope(self.key)
+
+    def __repr__(self) -> str:
+        return f"<ScopedTools {self.key!r} parent={self.parent!r}>"

@@ -1,0 +1,199 @@
+"""Tool definitions: the registered unit, ``define_tool`` and the register-time checks."""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ._content import ContentBlock
+from ._schema import (
+    assert_supported_json_schema,
+    compile_validator,
+    parameter_schema_to_json_schema,
+    value_schema_to_json_schema,
+)
+from .errors import ToolArgsError
+
+if TYPE_CHECKING:
+    from ._execution import ToolExecution, ToolRunContext
+    from ._presentation import ToolCallView, ToolResult, ToolResultView
+    from ._results import ToolExecutionResult
+
+__all__ = (
+    "RESERVED_TOOL_NAME",
+    "Placement",
+    "ToolDefinition",
+    "ToolOutput",
+    "check_registration",
+    "define_tool",
+)
+
+RESERVED_TOOL_NAME = "run_code"
+
+JsonSchema = dict[str, Any]
+ContentProjector = Callable[["ToolExecution", "ToolExecutionResult"], "list[ContentBlock] | None"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolOutput:
+    """The canonical output contract: the value's schema and its pure projections."""
+
+    schema: JsonSchema
+    render: Callable[[Any, Any], list[ContentBlock]]
+    presentation_meta: Callable[[Any, Any], Any] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Placement:
+    """Ray layer only: which worker pool runs the body (ignored in-process)."""
+
+    num_cpus: float | None = None
+    num_gpus: float | None = None
+    resources: dict[str, float] | None = None
+    runtime_env: dict[str, Any] | None = None
+    pool: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolDefinition:
+    """A registered tool: model-facing schema, output contract, body and host metadata."""
+
+    name: str
+    description: str | None
+    parameters: JsonSchema
+    output: ToolOutput
+    execute: Callable[[Any, ToolRunContext], Awaitable[Any] | Any]
+    timeout_ms: float | None = None
+    is_concurrency_safe: Callable[[Any], bool] | None = None
+    present_call: Callable[[Any], ToolCallView | None] | None = None
+    present_result: Callable[[Any, ToolResult], ToolResultView | None] | None = None
+    project_content: ContentProjector | None = None
+    finalize_content: ContentProjector | None = None
+    placement: Placement | None = None
+
+
+def _is_positive_finite(value: object) -> bool:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return math.isfinite(value) and value > 0
+
+
+def define_tool(
+    *,
+    name: str,
+    description: str | None,
+    parameters: dict[str, Any],
+    output: ToolOutput,
+    execute: Callable[[Any, ToolRunContext], Awaitable[Any] | Any],
+    timeout_ms: float | None = None,
+    is_concurrency_safe: Callable[[Any], bool] | None = None,
+    present_call: Callable[[Any], ToolCallView | None] | None = None,
+    present_result: Callable[[Any, ToolResult], ToolResultView | None] | None = None,
+    project_content: ContentProjector | None = None,
+    finalize_content: ContentProjector | None = None,
+    placement: Placement | None = None,
+) -> ToolDefinition:
+    """Build a :class:`ToolDefinition` from DSL specs, validating arguments in the body.
+
+    ``parameters`` is a parameter-map spec and ``output.schema`` a value spec; both compile
+    here (R-DSL-27..31). The wrapped body raises ``ToolArgsError`` on invalid arguments and
+    otherwise passes the same argument object to ``execute``; the classifier and presenters
+    see only valid arguments.
+
+    Example:
+        >>> echo = define_tool(
+        ...     name="echo",
+        ...     description="Echo text",
+        ...     parameters={"text": {"type": "string", "required": True}},
+        ...     output=ToolOutput(
+        ...         schema={"type": "string"}, render=lambda a, v: [{"type": "text", "text": v}]
+        ...     ),
+        ...     execute=lambda args, ctx: args["text"],
+        ... )
+        >>> echo.parameters["required"]
+        ['text']
+    """
+    if timeout_ms is not None and not _is_positive_finite(timeout_ms):
+        raise ValueError(f"define_tool({name}): timeout_ms must be a positive finite number")
+    compiled_parameters = parameter_schema_to_json_schema(parameters)
+    compiled_output = value_schema_to_json_schema(output.schema)
+    check = compile_validator(compiled_parameters, "")
+
+    def validated(args: Any) -> Any:
+        violations = check(args)
+        if violations:
+            raise ToolArgsError(violations)
+        return args
+
+    if inspect.iscoroutinefunction(execute):
+
+        async def body(args: Any, ctx: ToolRunContext) -> Any:
+            return await execute(validated(args), ctx)  # type: ignore[misc]
+
+    else:
+
+        def body(args: Any, ctx: ToolRunContext) -> Any:  # type: ignore[misc]
+            return execute(validated(args), ctx)
+
+    return ToolDefinition(
+        name=name,
+        description=description,
+        parameters=compiled_parameters,
+        output=ToolOutput(
+            schema=compiled_output,
+            render=output.render,
+            presentation_meta=output.presentation_meta,
+        ),
+        execute=body,
+        timeout_ms=timeout_ms,
+        is_concurrency_safe=_soft(check, is_concurrency_safe, False),
+        present_call=_soft(check, present_call, None),
+        present_result=_soft(check, present_result, None),
+        project_content=project_content,
+        finalize_content=finalize_content,
+        placement=placement,
+    )
+
+
+def _soft(check: Callable[[Any], list[str]], fn: Any, invalid: Any) -> Any:
+    """Wrap a classifier or presenter so that invalid arguments never reach it."""
+    if fn is None:
+        return None
+
+    def wrapper(args: Any, *rest: Any) -> Any:
+        if check(args):
+            return invalid
+        return fn(args, *rest)
+
+    wrapper.__wrapped__ = fn  # type: ignore[attr-defined]
+    return wrapper
+
+
+def check_registration(definition: ToolDefinition) -> None:
+    """The register-time checks, in the original order (R-REG-02..08).
+
+    Output shape, then output schema, then ``timeout_ms``, then the reserved name; the
+    duplicate check belongs to the layer.
+    """
+    name = definition.name
+    output = getattr(definition, "output", None)
+    if (
+        output is None
+        or not callable(getattr(output, "render", None))
+        or not (
+            getattr(output, "presentation_meta", None) is None
+            or callable(output.presentation_meta)
+        )
+    ):
+        raise TypeError(f'tool "{name}" must declare output {{ schema, render, presentation_meta? }}')
+    assert_supported_json_schema(getattr(output, "schema", None))
+    if definition.timeout_ms is not None and not _is_positive_finite(definition.timeout_ms):
+        raise TypeError(f'tool "{name}" timeout_ms must be a positive finite number')
+    if name == RESERVED_TOOL_NAME:
+        raise ValueError(
+            f'tool name "{RESERVED_TOOL_NAME}" is reserved for the Code Mode presentation '
+            "transport and cannot be registered or shadowed"
+        )

@@ -1,0 +1,134 @@
+"""The dispatch stage: the around-dispatch waterfall and the body.
+
+The innermost ``next()`` re-fuses the caller's signal with any wrapper replacement, checks
+it before the body (P-AROUND-15), resolves the tool *now* (P-BODY-3), runs the body through
+a :data:`BodyRunner` and normalizes its outcome. A result a wrapper returns that this
+dispatch did not produce is re-normalized (P-AROUND-4..8).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+from ._execution import ToolRunContext
+from ._layers import Entry
+from ._normalize import NOT_LOSSLESS, aborted, fail, failure_from, normalize_value, unknown_tool
+from ._results import ToolExecutionFailure, ToolExecutionResult, ToolExecutionSuccess
+from ._signals import AbortSignal
+from ._waterfall import run_waterfall
+
+if TYPE_CHECKING:
+    from ._pipeline import Call
+
+__all__ = ("BodyRunner", "run_body_inline", "run_dispatch")
+
+BodyRunner: TypeAlias = Callable[["Call", Entry, ToolRunContext], Awaitable[Any]]
+"""Runs a body and returns its raw value (or raises): in-process, or on a Ray worker."""
+
+
+async def run_body_inline(call: Call, entry: Entry, ctx: ToolRunContext) -> Any:
+    """The in-process runner: await an async body, run a sync one in a thread."""
+    fn = entry.definition.execute
+    if inspect.iscoroutinefunction(fn):
+        return await fn(ctx.arguments, ctx)
+    value = await asyncio.to_thread(fn, ctx.arguments, ctx)
+    if inspect.isawaitable(value):
+        value = await value
+    return value
+
+
+async def _invoke(
+    call: Call, entry: Entry, signal: AbortSignal, runner: BodyRunner, mark: list[bool]
+) -> ToolExecutionResult:
+    execution = call.execution
+    ctx = ToolRunContext(execution, signal)
+    call.body_invoked = True
+    try:
+        value = await runner(call, entry, ctx)
+    except Exception as exc:
+        contexts, _ = ctx.collect()
+        return failure_from(exc, contexts)
+    contexts, concludes = ctx.collect()
+    mark[0] = concludes
+    result = normalize_value(
+        name=call.input.name,
+        value=value,
+        arguments=execution.arguments,
+        output=entry.definition.output,
+        check=call.registry.output_check(entry),
+        top_level=call.input.parent is None,
+        contexts=contexts,
+        concludes_turn=concludes,
+    )
+    if isinstance(result, ToolExecutionSuccess) and signal.aborted:
+        return aborted(True, contexts)
+    return result
+
+
+def _renormalize(call: Call, result: Any, concluded: bool) -> tuple[str, ToolExecutionResult]:
+    """A wrapper-authored outcome: failures kept verbatim, successes re-validated."""
+    if isinstance(result, ToolExecutionFailure):
+        return "post", result
+    if not isinstance(result, ToolExecutionSuccess):
+        return "final", fail(NOT_LOSSLESS)
+    inp = call.input
+    entry = call.registry.resolve_entry(inp.name, inp.scope, inp.tool_set, inp.parent)
+    if entry is None:
+        return "final", unknown_tool(inp.name)
+    renormalized = normalize_value(
+        name=inp.name,
+        value=result.value,
+        arguments=call.execution.arguments,
+        output=entry.definition.output,
+        check=call.registry.output_check(entry),
+        top_level=inp.parent is None,
+        contexts=result.additional_contexts,
+        concludes_turn=concluded,
+    )
+    return ("final" if renormalized.is_error else "post"), renormalized
+
+
+async def run_dispatch(call: Call, runner: BodyRunner | None = None) -> Call:
+    """Run the ``on_execute`` waterfall around the body; sets the next stage."""
+    registry, inp, execution = call.registry, call.input, call.execution
+    caller = inp.signal
+    produced: list[ToolExecutionResult] = []
+    mark = [False]
+
+    async def base() -> ToolExecutionResult:
+        current = execution.signal
+        body_signal = current if current is caller else AbortSignal.any([current, caller])
+        try:
+            if body_signal.aborted:
+                result: ToolExecutionResult = aborted(False)
+            else:
+                entry = registry.resolve_entry(inp.name, inp.scope, inp.tool_set, inp.parent)
+                if entry is None:
+                    result = unknown_tool(inp.name)
+                else:
+                    execution._signal = body_signal
+                    result = await _invoke(
+                        call, entry, body_signal, runner or run_body_inline, mark
+                    )
+        finally:
+            execution._signal = current
+            if body_signal is not current:
+                body_signal._release_sources()
+        produced.append(result)
+        return result
+
+    try:
+        hooks = registry.hooks("execute", inp.scope)
+        result = await run_waterfall(hooks, (execution,), base)
+    except Exception as exc:
+        return call.settle("final", failure_from(exc))
+    if not any(result is p for p in produced):
+        stage, result = _renormalize(call, result, mark[0])
+        if stage == "final":
+            return call.settle("final", result)
+    if isinstance(result, ToolExecutionSuccess) and caller.aborted:
+        result = aborted(call.body_invoked, result.additional_contexts)
+    return call.settle("post", result)

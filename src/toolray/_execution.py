@@ -1,0 +1,210 @@
+"""Execution identity: the input a caller builds and the one object a call travels as.
+
+``ToolExecution`` is created by the pipeline, never by callers. The same object passes
+pre-execute, guards, around-dispatch, post-execute and the result observers (P-ARGS-11); its
+fields are read-only, and the whole object is frozen just before the observers see it. The
+around-dispatch view (``ToolDispatchExecution``) is that same object with a writable
+``signal``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import KW_ONLY, dataclass
+from typing import TYPE_CHECKING, Any, final
+
+from ._content import UserMessage
+from ._signals import AbortSignal
+
+if TYPE_CHECKING:
+    from ._admission import ResolvedToolSet
+
+__all__ = (
+    "ExecutionToken",
+    "ToolDispatchExecution",
+    "ToolExecution",
+    "ToolExecutionInput",
+    "ToolRunContext",
+)
+
+
+@final
+class ExecutionToken:
+    """Opaque identity of one execution, compared by identity; ``.id`` crosses processes."""
+
+    __slots__ = ("__weakref__", "id")
+
+    def __init__(self) -> None:
+        self.id = str(uuid.uuid4())
+
+    def __repr__(self) -> str:
+        return f"<ExecutionToken {self.id}>"
+
+    def __reduce__(self) -> Any:
+        raise TypeError("an ExecutionToken never crosses a process; send token.id instead")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolExecutionInput:
+    """One call as a caller hands it to ``execute()``.
+
+    Example:
+        >>> from toolray import AbortController
+        >>> inp = ToolExecutionInput("c1", "echo", {"text": "hi"}, AbortController().signal)
+        >>> inp.root_call_id is None
+        True
+    """
+
+    call_id: str
+    name: str
+    arguments: Any
+    signal: AbortSignal
+    _: KW_ONLY
+    root_call_id: str | None = None
+    schema: Any = None
+    scope: str | None = None
+    tool_set: ResolvedToolSet | None = None
+    parent: ExecutionToken | None = None
+
+
+class ToolExecution:
+    """One pending call inside the pipeline (arguments are the frozen snapshot)."""
+
+    __slots__ = (
+        "__weakref__",
+        "_arguments",
+        "_frozen",
+        "_input",
+        "_root_call_id",
+        "_signal",
+        "_token",
+    )
+
+    def __init__(self, inp: ToolExecutionInput, arguments: Any, token: ExecutionToken) -> None:
+        self._input = inp
+        self._arguments = arguments
+        self._token = token
+        self._root_call_id = inp.root_call_id if inp.root_call_id is not None else inp.call_id
+        self._signal = inp.signal
+        self._frozen = False
+
+    call_id = property(lambda self: self._input.call_id, doc="The model's call id.")
+    name = property(lambda self: self._input.name, doc="The tool name as called.")
+    scope = property(lambda self: self._input.scope, doc="The calling scope (agent), or None.")
+    parent = property(lambda self: self._input.parent, doc="The enclosing token, if nested.")
+    schema = property(lambda self: self._input.schema, doc="Binding-time schema, if any.")
+    tool_set = property(lambda self: self._input.tool_set, doc="The step's admitted set.")
+    arguments = property(lambda self: self._arguments, doc="Frozen argument snapshot.")
+    token = property(lambda self: self._token, doc="This execution's opaque token.")
+    root_call_id = property(lambda self: self._root_call_id, doc="The root model call id.")
+
+    @property
+    def signal(self) -> AbortSignal:
+        """The current signal (the caller's, unless an around wrapper left its own)."""
+        return self._signal
+
+    @property
+    def frozen(self) -> bool:
+        """Whether the execution is frozen (it is, once result observers run)."""
+        return self._frozen
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name.startswith("_") and not getattr(self, "_frozen", False):
+            object.__setattr__(self, name, value)
+            return
+        raise AttributeError(f"ToolExecution.{name} is read-only")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"ToolExecution.{name} is read-only")
+
+    def __repr__(self) -> str:
+        return f"<ToolExecution {self.name!r} call_id={self.call_id!r}>"
+
+
+class ToolDispatchExecution(ToolExecution):
+    """The around-dispatch view: the same execution, whose ``signal`` a wrapper may replace.
+
+    Assign ``execution.signal = s`` for the delegated lifetime and restore it the same way;
+    the pipeline re-fuses the caller's signal before the body, so a replacement never
+    detaches caller cancellation (P-AROUND-12).
+    """
+
+    __slots__ = ()
+
+    @property
+    def signal(self) -> AbortSignal:
+        """The signal the next wrapper or the body will see (before re-fusion)."""
+        return self._signal
+
+    @signal.setter
+    def signal(self, value: AbortSignal) -> None:
+        if not isinstance(value, AbortSignal):
+            raise TypeError("ToolDispatchExecution.signal must be an AbortSignal")
+        if self._frozen:
+            raise AttributeError("ToolExecution.signal is read-only once the result is final")
+        object.__setattr__(self, "_signal", value)
+
+
+class ToolRunContext:
+    """What a tool body receives: the execution's identity plus two runtime extensions.
+
+    ``defer_context(message)`` attaches a context to this call's own result;
+    ``conclude_turn()`` marks a successful result as concluding the turn. Both are ignored
+    once the dispatch stage has collected them (P-BODY-10).
+    """
+
+    __slots__ = (
+        "_closed",
+        "_concludes",
+        "_contexts",
+        "arguments",
+        "call_id",
+        "execution",
+        "name",
+        "parent",
+        "root_call_id",
+        "scope",
+        "signal",
+        "token",
+    )
+
+    def __init__(self, execution: ToolExecution | None, signal: AbortSignal, **ident: Any) -> None:
+        self.execution = execution
+        self.signal = signal
+        if execution is not None:
+            ident = {
+                "arguments": execution.arguments,
+                "call_id": execution.call_id,
+                "name": execution.name,
+                "parent": execution.parent,
+                "root_call_id": execution.root_call_id,
+                "scope": execution.scope,
+                "token": execution.token,
+            }
+        self.arguments = ident.get("arguments")
+        self.call_id: str = ident.get("call_id", "")
+        self.name: str = ident.get("name", "")
+        self.parent = ident.get("parent")
+        self.root_call_id: str = ident.get("root_call_id", self.call_id)
+        self.scope: str | None = ident.get("scope")
+        self.token = ident.get("token")
+        self._contexts: list[UserMessage] = []
+        self._concludes = False
+        self._closed = False
+
+    def defer_context(self, message: UserMessage) -> None:
+        """Attach ``message`` to this call's result (in call order)."""
+        if not isinstance(message, UserMessage):
+            raise TypeError("defer_context() takes a UserMessage")
+        if not self._closed:
+            self._contexts.append(message)
+
+    def conclude_turn(self) -> None:
+        """Mark a successful result of this call as concluding the agent turn."""
+        if not self._closed:
+            self._concludes = True
+
+    def collect(self) -> tuple[tuple[UserMessage, ...], bool]:
+        """Close the context and return ``(deferred contexts, concludes_turn)``."""
+        self._closed = True
+        return tuple(self._contexts), self._concludes

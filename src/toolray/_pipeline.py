@@ -1,0 +1,119 @@
+"""The per-call pipeline, as stages a scheduler can drive one by one.
+
+``prepare`` (argument snapshot, collapse, pre-execute waterfall, approval, guards) →
+``dispatch`` (around-dispatch waterfall + body; the only stage that overlaps others) →
+``complete`` (post-execute when the outcome enters it, then ``finish``: materialize,
+``finalize_content`` exactly once, freeze, result observers). Cancellation is sampled at the
+fixed checkpoints of P-CANCEL-1 and only ever replaces a success.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from ._execution import ExecutionToken, ToolDispatchExecution, ToolExecutionInput
+from ._json import snapshot_json
+from ._normalize import aborted, fail, failure_from, unknown_tool
+from ._dispatch import BodyRunner, run_dispatch
+from ._finish import finish
+from ._policy import run_post_execute, run_pre_execute
+from ._results import ToolExecutionResult
+from .errors import NotJsonError
+
+if TYPE_CHECKING:
+    from ._registry import ToolRegistry
+
+__all__ = ("Call", "complete", "dispatch", "prepare", "run_pipeline")
+
+ARGS_NOT_JSON = "tool execution arguments must be losslessly JSON-serializable"
+
+Stage = Literal["dispatch", "post", "final"]
+
+
+@dataclass(eq=False, slots=True)
+class Call:
+    """One call between stages: its execution, what comes next, and its result so far."""
+
+    registry: ToolRegistry
+    input: ToolExecutionInput
+    execution: ToolDispatchExecution
+    finalizer: Any
+    project: Any
+    stage: Stage = "final"
+    result: ToolExecutionResult | None = None
+    body_invoked: bool = False
+    done: bool = field(default=False)
+
+    def settle(self, stage: Stage, result: ToolExecutionResult | None = None) -> Call:
+        """Move to ``stage`` with ``result``."""
+        self.stage = stage
+        self.result = result
+        return self
+
+
+def _visible_definition(registry: ToolRegistry, inp: ToolExecutionInput) -> Any:
+    try:
+        return registry.executable(inp.name, inp.scope, inp.tool_set)
+    except Exception:
+        return None
+
+
+async def prepare(registry: ToolRegistry, inp: ToolExecutionInput) -> Call:
+    """Snapshot the arguments and run every gate; returns where the call goes next."""
+    visible = _visible_definition(registry, inp)
+    finalizer = getattr(visible, "finalize_content", None)
+    project = getattr(visible, "project_content", None)
+    token = ExecutionToken()
+    try:
+        arguments = snapshot_json(inp.arguments)
+    except NotJsonError:
+        execution = ToolDispatchExecution(inp, None, token)
+        call = Call(registry, inp, execution, finalizer, project)
+        return call.settle("final", fail(ARGS_NOT_JSON))
+    except Exception as exc:  # a hostile value whose inspection raises
+        execution = ToolDispatchExecution(inp, None, token)
+        call = Call(registry, inp, execution, finalizer, project)
+        return call.settle("final", failure_from(exc))
+    execution = ToolDispatchExecution(inp, arguments, token)
+    call = Call(registry, inp, execution, finalizer, project)
+    caller = inp.signal
+    if registry.is_collapsed(inp.name, inp.scope, inp.parent):
+        if caller.aborted:
+            return call.settle("final", aborted(False))
+        call.finalizer = None  # P-FIN-3: a collapse that is not aborted never finalizes
+        message = None
+        if registry.get(inp.name, inp.scope, inp.tool_set) is not None:
+            message = (
+                f'unknown tool "{inp.name}": only `run_code` is callable directly — call '
+                f"`{inp.name}` from inside a `run_code` program instead"
+            )
+        return call.settle("final", unknown_tool(inp.name, message))
+    if caller.aborted:
+        return call.settle("final", aborted(False))
+    return await run_pre_execute(call)
+
+
+async def dispatch(call: Call, runner: BodyRunner | None = None) -> Call:
+    """Run the around-dispatch waterfall and the body (only for ``stage == "dispatch"``)."""
+    if call.stage != "dispatch":
+        return call
+    return await run_dispatch(call, runner)
+
+
+async def complete(call: Call) -> ToolExecutionResult:
+    """Post-execute (when the outcome enters it), then ``finish``; returns the final result."""
+    if call.stage == "post":
+        await run_post_execute(call)
+    assert call.result is not None
+    return finish(call)
+
+
+async def run_pipeline(
+    registry: ToolRegistry, inp: ToolExecutionInput, runner: BodyRunner | None = None
+) -> ToolExecutionResult:
+    """The whole pipeline for one call."""
+    call = await prepare(registry, inp)
+    await dispatch(call, runner)
+    return await complete(call)
+

@@ -1,0 +1,183 @@
+"""Cooperative cancellation: ``AbortController`` / ``AbortSignal``, thread-safe and awaitable.
+
+A signal fires once, with the reason of whoever aborted it first. Every signal the library
+makes records *why* it fired: deadlines carry a :class:`TimeoutReason`, so the timeout policy
+can classify TOOL_TIMEOUT by "first reason wins" (P-TIME-8).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, final
+
+from ._clock import Clock
+from ._disposer import Disposer
+from ._latch import Latch
+from .errors import TOOL_TIMEOUT, AbortError
+
+__all__ = ("AbortController", "AbortSignal", "TimeoutReason", "format_ms")
+
+
+def format_ms(ms: float) -> str:
+    """Print milliseconds like the original (``50``, not ``50.0``; ``0.5`` stays)."""
+    return str(int(ms)) if float(ms).is_integer() else repr(float(ms))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TimeoutReason:
+    """Why a deadline signal fired: ``ms`` of budget ran out (code ``TOOL_TIMEOUT``)."""
+
+    ms: float
+    code: str = TOOL_TIMEOUT
+
+    def __str__(self) -> str:
+        return f"timed out after {format_ms(self.ms)}ms"
+
+
+@final
+class AbortSignal:
+    """The read side of cancellation.
+
+    Example:
+        >>> ctrl = AbortController()
+        >>> ctrl.abort("user")
+        >>> ctrl.signal.aborted, ctrl.signal.reason
+        (True, 'user')
+    """
+
+    __slots__ = ("__weakref__", "_detach", "_latch", "_reason")
+
+    def __init__(self) -> None:
+        self._latch = Latch()
+        self._reason: Any = None
+        self._detach: list[Callable[[], None]] = []
+
+    @property
+    def aborted(self) -> bool:
+        """Whether the signal has fired."""
+        return self._latch.is_set
+
+    @property
+    def reason(self) -> Any:
+        """The first abort reason (``None`` before the signal fires)."""
+        return self._reason
+
+    def throw_if_aborted(self) -> None:
+        """Raise the reason if it is an exception, else :class:`AbortError`, once aborted."""
+        if not self.aborted:
+            return
+        if isinstance(self._reason, BaseException):
+            raise self._reason
+        raise AbortError("the operation was aborted")
+
+    def add_listener(self, fn: Callable[[], Any]) -> Disposer:
+        """Call ``fn()`` once when the signal fires (at once if it already has)."""
+        return Disposer(self._latch.add_listener(fn))
+
+    async def wait(self) -> None:
+        """Wait until the signal fires."""
+        await self._latch.wait()
+
+    def wait_sync(self, timeout: float | None = None) -> bool:
+        """Block this thread until the signal fires or ``timeout`` seconds pass."""
+        return self._latch.wait_sync(timeout)
+
+    def _fire(self, reason: Any) -> bool:
+        # The reason is written before the latch opens, and only by the first abort.
+        with _fire_lock:
+            if self._latch.is_set:
+                return False
+            self._reason = reason
+        fired = self._latch.set()
+        self._release_sources()
+        return fired
+
+    def _release_sources(self) -> None:
+        detach, self._detach = self._detach, []
+        for remove in detach:
+            remove()
+
+    @staticmethod
+    def any(signals: Iterable[AbortSignal]) -> AbortSignal:
+        """A signal that fires with the reason of the first of ``signals`` to fire.
+
+        If several already fired, the first in iteration order gives the reason.
+        """
+        fused = AbortSignal()
+        sources = list(signals)
+        for source in sources:
+            if source.aborted:
+                fused._fire(source.reason)
+                return fused
+        for source in sources:
+            fused._detach.append(
+                source._latch.add_listener(lambda s=source: fused._fire(s.reason))
+            )
+        return fused
+
+    @staticmethod
+    def timeout(ms: float, *, clock: Clock | None = None) -> AbortSignal:
+        """A signal that fires with ``TimeoutReason(ms=ms)`` after ``ms`` milliseconds.
+
+        On a running asyncio loop the timer runs on that loop (through ``clock`` when given);
+        elsewhere a daemon thread timer is used.
+        """
+        ctrl = AbortController()
+        reason = TimeoutReason(ms=ms)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if loop is None:
+            timer = threading.Timer(ms / 1000.0, ctrl.abort, args=(reason,))
+            timer.daemon = True
+            timer.start()
+            ctrl.signal._detach.append(timer.cancel)
+        elif clock is None:
+            handle = loop.call_later(ms / 1000.0, ctrl.abort, reason)
+            ctrl.signal._detach.append(handle.cancel)
+        else:
+            task = loop.create_task(_abort_after(clock, ms, ctrl, reason))
+            _timer_tasks.add(task)
+            task.add_done_callback(_timer_tasks.discard)
+            ctrl.signal._detach.append(task.cancel)
+        return ctrl.signal
+
+    @staticmethod
+    def aborted_with(reason: Any = None) -> AbortSignal:
+        """An already-fired signal with ``reason``."""
+        ctrl = AbortController()
+        ctrl.abort(reason)
+        return ctrl.signal
+
+    def __repr__(self) -> str:
+        state = f"aborted reason={self._reason!r}" if self.aborted else "pending"
+        return f"<AbortSignal {state}>"
+
+
+_fire_lock = threading.Lock()
+_timer_tasks: set[asyncio.Task[None]] = set()
+
+
+async def _abort_after(clock: Clock, ms: float, ctrl: AbortController, reason: Any) -> None:
+    await clock.sleep(ms / 1000.0)
+    ctrl.abort(reason)
+
+
+@final
+class AbortController:
+    """The write side: ``abort(reason)`` fires ``signal`` once; later calls do nothing."""
+
+    __slots__ = ("signal",)
+
+    def __init__(self) -> None:
+        self.signal = AbortSignal()
+
+    def abort(self, reason: Any = None) -> None:
+        """Fire the signal; the first reason wins (``None`` becomes an ``AbortError``)."""
+        if reason is None:
+            reason = AbortError("the operation was aborted")
+        self.signal._fire(reason)

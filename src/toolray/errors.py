@@ -1,0 +1,196 @@
+"""The error tree of toolray.
+
+Every coded error is a :class:`HarnessError`; its ``code`` is stable and unique, and it
+pickles with its fields intact (a result crossing a process keeps its error)::
+
+    Exception
+    ├── HarnessError                      code given by the raiser
+    │   ├── JsonSchemaError               UNSUPPORTED_SCHEMA   (.violations)
+    │   ├── ToolArgsError                 INVALID_ARGS         (.violations)
+    │   ├── ToolOutputError               INVALID_TOOL_OUTPUT  (.violations)
+    │   ├── ToolNotFoundError             UNKNOWN_TOOL
+    │   ├── AbortError                    ABORTED | ABORTED_BEFORE_DISPATCH
+    │   ├── ToolTimeoutError              TOOL_TIMEOUT
+    │   ├── NotJsonError                  NOT_JSON             (.path)
+    │   ├── ToolWorkerLostError           WORKER_LOST
+    │   ├── ExecutorUnavailableError      EXECUTOR_UNAVAILABLE
+    │   └── CodeRunFailedError            CODE_RUN_FAILED
+    └── ToolBatchExecutionError           a scheduler failure (not a tool outcome)
+
+Misuse of the registry API raises plain ``TypeError`` / ``ValueError`` with the original text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, ClassVar
+
+__all__ = (
+    "TOOL_ABORTED",
+    "TOOL_ABORTED_BEFORE_DISPATCH",
+    "TOOL_TIMEOUT",
+    "AbortError",
+    "CodeRunFailedError",
+    "ExecutorUnavailableError",
+    "HarnessError",
+    "JsonSchemaError",
+    "NotJsonError",
+    "ToolArgsError",
+    "ToolBatchExecutionError",
+    "ToolNotFoundError",
+    "ToolOutputError",
+    "ToolTimeoutError",
+    "ToolWorkerLostError",
+)
+
+TOOL_ABORTED = "ABORTED"
+TOOL_ABORTED_BEFORE_DISPATCH = "ABORTED_BEFORE_DISPATCH"
+TOOL_TIMEOUT = "TOOL_TIMEOUT"
+
+
+class HarnessError(Exception):
+    """A coded error: ``.code`` is machine-readable, ``.message`` is what a model reads.
+
+    Example:
+        >>> err = HarnessError("disk full", "ENOSPC")
+        >>> (err.name, err.code, err.message)
+        ('HarnessError', 'ENOSPC', 'disk full')
+    """
+
+    default_code: ClassVar[str] = "HARNESS_ERROR"
+
+    def __init__(self, message: str, code: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code if code is not None else type(self).default_code
+
+    @property
+    def name(self) -> str:
+        """The class name, as the original's ``error.name``."""
+        return type(self).__name__
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (type(self), dict(self.__dict__)))
+
+
+def _rebuild(cls: type[BaseException], state: dict[str, Any]) -> BaseException:
+    err = cls.__new__(cls)
+    Exception.__init__(err, state.get("message", ""))
+    err.__dict__.update(state)
+    return err
+
+
+class _ViolationsError(HarnessError):
+    prefix: ClassVar[str] = ""
+
+    def __init__(self, violations: Iterable[str], code: str | None = None) -> None:
+        self.violations: tuple[str, ...] = tuple(violations)
+        super().__init__(self.prefix + "; ".join(self.violations), code)
+
+
+class JsonSchemaError(_ViolationsError):
+    """A schema outside the enforced subset (or a bad DSL spec)."""
+
+    default_code = "UNSUPPORTED_SCHEMA"
+    prefix = "unsupported JSON schema: "
+
+
+class ToolArgsError(_ViolationsError):
+    """Arguments that violate a ``define_tool`` parameter schema."""
+
+    default_code = "INVALID_ARGS"
+    prefix = "invalid arguments: "
+
+
+class ToolOutputError(HarnessError):
+    """A body value, render or presentation projection that breaks the output contract."""
+
+    default_code = "INVALID_TOOL_OUTPUT"
+
+    def __init__(self, tool_name: str, violations: Sequence[str], code: str | None = None) -> None:
+        self.tool_name = tool_name
+        self.violations: tuple[str, ...] = tuple(violations)
+        message = f'tool "{tool_name}" returned invalid output: ' + "; ".join(self.violations)
+        super().__init__(message, code)
+
+
+class ToolNotFoundError(HarnessError):
+    """The name is not visible to the caller's scope."""
+
+    default_code = "UNKNOWN_TOOL"
+
+    def __init__(self, tool_name: str, message: str | None = None) -> None:
+        self.tool_name = tool_name
+        super().__init__(message if message is not None else f'unknown tool "{tool_name}"')
+
+
+class AbortError(HarnessError):
+    """Cooperative cancellation: ``ABORTED`` (body ran) or ``ABORTED_BEFORE_DISPATCH``."""
+
+    default_code = TOOL_ABORTED
+
+    def __init__(self, message: str = "tool call aborted", code: str | None = None) -> None:
+        super().__init__(message, code)
+
+
+class ToolTimeoutError(HarnessError):
+    """The timeout policy's own deadline fired first."""
+
+    default_code = TOOL_TIMEOUT
+
+
+class NotJsonError(HarnessError):
+    """A value that is not lossless JSON; ``.path`` names the first offending place."""
+
+    default_code = "NOT_JSON"
+
+    def __init__(self, message: str, path: str = "value", code: str | None = None) -> None:
+        self.path = path
+        super().__init__(message, code)
+
+
+class ToolWorkerLostError(HarnessError):
+    """A worker process died under a call that the runtime did not kill itself."""
+
+    default_code = "WORKER_LOST"
+
+
+class ExecutorUnavailableError(HarnessError):
+    """No batch executor is selected for the scope (nor a deployment default)."""
+
+    default_code = "EXECUTOR_UNAVAILABLE"
+
+
+class CodeRunFailedError(HarnessError):
+    """A ``run_code`` program failed."""
+
+    default_code = "CODE_RUN_FAILED"
+
+
+class ToolBatchExecutionError(Exception):
+    """A batch scheduler failure, raised only after every started call has settled.
+
+    ``results`` holds the outcomes committed before the failure (model order, possibly fewer
+    than the calls) and ``additional_contexts`` the contexts accepted so far.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        results: tuple[Any, ...] = (),
+        additional_contexts: tuple[Any, ...] = (),
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.results = results
+        self.additional_contexts = additional_contexts
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (type(self), dict(self.__dict__)))

@@ -1,0 +1,70 @@
+"""``TimeoutPolicy``: the ``on_execute`` wrapper that enforces ``timeout_ms`` (P-TIME).
+
+It reads the budget of the definition the caller sees; with none it delegates untouched.
+With one, it replaces the signal with ``any(previous, deadline)`` for the delegated
+lifetime — the first source to fire sets the reason — and, if that reason is its own
+deadline when ``next()`` settles, answers ``TOOL_TIMEOUT`` whatever came back (P-TIME-4..11).
+The deadline runs on the registry's injectable clock. In-process there is no grace and no
+kill: an uncooperative body keeps the call pending (P-TIME-9); the Ray layer adds the kill.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, final
+
+from .._clock import Clock
+from .._disposer import Disposer
+from .._execution import ToolDispatchExecution
+from .._normalize import failure_from
+from .._results import ToolExecutionResult
+from .._signals import AbortSignal, TimeoutReason, format_ms
+from ..errors import ToolTimeoutError
+
+if TYPE_CHECKING:
+    from .._context import WriteSide
+
+__all__ = ("TimeoutPolicy",)
+
+
+@final
+class TimeoutPolicy:
+    """Enforce each tool's ``timeout_ms`` cooperatively.
+
+    Example:
+        >>> from toolray import ToolRegistry
+        >>> reg = ToolRegistry()
+        >>> dispose = TimeoutPolicy().install(reg)
+        >>> dispose.disposed
+        False
+    """
+
+    def __init__(self, *, clock: Clock | None = None) -> None:
+        self.clock = clock
+
+    def install(self, context: WriteSide) -> Disposer:
+        """Register the wrapper on ``context`` (the registry or a scope)."""
+        registry = context._registry
+        clock = self.clock if self.clock is not None else registry.clock
+
+        async def wrapper(execution: ToolDispatchExecution, next_: Any) -> ToolExecutionResult:
+            definition = registry.get(execution.name, execution.scope, execution.tool_set)
+            ms = getattr(definition, "timeout_ms", None)
+            if ms is None:
+                return await next_()  # type: ignore[no-any-return]
+            previous = execution.signal
+            deadline = AbortSignal.timeout(ms, clock=clock)
+            budget = AbortSignal.any([previous, deadline])
+            execution.signal = budget
+            try:
+                result: ToolExecutionResult = await next_()
+            finally:
+                execution.signal = previous
+                deadline._release_sources()
+                budget._release_sources()
+            reason = budget.reason
+            if budget.aborted and isinstance(reason, TimeoutReason) and reason is deadline.reason:
+                err = ToolTimeoutError(f"tool call timed out after {format_ms(ms)}ms")
+                return failure_from(err, result.additional_contexts)
+            return result
+
+        return context.on_execute(wrapper)
