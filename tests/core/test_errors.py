@@ -1,0 +1,78 @@
+"""The error tree (API.md §2, §11; P-ERR-4): codes, names, messages, pickling."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+import toolray
+from toolray import (
+    AbortError,
+    CodeRunFailedError,
+    ExecutorUnavailableError,
+    HarnessError,
+    JsonSchemaError,
+    NotJsonError,
+    ToolArgsError,
+    ToolBatchExecutionError,
+    ToolNotFoundError,
+    ToolOutputError,
+    ToolTimeoutError,
+    ToolWorkerLostError,
+)
+
+ALL = [
+    (JsonSchemaError(["a", "b"]), "UNSUPPORTED_SCHEMA", "unsupported JSON schema: a; b"),
+    (ToolArgsError(["x", "y"]), "INVALID_ARGS", "invalid arguments: x; y"),
+    (ToolOutputError("t", ["v"]), "INVALID_TOOL_OUTPUT", 'tool "t" returned invalid output: v'),
+    (ToolNotFoundError("t"), "UNKNOWN_TOOL", 'unknown tool "t"'),
+    (AbortError(), "ABORTED", "tool call aborted"),
+    (
+        AbortError("tool call aborted before dispatch", "ABORTED_BEFORE_DISPATCH"),
+        "ABORTED_BEFORE_DISPATCH",
+        "tool call aborted before dispatch",
+    ),
+    (ToolTimeoutError("tool call timed out after 5ms"), "TOOL_TIMEOUT", "tool call timed out after 5ms"),
+    (NotJsonError("value is not lossless JSON", "value"), "NOT_JSON", "value is not lossless JSON"),
+    (ToolWorkerLostError("worker died"), "WORKER_LOST", "worker died"),
+    (ExecutorUnavailableError("none"), "EXECUTOR_UNAVAILABLE", "none"),
+    (CodeRunFailedError("code run failed (x): y"), "CODE_RUN_FAILED", "code run failed (x): y"),
+    (HarnessError("disk full", "ENOSPC"), "ENOSPC", "disk full"),
+]
+
+
+@pytest.mark.parametrize(("err", "code", "message"), ALL, ids=lambda v: getattr(v, "name", None))
+def test_p_err_4_codes_names_and_messages(err: HarnessError, code: str, message: str) -> None:
+    assert isinstance(err, HarnessError)
+    assert err.code == code
+    assert err.message == message
+    assert str(err) == message
+    assert err.name == type(err).__name__
+
+
+@pytest.mark.parametrize(("err", "code", "message"), ALL, ids=lambda v: getattr(v, "name", None))
+def test_every_error_pickles_with_its_fields(err: HarnessError, code: str, message: str) -> None:
+    back = pickle.loads(pickle.dumps(err))
+    assert type(back) is type(err)
+    assert back.__dict__ == err.__dict__
+    assert (back.code, back.message, back.name) == (code, message, err.name)
+
+
+def test_r_dsl_32_violations_are_kept_as_a_tuple() -> None:
+    err = ToolArgsError(["missing required property \"path\""])
+    assert err.violations == ('missing required property "path"',)
+    assert err.name == "ToolArgsError"
+
+
+def test_default_codes_are_unique() -> None:
+    classes = [c for c in vars(toolray.errors).values() if isinstance(c, type)]
+    codes = [c.default_code for c in classes if issubclass(c, HarnessError) and c is not HarnessError]
+    assert len(codes) == len(set(codes))
+
+
+def test_batch_error_pickles_with_results_and_contexts() -> None:
+    err = ToolBatchExecutionError("boom", results=("r",), additional_contexts=("c",))
+    back = pickle.loads(pickle.dumps(err))
+    assert (back.message, back.results, back.additional_contexts) == ("boom", ("r",), ("c",))
+    assert not isinstance(err, HarnessError)
