@@ -6,13 +6,19 @@ import asyncio
 import functools
 import inspect
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, final
 
 from ._batch_run import BatchRun
-from ._batch_types import ToolBatchInput, ToolBatchResult, ToolModelInput, check_cap
+from ._batch_types import (
+    ToolBatchInput,
+    ToolBatchResult,
+    ToolCallResult,
+    ToolModelInput,
+    check_cap,
+)
 from ._definition import ToolDefinition
 from ._dispatch import BodyRunner
 from ._execution import ToolRunContext
@@ -129,14 +135,24 @@ class BatchExecutor:
         ]
         return ToolModelInput(schemas=schemas, known_names=[d.name for d in definitions])
 
-    async def execute(self, batch: ToolBatchInput) -> ToolBatchResult:
-        """Run ``batch``: one result per call, in model order; see ``BatchRun``."""
+    async def execute(
+        self,
+        batch: ToolBatchInput,
+        *,
+        on_commit: Callable[[int, ToolCallResult], None] | None = None,
+    ) -> ToolBatchResult:
+        """Run ``batch``: one result per call, in model order; see ``BatchRun``.
+
+        ``on_commit(index, call_result)`` is called as each result commits (model order),
+        synthetic results included; streaming uses it.
+        """
         if not isinstance(batch, ToolBatchInput):
             raise TypeError("execute() takes a ToolBatchInput")
         cap = batch.max_parallel_tool_calls or self.max_parallel_tool_calls
         runner = self._runner or self._inline_runner(cap)
         self._counters.batches += 1
-        return await BatchRun(self.registry, batch, cap, runner, self._counters).run()
+        run = BatchRun(self.registry, batch, cap, runner, self._counters, on_commit)
+        return await run.run()
 
     def statistics(self) -> BatchStatistics:
         """A frozen snapshot of this executor's counters."""

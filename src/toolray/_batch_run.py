@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ._batch_types import ToolBatchInput, ToolBatchResult, ToolCall, ToolCallResult
@@ -51,7 +52,9 @@ class BatchRun:
         cap: int,
         runner: BodyRunner,
         stats: Any,
+        on_commit: Callable[[int, ToolCallResult], None] | None = None,
     ) -> None:
+        self.on_commit = on_commit
         self.registry = registry
         self.batch = batch
         self.cap = cap
@@ -92,6 +95,8 @@ class BatchRun:
     def _record(self, k: int, result: ToolExecutionResult) -> None:
         self.results[k] = result
         self._log({"type": "tool/result", "callId": self.calls[k].id, "result": result.to_wire()})
+        if self.on_commit is not None:
+            self.on_commit(k, ToolCallResult(self.calls[k].id, result))
 
     # ------------------------------------------------------------------ the lane
     async def _start(self, k: int) -> None:

@@ -71,7 +71,10 @@ def fail(
 
 def failure_from(exc: BaseException, contexts: Sequence[UserMessage] = ()) -> ToolExecutionFailure:
     """A failure from a raised value; ``info`` only for ``HarnessError`` (P-ERR-2)."""
-    info = ToolErrorInfo(exc.name, exc.code) if isinstance(exc, HarnessError) else None
+    info = None
+    if isinstance(exc, HarnessError):
+        reason = getattr(exc, "reason", None)
+        info = ToolErrorInfo(exc.name, exc.code, reason if isinstance(reason, str) else None)
     return fail(message_of(exc), info, contexts)
 
 

@@ -58,6 +58,8 @@ class HarnessError(Exception):
     """
 
     default_code: ClassVar[str] = "HARNESS_ERROR"
+    reason: str | None = None
+    """Optional user-facing detail; it reaches ``info.reason``, never the model's text."""
 
     def __init__(self, message: str, code: str | None = None) -> None:
         super().__init__(message)

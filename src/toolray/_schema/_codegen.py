@@ -215,20 +215,28 @@ class _Generator:
         for key, child in properties.items():
             lines += [f"x = value.get({key!r}, _M)", "if x is not _M:", "    n += 1"]
             lines.extend(_indent(self.child(child, "x", f"(path, {key!r})", validating)))
-        lossless = [
-            "if n != len(value) and type(value) is not _FD:",
-            "    for k, v in value.items():",
-            f"        if type(k) is not str or (k not in {declared} and not _lossless(v)):",
-            "            return [_at(path, ' must be a lossless JSON object')]"
+        # Members that validated are lossless already; what is left to check is that every
+        # key is exactly ``str`` (a ``str`` subclass can equal a declared name) and that
+        # undeclared members are lossless. A FrozenDict is lossless by construction.
+        bad = (
+            "return [_at(path, ' must be a lossless JSON object')]"
             if validating
-            else "            return False",
+            else "return False"
+        )
+        lossless = [
+            "if type(value) is not _FD:",
+            "    if n == len(value):",
+            "        for k in value:",
+            "            if type(k) is not str:",
+            f"                {bad}",
+            "    else:",
+            "        for k, v in value.items():",
+            f"            if type(k) is not str or (k not in {declared} and not _lossless(v)):",
+            f"                {bad}",
         ]
         if not validating:
-            return [
-                *lines,
-                *(["if n != len(value):", "    return False"] if closed else lossless),
-                "return True",
-            ]
+            closed_lines = ["if n != len(value):", "    return False"] if closed else []
+            return [*lines, *closed_lines, *lossless, "return True"]
         if closed:
             lines += [
                 "if n != len(value):",

@@ -16,6 +16,8 @@ from typing import Any
 __all__ = ("json_equal", "json_text")
 
 _NUMBER = "number"
+# json.dumps(x, separators=(",", ":"), ensure_ascii=False), without a new encoder per call
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 
 
 def _kind(value: object) -> str:
@@ -78,4 +80,4 @@ def json_text(value: Any) -> str:
         >>> json_text(["a", "b"])
         '["a","b"]'
     """
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return _ENCODER.encode(value)

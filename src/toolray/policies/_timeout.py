@@ -64,6 +64,9 @@ class TimeoutPolicy:
             reason = budget.reason
             if budget.aborted and isinstance(reason, TimeoutReason) and reason is deadline.reason:
                 err = ToolTimeoutError(f"tool call timed out after {format_ms(ms)}ms")
+                info = getattr(getattr(result, "error", None), "info", None)
+                if info is not None and info.reason is not None:
+                    err.reason = info.reason  # e.g. the Ray layer terminated the worker
                 return failure_from(err, result.additional_contexts)
             return result
 

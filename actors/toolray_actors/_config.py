@@ -1,0 +1,84 @@
+"""``RuntimeConfig``: how the Ray layer starts, sizes its pools and escalates cancellation.
+
+Loaded from TOML (``configs/*.toml``), validated by pydantic; unknown keys are errors.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+__all__ = ("ConfigError", "PoolConfig", "RayInitConfig", "RuntimeConfig", "load_config")
+
+
+class ConfigError(ValueError):
+    """A configuration file that cannot be read or does not validate."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class PoolConfig(_Strict):
+    """The worker pool: its size, per-worker concurrency and actor options."""
+
+    size: int = Field(default=2, ge=1, le=256)
+    max_concurrency: int = Field(default=64, ge=1)
+    num_cpus: float = Field(default=0, ge=0)
+    resources: dict[str, float] = Field(default_factory=dict)
+    runtime_env: dict[str, Any] | None = None
+    spare: int = Field(default=1, ge=0, le=8)
+
+
+class RayInitConfig(_Strict):
+    """Options for ``ray.init`` when toolray starts Ray itself."""
+
+    num_cpus: int | None = Field(default=None, ge=1)
+    include_dashboard: bool = False
+    object_store_memory_mb: int | None = Field(default=None, ge=50)
+    log_to_driver: bool = False
+
+
+class RuntimeConfig(_Strict):
+    """Everything the Ray runtime needs; every field has a local-machine default."""
+
+    namespace: str = Field(default="toolray", min_length=1)
+    address: str | None = None
+    kill_grace_ms: float = Field(default=300, gt=0)
+    cancel_grace_ms: float = Field(default=50, ge=0)
+    executor_idle_ttl_s: float = Field(default=300, gt=0)
+    detached: bool = False
+    max_parallel_tool_calls: int = Field(default=10, ge=1)
+    ray: RayInitConfig = Field(default_factory=RayInitConfig)
+    pool: PoolConfig = Field(default_factory=PoolConfig)
+
+    @classmethod
+    def from_toml(cls, path: str | os.PathLike[str]) -> RuntimeConfig:
+        """Load and validate a TOML file; errors name the file and the field."""
+        return load_config(path)
+
+
+def load_config(path: str | os.PathLike[str] | None = None) -> RuntimeConfig:
+    """Load ``path`` (or ``$TOOLRAY_CONFIG``, or the defaults when neither is given)."""
+    if path is None:
+        path = os.environ.get("TOOLRAY_CONFIG") or None
+    if path is None:
+        return RuntimeConfig()
+    file = Path(path)
+    try:
+        data = tomllib.loads(file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {file}") from None
+    except (OSError, tomllib.TOMLDecodeError) as err:
+        raise ConfigError(f"cannot read config {file}: {err}") from None
+    try:
+        return RuntimeConfig.model_validate(data)
+    except ValidationError as err:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in err.errors()
+        )
+        raise ConfigError(f"invalid config {file}: {problems}") from None

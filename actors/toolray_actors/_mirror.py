@@ -1,0 +1,106 @@
+"""Contributions as shippable operations, and replaying them onto a core registry.
+
+The registry actor keeps the authoritative core ``ToolRegistry`` and the ordered list of
+live contributions (each an ``Op`` with an id and cloudpickled callables). Executor actors
+replay the same operations, in the same order, onto a mirror ``ToolRegistry``; replaying
+the same sequence through the same core code gives the same views, shadowing and order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import cloudpickle
+
+from toolray import Disposer, ToolRegistry
+
+__all__ = ("Mirror", "Op", "dumps_named")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Op:
+    """One contribution: ``kind`` in register/restrict/guard/present_as/hook/scope."""
+
+    id: int
+    kind: str
+    key: str | None
+    blob: bytes | None = None
+    when: bytes | None = None
+    name: str | None = None
+    allow: tuple[str, ...] | None = None
+    deny: tuple[str, ...] | None = None
+    mode: str | None = None
+    hook: str | None = None
+    prepend: bool = False
+    parent: str | None = None
+
+
+def dumps_named(obj: Any, what: str) -> bytes:
+    """cloudpickle ``obj``, or a clear ``TypeError`` naming ``what``."""
+    try:
+        return bytes(cloudpickle.dumps(obj))
+    except Exception as err:
+        raise TypeError(f"{what} cannot be pickled for the Ray runtime: {err}") from None
+
+
+@dataclass(eq=False)
+class Mirror:
+    """A core registry rebuilt from operations; remembers what to undo for each id."""
+
+    registry: ToolRegistry = field(default_factory=ToolRegistry)
+    disposers: dict[int, Disposer] = field(default_factory=dict)
+    blobs: dict[int, bytes] = field(default_factory=dict)
+    keys: dict[int, str] = field(default_factory=dict)  # id(definition) -> cache key
+    owners: dict[int, int] = field(default_factory=dict)  # op id -> id(definition)
+
+    def apply(self, op: Op) -> None:
+        """Replay one contribution (raises what the core raises)."""
+        reg = self.registry
+        if op.kind == "scope":
+            assert op.key is not None
+            reg.scope(op.key, parent=op.parent)
+            return
+        ctx: Any = reg if op.key is None else reg.scope(op.key)
+        disposer: Disposer
+        if op.kind == "register":
+            assert op.blob is not None
+            definition = cloudpickle.loads(op.blob)
+            when = cloudpickle.loads(op.when) if op.when is not None else None
+            disposer = ctx.register(definition, when=when)
+            self.blobs[op.id] = op.blob
+            self.keys[id(definition)] = f"def:{op.id}"
+            self.owners[op.id] = id(definition)
+        elif op.kind == "restrict":
+            disposer = ctx.restrict(allow=op.allow, deny=op.deny)
+        elif op.kind == "guard":
+            assert op.blob is not None
+            disposer = ctx.guard(cloudpickle.loads(op.blob))
+        elif op.kind == "present_as":
+            assert op.mode is not None
+            disposer = ctx.present_as(op.mode)
+        elif op.kind == "hook":
+            assert op.blob is not None and op.hook is not None
+            fn = cloudpickle.loads(op.blob)
+            method = getattr(ctx, f"on_{op.hook}")
+            disposer = method(fn) if op.hook == "result" else method(fn, prepend=op.prepend)
+        else:
+            raise ValueError(f"unknown contribution kind {op.kind!r}")
+        self.disposers[op.id] = disposer
+
+    def remove(self, op_id: int) -> None:
+        """Undo one contribution (idempotent)."""
+        disposer = self.disposers.pop(op_id, None)
+        self.blobs.pop(op_id, None)
+        owner = self.owners.pop(op_id, None)
+        if owner is not None:
+            self.keys.pop(owner, None)
+        if disposer is not None:
+            disposer()
+
+    def key_of(self, definition: Any) -> tuple[str, bytes] | None:
+        """The worker cache key and blob of a registered definition."""
+        key = self.keys.get(id(definition))
+        if key is None:
+            return None
+        return key, self.blobs[int(key.split(":", 1)[1])]

@@ -1,0 +1,194 @@
+"""The Ray body runner: one body on a worker actor, with the cancellation ladder.
+
+When the body's (fused) signal fires: (1) the abort is forwarded on the worker's control
+lane, firing the body's own signal; (2) after ``cancel_grace_ms``, ``ray.cancel`` on the
+call plus an interrupt (an awaiting body's task is cancelled; a sync body's thread gets an
+injected ``ToolInterrupted``); (3) after ``kill_grace_ms`` from the abort, the worker is
+killed and replaced. A killed call keeps its cause (``ABORTED``; the timeout policy turns a
+deadline into ``TOOL_TIMEOUT``) with ``info.reason`` saying the worker was terminated. A
+worker that dies on its own gives ``WORKER_LOST``. Nothing is ever re-run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from toolray import AbortError, ToolRunContext, ToolWorkerLostError
+from toolray._json import thaw_json
+from toolray._layers import Entry
+
+from ._errors import is_actor_death, is_cancelled, task_cause
+from ._handles import cancel, kill
+from ._pool import PoolClient, WorkerSlot
+
+__all__ = ("NOT_JSON", "RayBodyRunner", "RunnerStats")
+
+NOT_JSON = object()
+"""Stands for a worker value that was not lossless JSON (the executor reports it)."""
+
+
+class RunnerStats:
+    """Counters of the ladder."""
+
+    def __init__(self) -> None:
+        self.calls = self.in_flight = self.aborts = self.interrupts = self.kills = 0
+        self.lost = 0
+
+
+def _reason_for_wire(reason: Any) -> Any:
+    try:
+        import pickle
+
+        pickle.dumps(reason)
+    except Exception:
+        return str(reason)
+    return reason
+
+
+class RayBodyRunner:
+    """A ``BodyRunner`` that dispatches bodies to worker actors."""
+
+    def __init__(
+        self,
+        pools: Callable[[Any], PoolClient],
+        key_of: Callable[[Any], tuple[str, bytes] | None],
+        *,
+        cancel_grace_ms: float,
+        kill_grace_ms: float,
+    ) -> None:
+        self._pools = pools
+        self._key_of = key_of
+        self.cancel_grace = cancel_grace_ms / 1000.0
+        self.kill_grace = max(kill_grace_ms / 1000.0, self.cancel_grace)
+        self.stats = RunnerStats()
+
+    async def __call__(self, call: Any, entry: Entry, ctx: ToolRunContext) -> Any:
+        """Run the body remotely; return its value or raise its (or the ladder's) error."""
+        definition = entry.definition
+        found = self._key_of(definition)
+        if found is None:  # not a mirrored definition (e.g. the run_code transport)
+            return await _run_local(definition, ctx)
+        key, blob = found
+        pool = self._pools(definition.placement)
+        ident = {
+            "call_id": ctx.call_id,
+            "name": ctx.name,
+            "root_call_id": ctx.root_call_id,
+            "scope": ctx.scope,
+        }
+        token = ctx.token.id if ctx.token is not None else ctx.call_id
+        arguments = thaw_json(ctx.arguments)
+        self.stats.calls += 1
+        for _ in range(2):
+            slot = await pool.pick()
+            outcome = await self._run_on(pool, slot, token, key, blob, arguments, ident, ctx)
+            if outcome[0] != "missing":
+                break
+            slot.sent.discard(key)
+        return _unpack(outcome, ctx)
+
+    async def _run_on(
+        self,
+        pool: PoolClient,
+        slot: WorkerSlot,
+        token: str,
+        key: str,
+        blob: bytes,
+        arguments: Any,
+        ident: dict[str, Any],
+        ctx: ToolRunContext,
+    ) -> tuple[Any, ...]:
+        send = None if key in slot.sent else blob
+        ref = slot.handle.run.remote(token, key, send, arguments, ident)
+        slot.sent.add(key)
+        slot.in_flight += 1
+        self.stats.in_flight += 1
+        try:
+            return await self._await(pool, slot, token, ref, ctx)
+        finally:
+            slot.in_flight -= 1
+            self.stats.in_flight -= 1
+
+    async def _await(
+        self, pool: PoolClient, slot: WorkerSlot, token: str, ref: Any, ctx: ToolRunContext
+    ) -> tuple[Any, ...]:
+        result = asyncio.wrap_future(ref.future())
+        signal = ctx.signal
+        aborted = asyncio.ensure_future(signal.wait())
+        try:
+            await asyncio.wait({result, aborted}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            aborted.cancel()
+        if not result.done():
+            self.stats.aborts += 1
+            slot.handle.abort.remote(token, _reason_for_wire(signal.reason))
+            await asyncio.wait({result}, timeout=self.cancel_grace)
+        if not result.done():
+            self.stats.interrupts += 1
+            cancel(ref)
+            slot.handle.interrupt.remote(token)
+            await asyncio.wait({result}, timeout=self.kill_grace - self.cancel_grace)
+        if not result.done():
+            self.stats.kills += 1
+            kill(slot.handle)
+            slot.killed = True
+            await pool.replace(slot, killed=True)
+            err = AbortError("tool call aborted")
+            err.reason = (
+                f"the worker was terminated: the tool ignored cancellation for "
+                f"{self.kill_grace * 1000:g}ms"
+            )
+            raise err
+        return await self._settled(pool, slot, result, ctx)
+
+    async def _settled(
+        self, pool: PoolClient, slot: WorkerSlot, result: Any, ctx: ToolRunContext
+    ) -> tuple[Any, ...]:
+        try:
+            return tuple(result.result())
+        except Exception as raw:
+            err = task_cause(raw)
+            if is_cancelled(err) or isinstance(err, asyncio.CancelledError):
+                aborted = AbortError("tool call aborted")
+                aborted.reason = "ray.cancel stopped the tool"
+                raise aborted from None
+            if is_actor_death(err):
+                if slot.killed and ctx.signal.aborted:
+                    killed = AbortError("tool call aborted")
+                    killed.reason = "the worker was terminated"
+                    raise killed from None
+                self.stats.lost += 1
+                if not slot.killed:
+                    await pool.replace(slot, killed=False)
+                raise ToolWorkerLostError(
+                    f'the worker running tool "{ctx.name}" died ({type(err).__name__}); '
+                    "the call was not re-run"
+                ) from None
+            raise err from None
+
+
+def _unpack(outcome: tuple[Any, ...], ctx: ToolRunContext) -> Any:
+    status = outcome[0]
+    if status == "missing":
+        raise RuntimeError("the worker lost the tool definition twice")
+    _, payload, contexts, concludes = outcome
+    for message in contexts:
+        ctx.defer_context(message)
+    if concludes:
+        ctx.conclude_turn()
+    if status == "ok":
+        return payload
+    if status == "not_json":
+        return NOT_JSON
+    raise payload
+
+
+async def _run_local(definition: Any, ctx: ToolRunContext) -> Any:
+    import inspect
+
+    value = definition.execute(ctx.arguments, ctx)
+    if inspect.isawaitable(value):
+        value = await value
+    return value

@@ -1,0 +1,187 @@
+"""``ToolWorker``: runs tool bodies only; serves aborts while a body runs.
+
+A plain class (testable without Ray); ``_handles`` turns it into an async actor whose
+``abort`` / ``interrupt`` / ``status`` / ``health`` run on a separate ``control`` lane, which
+is the only way to reach a busy worker in milliseconds (RAY-NOTES §3). Because that lane is
+another thread with its own loop, everything shared here is guarded by a lock, and the run
+loop is reached with ``call_soon_threadsafe``.
+
+Outcomes are tuples (cheap to ship): ``("ok", value, contexts, concludes)``,
+``("error", exc, contexts, concludes)``, ``("not_json", None, contexts, concludes)``,
+``("missing",)`` when the definition is not cached here and no blob came with the call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import inspect
+import os
+import pickle
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import cloudpickle
+
+from toolray import AbortController, AbortError, ToolRunContext, UserMessage
+from toolray._json import is_json
+
+__all__ = ("ToolInterrupted", "ToolWorker", "WorkerStatus")
+
+_INTERRUPTED = "the worker interrupted the tool's thread"
+
+
+class ToolInterrupted(AbortError):
+    """Injected into a sync body's thread when cooperation did not stop it."""
+
+    def __init__(self) -> None:
+        super().__init__("tool call aborted")
+        self.reason = _INTERRUPTED
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkerStatus:
+    """A snapshot of one worker."""
+
+    pid: int
+    in_flight: int
+    runs: int
+    cached_definitions: int
+
+
+@dataclass(eq=False)
+class _Running:
+    controller: AbortController
+    loop: asyncio.AbstractEventLoop
+    task: asyncio.Task[Any] | None
+    thread: int | None = None
+    done: bool = False
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def _shippable(exc: BaseException) -> BaseException:
+    try:
+        pickle.loads(pickle.dumps(exc))
+    except Exception:
+        return RuntimeError(str(exc) or type(exc).__name__)
+    return exc
+
+
+class ToolWorker:
+    """Runs ``execute(args, ctx)`` for the executor actors that dispatch to it."""
+
+    def __init__(self, threads: int = 64) -> None:
+        self._defs: dict[str, Any] = {}
+        self._running: dict[str, _Running] = {}
+        self._early_aborts: dict[str, Any] = {}
+        self._lock = threading.Lock()
+        self._pool = ThreadPoolExecutor(max(1, threads), thread_name_prefix="toolray-body")
+        self._runs = 0
+
+    # ------------------------------------------------------------------ default lane
+    async def run(
+        self, token: str, key: str, blob: bytes | None, arguments: Any, ident: dict[str, Any]
+    ) -> tuple[Any, ...]:
+        """Run one body; never raises for the body's own faults."""
+        execute = self._defs.get(key)
+        if execute is None:
+            if blob is None:
+                return ("missing",)
+            execute = cloudpickle.loads(blob).execute
+            self._defs[key] = execute
+        running = _Running(AbortController(), asyncio.get_running_loop(), asyncio.current_task())
+        with self._lock:
+            self._running[token] = running
+            early = self._early_aborts.pop(token, None)
+            self._runs += 1
+        if early is not None:
+            running.controller.abort(early)
+        ctx = ToolRunContext(None, running.controller.signal, **ident)
+        try:
+            if inspect.iscoroutinefunction(execute):
+                value = await execute(arguments, ctx)
+            else:
+                loop = running.loop
+                value = await loop.run_in_executor(
+                    self._pool, self._run_sync, running, execute, arguments, ctx
+                )
+                if inspect.isawaitable(value):
+                    value = await value
+        except asyncio.CancelledError:
+            contexts, concludes = ctx.collect()
+            return ("error", AbortError("tool call aborted"), contexts, concludes)
+        except Exception as exc:
+            contexts, concludes = ctx.collect()
+            return ("error", _shippable(exc), contexts, concludes)
+        finally:
+            with self._lock:
+                running.done = True
+                self._running.pop(token, None)
+        contexts, concludes = ctx.collect()
+        if not is_json(value):
+            return ("not_json", None, contexts, concludes)
+        return ("ok", value, contexts, concludes)
+
+    def _run_sync(self, running: _Running, execute: Any, arguments: Any, ctx: Any) -> Any:
+        with running.lock:
+            running.thread = threading.get_ident()
+        try:
+            return execute(arguments, ctx)
+        finally:
+            try:
+                with running.lock:
+                    running.thread = None
+            except ToolInterrupted:  # an injection that landed after the body returned
+                pass
+
+    # ------------------------------------------------------------------ control lane
+    async def abort(self, token: str, reason: Any = None) -> bool:
+        """Fire the body's signal (cooperative step); ``False`` if the call is not here yet."""
+        with self._lock:
+            running = self._running.get(token)
+            if running is None:
+                self._early_aborts[token] = reason
+                return False
+        running.controller.abort(reason)
+        return True
+
+    async def interrupt(self, token: str) -> str:
+        """Stronger step: cancel an awaiting body's task, or inject into a sync body's thread."""
+        with self._lock:
+            running = self._running.get(token)
+        if running is None or running.done:
+            return "gone"
+        with running.lock:
+            thread = running.thread
+            if thread is not None:
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                    ctypes.c_ulong(thread), ctypes.py_object(ToolInterrupted)
+                )
+                return "injected"
+        if running.task is not None:
+            running.loop.call_soon_threadsafe(running.task.cancel)
+            return "cancelled"
+        return "gone"
+
+    async def status(self) -> WorkerStatus:
+        """Counters for the pool and the runtime statistics."""
+        with self._lock:
+            return WorkerStatus(
+                pid=os.getpid(),
+                in_flight=len(self._running),
+                runs=self._runs,
+                cached_definitions=len(self._defs),
+            )
+
+    async def health(self) -> int:
+        """The worker's pid (it answers even while bodies run)."""
+        return os.getpid()
+
+
+def outcome_contexts(outcome: tuple[Any, ...]) -> tuple[tuple[UserMessage, ...], bool]:
+    """The deferred contexts and conclusion a worker outcome carries."""
+    if len(outcome) >= 4:
+        return tuple(outcome[2]), bool(outcome[3])
+    return (), False
