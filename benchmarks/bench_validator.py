@@ -12,8 +12,8 @@ A second table times ``snapshot_json`` on a typical 1 KB argument dict against
 from __future__ import annotations
 
 import json
-import platform
 import os
+import platform
 import sys
 import timeit
 from collections.abc import Callable
@@ -26,7 +26,7 @@ from toolray._json import snapshot_json
 from toolray._schema import compile_validator, validate_json_schema_value
 
 ROUNDS = 5
-TARGET_SECONDS = 0.1
+ROUND_SECONDS = 0.04
 
 
 def _flat() -> tuple[dict[str, Any], Any, Any]:
@@ -112,7 +112,11 @@ def _wide() -> tuple[dict[str, Any], Any, Any]:
     types = ["string", "integer", "number", "boolean"]
     samples: dict[str, Any] = {"string": "s", "integer": 7, "number": 2.5, "boolean": True}
     props = {f"p{i}": {"type": types[i % 4]} for i in range(200)}
-    schema = {"type": "object", "properties": props, "required": [f"p{i}" for i in range(0, 200, 10)]}
+    schema = {
+        "type": "object",
+        "properties": props,
+        "required": [f"p{i}" for i in range(0, 200, 10)],
+    }
     valid = {f"p{i}": samples[types[i % 4]] for i in range(200)}
     invalid = dict(valid)
     invalid["p3"] = "not a boolean"
@@ -130,10 +134,11 @@ CASES: dict[str, Callable[[], tuple[dict[str, Any], Any, Any]]] = {
 
 
 def _time(fn: Callable[[], object]) -> float:
-    """Best-of-ROUNDS time of one call, in microseconds."""
-    number, _ = timeit.Timer(fn).autorange()
-    number = max(1, int(number * TARGET_SECONDS / 0.2))
-    best = min(timeit.Timer(fn).repeat(repeat=ROUNDS, number=number))
+    """Best-of-ROUNDS time of one call, in microseconds (each round lasts ~ROUND_SECONDS)."""
+    timer = timeit.Timer(fn)
+    estimate = timer.timeit(number=20) / 20
+    number = max(1, int(ROUND_SECONDS / max(estimate, 1e-9)))
+    best = min(timer.repeat(repeat=ROUNDS, number=number))
     return best / number * 1e6
 
 
@@ -147,6 +152,20 @@ def _fast_call(check: Callable[[Any], object], value: Any) -> Callable[[], objec
     return run
 
 
+def _measure(
+    ours: Callable[[Any], list[str]],
+    draft: jsonschema.Draft202012Validator,
+    fast: Callable[[Any], object],
+    value: Any,
+) -> tuple[float, float, float, float]:
+    return (
+        _time(lambda: ours(value)),
+        _time(lambda: list(draft.iter_errors(value))),
+        _time(lambda: draft.is_valid(value)),
+        _time(_fast_call(fast, value)),
+    )
+
+
 def _validator_rows() -> list[tuple[str, str, float, float, float, float]]:
     rows = []
     for name, make in CASES.items():
@@ -157,16 +176,7 @@ def _validator_rows() -> list[tuple[str, str, float, float, float, float]]:
         draft = jsonschema.Draft202012Validator(schema)
         fast = fastjsonschema.compile(schema)
         for label, value in (("valid", valid), ("invalid", invalid)):
-            rows.append(
-                (
-                    name,
-                    label,
-                    _time(lambda v=value: ours(v)),
-                    _time(lambda v=value: list(draft.iter_errors(v))),
-                    _time(lambda v=value: draft.is_valid(v)),
-                    _time(_fast_call(fast, value)),
-                )
-            )
+            rows.append((name, label, *_measure(ours, draft, fast, value)))
     return rows
 
 
@@ -182,7 +192,7 @@ def _typical_args() -> dict[str, Any]:
         "options": {"follow_symlinks": True, "hidden": False, "depth": 8, "encoding": "utf-8"},
         "edits": [
             {"line": 12 + i, "old": f"value_{i} = compute()", "new": f"value_{i} = compute(x)"}
-            for i in range(6)
+            for i in range(8)
         ],
         "note": "Refactor the helper so that callers pass the context explicitly.",
     }

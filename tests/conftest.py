@@ -22,3 +22,17 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     kwargs: dict[str, Any] = {name: pyfuncitem.funcargs[name] for name in names}
     asyncio.run(func(**kwargs))
     return True
+
+
+@pytest.fixture(scope="session")
+def ray_runtime() -> Any:
+    """One Ray cluster for the whole session (small, no dashboard), shared by Ray tests."""
+    import cloudpickle
+
+    from tests import ray_tools
+    from toolray_actors import RayRuntime
+
+    cloudpickle.register_pickle_by_value(ray_tools)
+    runtime = RayRuntime.start("configs/ci.toml")
+    yield runtime
+    runtime.shutdown()

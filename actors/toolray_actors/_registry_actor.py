@@ -32,6 +32,13 @@ def _kv() -> tuple[Any, Any]:
     return internal_kv._internal_kv_get, internal_kv._internal_kv_put
 
 
+_FANOUT_TIMEOUT_S = 30.0
+
+
+def _as_future(ref: Any) -> Any:
+    return asyncio.wrap_future(ref.future())
+
+
 class RegistryActor:
     """Holds the namespace's registry state and fans changes out to executor actors."""
 
@@ -87,10 +94,16 @@ class RegistryActor:
         self._persist()
         names = list(self.executors)
         refs = [self.executors[n].invalidate.remote(self.seq, delta) for n in names]
-        outcomes = await asyncio.gather(*refs, return_exceptions=True)
+        outcomes = await asyncio.gather(
+            *(asyncio.wait_for(_as_future(ref), _FANOUT_TIMEOUT_S) for ref in refs),
+            return_exceptions=True,
+        )
         for name, outcome in zip(names, outcomes, strict=True):
-            if isinstance(outcome, BaseException) and is_actor_death(outcome):
-                self.executors.pop(name, None)
+            if isinstance(outcome, BaseException):
+                if is_actor_death(outcome):
+                    self.executors.pop(name, None)
+                else:  # a slow executor resyncs on the next sequence gap
+                    _log.warning("toolray: executor %s missed an invalidation: %r", name, outcome)
 
     # ------------------------------------------------------------------ writes
     async def apply(self, op: Op) -> int:
@@ -153,9 +166,12 @@ class RegistryActor:
             self._persist()
 
     async def snapshot(self) -> tuple[int, list[Op]]:
-        """The sequence number and every live contribution, in order."""
-        async with self._lock:
-            return self.seq, list(self.ops.values())
+        """The sequence number and every live contribution, in order.
+
+        Lock-free on purpose: an executor resyncing inside ``invalidate`` calls it while a
+        write holds the lock and awaits that very executor.
+        """
+        return self.seq, list(self.ops.values())
 
     # ------------------------------------------------------------------ reads
     async def schemas(self, scope: str | None) -> list[dict[str, Any]]:

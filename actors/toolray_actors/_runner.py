@@ -127,8 +127,8 @@ class RayBodyRunner:
             await asyncio.wait({result}, timeout=self.cancel_grace)
         if not result.done():
             self.stats.interrupts += 1
-            cancel(ref)
             slot.handle.interrupt.remote(token)
+            cancel(ref)
             await asyncio.wait({result}, timeout=self.kill_grace - self.cancel_grace)
         if not result.done():
             self.stats.kills += 1

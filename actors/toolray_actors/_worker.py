@@ -103,15 +103,21 @@ class ToolWorker:
             if inspect.iscoroutinefunction(execute):
                 value = await execute(arguments, ctx)
             else:
-                loop = running.loop
-                value = await loop.run_in_executor(
+                thread_future = running.loop.run_in_executor(
                     self._pool, self._run_sync, running, execute, arguments, ctx
                 )
+                try:
+                    value = await asyncio.shield(thread_future)
+                except asyncio.CancelledError:
+                    await self._stop_thread(running, thread_future)
+                    raise
                 if inspect.isawaitable(value):
                     value = await value
         except asyncio.CancelledError:
             contexts, concludes = ctx.collect()
-            return ("error", AbortError("tool call aborted"), contexts, concludes)
+            stopped = AbortError("tool call aborted")
+            stopped.reason = "ray.cancel stopped the tool"
+            return ("error", stopped, contexts, concludes)
         except Exception as exc:
             contexts, concludes = ctx.collect()
             return ("error", _shippable(exc), contexts, concludes)
@@ -123,6 +129,22 @@ class ToolWorker:
         if not is_json(value):
             return ("not_json", None, contexts, concludes)
         return ("ok", value, contexts, concludes)
+
+    async def _stop_thread(self, running: _Running, thread_future: Any) -> None:
+        """A cancelled call whose body is a thread: interrupt it and wait (bounded)."""
+        if not thread_future.done():
+            self._inject(running)
+            await asyncio.wait({thread_future}, timeout=1.0)
+
+    def _inject(self, running: _Running) -> bool:
+        with running.lock:
+            thread = running.thread
+            if thread is None:
+                return False
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                ctypes.c_ulong(thread), ctypes.py_object(ToolInterrupted)
+            )
+            return True
 
     def _run_sync(self, running: _Running, execute: Any, arguments: Any, ctx: Any) -> Any:
         with running.lock:
@@ -153,13 +175,8 @@ class ToolWorker:
             running = self._running.get(token)
         if running is None or running.done:
             return "gone"
-        with running.lock:
-            thread = running.thread
-            if thread is not None:
-                ctypes.pythonapi.PyThreadState_SetAsyncExc(
-                    ctypes.c_ulong(thread), ctypes.py_object(ToolInterrupted)
-                )
-                return "injected"
+        if self._inject(running):
+            return "injected"
         if running.task is not None:
             running.loop.call_soon_threadsafe(running.task.cancel)
             return "cancelled"

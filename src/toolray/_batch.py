@@ -41,11 +41,12 @@ class BatchStatistics:
     in_flight: int
     max_in_flight: int
     threads: int
+    """Threads currently held by running batches."""
 
 
 class _Counters:
     def __init__(self) -> None:
-        self.batches = self.calls = self.in_flight = self.max_in_flight = 0
+        self.batches = self.calls = self.in_flight = self.max_in_flight = self.threads = 0
 
     def on_start(self, in_flight: int) -> None:
         self.calls += 1
@@ -54,6 +55,31 @@ class _Counters:
 
     def on_settle(self) -> None:
         self.in_flight = max(0, self.in_flight - 1)
+
+
+class _BatchThreads:
+    """One batch's own thread pool, made on first use with ``cap`` threads (API.md §11:
+    a cap of 8 runs 8 blocking bodies at once; two batches share no threads)."""
+
+    def __init__(self, cap: int, counters: _Counters) -> None:
+        self._cap = cap
+        self._counters = counters
+        self._pool: ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
+
+    def pool(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self._cap, thread_name_prefix="toolray-body")
+                self._counters.threads += self._cap
+            return self._pool
+
+    def close(self) -> None:
+        with self._lock:
+            if self._pool is not None:
+                self._pool.shutdown(wait=False)
+                self._counters.threads -= self._cap
+                self._pool = None
 
 
 @final
@@ -90,32 +116,17 @@ class BatchExecutor:
         self.registry = registry
         self.max_parallel_tool_calls = check_cap(max_parallel_tool_calls)
         self._runner = runner
-        self._pool: ThreadPoolExecutor | None = None
-        self._pool_size = 0
-        self._pool_lock = threading.Lock()
         self._counters = _Counters()
 
     # ------------------------------------------------------------------ threads
-    def _threads(self, cap: int) -> ThreadPoolExecutor:
-        """A pool with at least ``cap`` threads, so ``cap`` blocking bodies really overlap."""
-        with self._pool_lock:
-            if self._pool is None or self._pool_size < cap:
-                old = self._pool
-                self._pool_size = max(cap, 4)
-                self._pool = ThreadPoolExecutor(self._pool_size, thread_name_prefix="toolray")
-                if old is not None:
-                    old.shutdown(wait=False)
-            return self._pool
-
-    def _inline_runner(self, cap: int) -> BodyRunner:
-        pool = self._threads(cap)
-
+    def _inline_runner(self, threads: _BatchThreads) -> BodyRunner:
         async def run(call: Call, entry: Entry, ctx: ToolRunContext) -> Any:
             fn = entry.definition.execute
             if inspect.iscoroutinefunction(fn):
                 return await fn(ctx.arguments, ctx)
             loop = asyncio.get_running_loop()
-            value = await loop.run_in_executor(pool, functools.partial(fn, ctx.arguments, ctx))
+            job = functools.partial(fn, ctx.arguments, ctx)
+            value = await loop.run_in_executor(threads.pool(), job)
             if inspect.isawaitable(value):
                 value = await value
             return value
@@ -149,10 +160,13 @@ class BatchExecutor:
         if not isinstance(batch, ToolBatchInput):
             raise TypeError("execute() takes a ToolBatchInput")
         cap = batch.max_parallel_tool_calls or self.max_parallel_tool_calls
-        runner = self._runner or self._inline_runner(cap)
+        threads = _BatchThreads(cap, self._counters)
+        runner = self._runner or self._inline_runner(threads)
         self._counters.batches += 1
-        run = BatchRun(self.registry, batch, cap, runner, self._counters, on_commit)
-        return await run.run()
+        try:
+            return await BatchRun(self.registry, batch, cap, runner, self._counters, on_commit).run()
+        finally:
+            threads.close()
 
     def statistics(self) -> BatchStatistics:
         """A frozen snapshot of this executor's counters."""
@@ -162,13 +176,8 @@ class BatchExecutor:
             calls=c.calls,
             in_flight=c.in_flight,
             max_in_flight=c.max_in_flight,
-            threads=self._pool_size,
+            threads=c.threads,
         )
 
     def close(self) -> None:
-        """Release the thread pool."""
-        with self._pool_lock:
-            if self._pool is not None:
-                self._pool.shutdown(wait=False)
-                self._pool = None
-                self._pool_size = 0
+        """Nothing to release: each batch owns (and shuts down) its own threads."""

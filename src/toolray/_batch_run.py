@@ -32,12 +32,19 @@ if TYPE_CHECKING:
 __all__ = ("BatchRun", "parse_arguments")
 
 
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
 def parse_arguments(text: str) -> Any:
-    """``""`` → ``{}``; valid JSON → its value; invalid JSON → the raw string (P-ARGS-15)."""
+    """``""`` → ``{}``; valid JSON → its value; invalid JSON → the raw string (P-ARGS-15).
+
+    ``NaN`` and ``Infinity`` are not JSON (Python's parser would accept them).
+    """
     if text == "":
         return {}
     try:
-        return json.loads(text)
+        return json.loads(text, parse_constant=_reject_constant)
     except (ValueError, RecursionError):
         return text
 

@@ -62,7 +62,8 @@ class JsonlEventLog:
 
     def append(self, event: dict[str, Any]) -> None:
         """Write one line (a single ``write``), visible to readers at once."""
-        line = (json.dumps(event, ensure_ascii=False, allow_nan=False) + "\n").encode()
+        # ASCII escapes keep every line valid UTF-8, even for lone surrogates in strings.
+        line = (json.dumps(event, ensure_ascii=True, allow_nan=False) + "\n").encode("ascii")
         with self._lock:
             os.write(self._fd, line)
 

@@ -75,12 +75,20 @@ class ToolExecution:
         "_arguments",
         "_frozen",
         "_input",
+        "_registry",
         "_root_call_id",
         "_signal",
         "_token",
     )
 
-    def __init__(self, inp: ToolExecutionInput, arguments: Any, token: ExecutionToken) -> None:
+    def __init__(
+        self,
+        inp: ToolExecutionInput,
+        arguments: Any,
+        token: ExecutionToken,
+        registry: Any = None,
+    ) -> None:
+        self._registry = registry  # the registry running this call (policies read it)
         self._input = inp
         self._arguments = arguments
         self._token = token
@@ -109,9 +117,11 @@ class ToolExecution:
         return self._frozen
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if name.startswith("_") and not getattr(self, "_frozen", False):
-            object.__setattr__(self, name, value)
-            return
+        if not getattr(self, "_frozen", False):
+            attr = getattr(type(self), name, None)
+            if name.startswith("_") or (isinstance(attr, property) and attr.fset is not None):
+                object.__setattr__(self, name, value)
+                return
         raise AttributeError(f"ToolExecution.{name} is read-only")
 
     def __delattr__(self, name: str) -> None:

@@ -31,6 +31,7 @@ class Entry:
     layer_key: str | None
     serial: int = field(default_factory=lambda: next(_serials))
     output_check: Callable[[Any], list[str]] | None = None
+    parameters_snapshot: Any = None
     alive: bool = True
 
 

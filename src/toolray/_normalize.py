@@ -64,7 +64,7 @@ def fail(
     """A failure whose content is exactly one ``Error: <message>`` text block (P-ERR-1)."""
     return ToolExecutionFailure(
         error=ToolFailure(message, info),
-        content=[text_block(f"Error: {message}")],
+        content=snapshot_json([text_block(f"Error: {message}")]),
         additional_contexts=tuple(contexts),
     )
 

@@ -68,14 +68,14 @@ async def prepare(registry: ToolRegistry, inp: ToolExecutionInput) -> Call:
     try:
         arguments = snapshot_json(inp.arguments)
     except NotJsonError:
-        execution = ToolDispatchExecution(inp, None, token)
+        execution = ToolDispatchExecution(inp, None, token, registry)
         call = Call(registry, inp, execution, finalizer, project)
         return call.settle("final", fail(ARGS_NOT_JSON))
     except Exception as exc:  # a hostile value whose inspection raises
-        execution = ToolDispatchExecution(inp, None, token)
+        execution = ToolDispatchExecution(inp, None, token, registry)
         call = Call(registry, inp, execution, finalizer, project)
         return call.settle("final", failure_from(exc))
-    execution = ToolDispatchExecution(inp, arguments, token)
+    execution = ToolDispatchExecution(inp, arguments, token, registry)
     call = Call(registry, inp, execution, finalizer, project)
     caller = inp.signal
     if registry.is_collapsed(inp.name, inp.scope, inp.parent):

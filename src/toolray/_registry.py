@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal, final
 from ._clock import Clock, system_clock
 from ._context import ScopedTools, WriteSide
 from ._definition import RESERVED_TOOL_NAME, ToolDefinition
+from ._disposer import Disposer
 from ._json import snapshot_json, thaw_json
 from ._layers import Entry, Layer
 from ._transport import RUN_CODE
@@ -45,6 +46,21 @@ def _unconditional(entry: Entry) -> bool:
 
 
 RUN_CODE_ENTRY = Entry(definition=RUN_CODE, when=None, layer_key=None)
+
+
+def _projected_parameters(entry: Entry) -> Any:
+    """The entry's parameters as a frozen snapshot, made once (R-SCH-03/05)."""
+    snap = entry.parameters_snapshot
+    if snap is None:
+        try:
+            snap = snapshot_json(entry.definition.parameters)
+        except NotJsonError:
+            raise ValueError(
+                f'tool "{entry.definition.name}" parameters must be lossless JSON before schema '
+                "projection"
+            ) from None
+        entry.parameters_snapshot = snap
+    return snap
 
 _INCLUDE: dict[str, Callable[[Entry], bool]] = {"all": _all, "unconditional": _unconditional}
 
@@ -101,6 +117,7 @@ class ToolRegistry(WriteSide):
             if parent not in self._scopes:
                 self.scope(parent)
         self._parents[key] = parent
+        self._epoch += 1  # a new chain changes what the key sees (R-VIS-32), with no event
         scoped = ScopedTools(self, key)
         self._scopes[key] = scoped
         return scoped
@@ -232,23 +249,21 @@ class ToolRegistry(WriteSide):
         self, scope: str | None = None, tool_set: ResolvedToolSet | None = None
     ) -> list[dict[str, Any]]:
         """One detached ``{"name", "description", "parameters"}`` per visible tool."""
-        defs = list(self._definitions_view(scope, tool_set, "all").values())
+        entries = list(
+            tool_set.entries(scope).values()
+            if tool_set is not None
+            else self._entries(scope).values()
+        )
         if self.effective_mode(scope) != "native":
-            defs.append(RUN_CODE)
+            entries.append(RUN_CODE_ENTRY)
         out = []
-        for definition in defs:
-            try:
-                parameters = snapshot_json(definition.parameters)
-            except NotJsonError:
-                raise ValueError(
-                    f'tool "{definition.name}" parameters must be lossless JSON before schema '
-                    "projection"
-                ) from None
+        for entry in entries:
+            definition = entry.definition
             out.append(
                 {
                     "name": definition.name,
                     "description": definition.description,
-                    "parameters": thaw_json(parameters),
+                    "parameters": thaw_json(_projected_parameters(entry)),
                 }
             )
         return out
@@ -322,13 +337,25 @@ class ToolRegistry(WriteSide):
         return None
 
     def hooks(self, kind: str, scope: str | None) -> list[Any]:
-        """The hooks of ``kind`` a call from ``scope`` runs: global first, then its chain."""
-        out: list[Any] = []
-        for key in (None, *self.chain(scope)):
-            layer = self._layers.get(key)
-            if layer is not None:
-                out.extend(h.fn for h in layer.hooks[kind])  # type: ignore[index]
-        return out
+        """The hooks of ``kind`` a call from ``scope`` runs: the global ones, then that
+        scope's own (a scoped listener sees only its own scope's calls, API.md §6)."""
+        glob = self._layers[None].hooks[kind]  # type: ignore[index]
+        own = self._layers.get(scope) if scope is not None else None
+        if own is None or not own.hooks[kind]:  # type: ignore[index]
+            return [h.fn for h in glob] if glob else []
+        return [h.fn for h in glob] + [h.fn for h in own.hooks[kind]]  # type: ignore[index]
+
+    def set_approval(self, service: ApprovalService) -> Disposer:
+        """Mount the approval service that answers ``Ask`` decisions (global only)."""
+        if not callable(getattr(service, "request", None)):
+            raise TypeError("set_approval() takes an object with an async request(request)")
+        self._approval.append(service)
+
+        def dispose() -> None:
+            if service in self._approval:
+                self._approval.remove(service)
+
+        return Disposer(dispose)
 
     @property
     def approval(self) -> ApprovalService | None:

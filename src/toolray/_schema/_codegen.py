@@ -111,7 +111,7 @@ class _Generator:
         self.names: dict[tuple[int, str], str] = {}
         self.queue: list[tuple[str, str, dict[str, Any]]] = []
 
-    def build(self, schema: dict[str, Any], path: str) -> Callable[[Any, Any], Any]:
+    def build(self, schema: dict[str, Any]) -> Callable[[Any, Any], Any]:
         root = self.function(schema, "v")
         while self.queue:
             name, kind, node = self.queue.pop()
@@ -347,7 +347,7 @@ def compile_validator(schema: Any, path: str = "value") -> Validator:
     """
     if schema_violations(schema) or _depth(schema) > MAX_COMPILED_DEPTH:
         return lambda value: validate_json_schema_value(schema, value, path)
-    fast = _Generator().build(schema, path)
+    fast = _Generator().build(schema)
 
     def validate(value: JsonValue) -> list[str]:
         try:

@@ -25,6 +25,7 @@ __all__ = (
     "SCHEMA_TYPES",
     "LazyPath",
     "diagnostic_path",
+    "is_json_integer",
     "is_json_number",
     "is_lossless",
     "is_plain_array",

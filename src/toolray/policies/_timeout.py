@@ -41,12 +41,19 @@ class TimeoutPolicy:
     def __init__(self, *, clock: Clock | None = None) -> None:
         self.clock = clock
 
-    def install(self, context: WriteSide) -> Disposer:
-        """Register the wrapper on ``context`` (the registry or a scope)."""
-        registry = context._registry
-        clock = self.clock if self.clock is not None else registry.clock
+    def install(self, context: WriteSide | Any) -> Disposer:
+        """Register the wrapper on ``context``: the registry, a scope, or their remote twins.
+
+        The wrapper reads the budget from the registry that runs each call, so the same
+        policy works in-process and inside the Ray executor actors.
+        """
+        fixed_clock = self.clock
 
         async def wrapper(execution: ToolDispatchExecution, next_: Any) -> ToolExecutionResult:
+            registry = execution._registry
+            if registry is None:
+                return await next_()  # type: ignore[no-any-return]
+            clock = fixed_clock if fixed_clock is not None else registry.clock
             definition = registry.get(execution.name, execution.scope, execution.tool_set)
             ms = getattr(definition, "timeout_ms", None)
             if ms is None:

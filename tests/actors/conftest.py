@@ -1,0 +1,28 @@
+"""Fixtures for the Ray layer tests: every test gets its own scope and cleans up."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+_ids = itertools.count()
+
+
+@pytest.fixture
+def rt(ray_runtime: Any) -> Iterator[Any]:
+    """The session runtime; registrations made through ``rt.owned`` are lifted afterwards."""
+    owned: list[Any] = []
+    ray_runtime.owned = owned
+    yield ray_runtime
+    for dispose in reversed(owned):
+        dispose()
+    owned.clear()
+
+
+@pytest.fixture
+def scope_key() -> str:
+    """A scope key unique to this test."""
+    return f"test-scope-{next(_ids)}"

@@ -1,0 +1,64 @@
+"""The cancellation ladder on real worker actors (DESIGN.md §4, API.md §8)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from tests.ray_tools import cooperative_tool, stubborn_tool
+from toolray import AbortController, TimeoutPolicy, ToolBatchInput, ToolCall
+
+pytestmark = pytest.mark.ray
+
+
+def _install_timeouts(rt: Any) -> None:
+    """A TimeoutPolicy on the global layer, shipped to the executors like any hook."""
+    rt.owned.append(TimeoutPolicy().install(rt.registry))
+
+
+async def test_cooperative_body_stops_on_the_forwarded_abort(rt: Any, scope_key: str) -> None:
+    rt.owned.append(rt.registry.register(cooperative_tool("rt_coop")))
+    ex = rt.executor(scope_key)
+    ctrl = AbortController()
+    batch = ToolBatchInput([ToolCall("c1", "rt_coop", "{}")], ctrl.signal, scope=scope_key)
+    task = asyncio.ensure_future(ex.execute_batch(batch))
+    for _ in range(200):  # wait until the body is running on a worker
+        stats = await ex.statistics()
+        if stats.in_flight:
+            break
+        await asyncio.sleep(0.01)
+    kills_before = rt.stats().kills
+    ctrl.abort("user cancelled")
+    result = await asyncio.wait_for(task, timeout=30)
+    failure = result.results[0].result
+    assert failure.error.info.code == "ABORTED"
+    assert failure.error.info.reason is None  # stopped cooperatively: nobody was killed
+    assert rt.stats().kills == kills_before
+
+
+@pytest.mark.parametrize(
+    ("kind", "reason_part"),
+    [("sleep_loop", ("interrupted", "ray.cancel")), ("cpu", ("interrupted", "ray.cancel")),
+     ("block", ("terminated",))],
+)
+async def test_a_body_ignoring_its_deadline_is_stopped_as_tool_timeout(
+    rt: Any, scope_key: str, kind: str, reason_part: tuple[str, ...]
+) -> None:
+    name = f"rt_stubborn_{kind}"
+    rt.owned.append(rt.registry.register(stubborn_tool(name, kind, timeout_ms=200)))
+    _install_timeouts(rt)
+    before = rt.stats()
+    result = await rt.executor(scope_key).execute_batch(
+        ToolBatchInput([ToolCall("c1", name, '{"seconds": 30}')], AbortController().signal, scope=scope_key)
+    )
+    failure = result.results[0].result
+    assert failure.error.message == "tool call timed out after 200ms"
+    assert failure.error.info.code == "TOOL_TIMEOUT"
+    assert any(part in failure.error.info.reason for part in reason_part)
+    after = rt.stats()
+    if kind == "block":
+        assert after.kills == before.kills + 1
+        assert after.replacements >= before.replacements + 1
+        assert after.workers == before.workers  # the pool was refilled

@@ -1,0 +1,91 @@
+"""Faults of DESIGN.md §5 with real actors: crashes, raising bodies, dead executors, restarts."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+import ray
+
+from tests.ray_tools import cooperative_tool, crash_tool, echo_tool, failing_tool
+from toolray import AbortController, ToolBatchExecutionError, ToolBatchInput, ToolCall
+
+pytestmark = pytest.mark.ray
+
+
+def _batch(calls: list[ToolCall], scope: str) -> ToolBatchInput:
+    return ToolBatchInput(calls, AbortController().signal, scope=scope)
+
+
+async def test_a_raising_body_is_one_failure_and_the_batch_goes_on(rt: Any, scope_key: str) -> None:
+    rt.owned.append(rt.registry.register(failing_tool("rt_fail")))
+    rt.owned.append(rt.registry.register(echo_tool("rt_after_fail")))
+    out = await rt.executor(scope_key).execute_batch(
+        _batch([ToolCall("c1", "rt_fail", "{}"), ToolCall("c2", "rt_after_fail", "{}")], scope_key)
+    )
+    failure = out.results[0].result
+    assert failure.error.message == "disk full"
+    assert (failure.error.info.name, failure.error.info.code) == ("HarnessError", "ENOSPC")
+    assert failure.content == [{"type": "text", "text": "Error: disk full"}]
+    assert not out.results[1].result.is_error
+
+
+async def test_a_worker_that_dies_gives_worker_lost_and_is_replaced(rt: Any, scope_key: str) -> None:
+    rt.owned.append(rt.registry.register(crash_tool("rt_crash")))
+    rt.owned.append(rt.registry.register(echo_tool("rt_after_crash")))
+    before = rt.stats()
+    out = await rt.executor(scope_key).execute_batch(_batch([ToolCall("c1", "rt_crash", "{}")], scope_key))
+    lost = out.results[0].result
+    assert lost.error.info.code == "WORKER_LOST"
+    assert "not re-run" in lost.error.message
+    after = rt.stats()
+    assert after.replacements == before.replacements + 1
+    assert after.workers == before.workers
+    again = await rt.executor(scope_key).execute_batch(
+        _batch([ToolCall("c2", "rt_after_crash", '{"text": "ok"}')], scope_key)
+    )
+    assert again.results[0].result.value["text"] == "ok"
+
+
+async def test_an_executor_killed_mid_batch_raises_and_the_next_batch_gets_a_fresh_one(
+    rt: Any, scope_key: str
+) -> None:
+    rt.owned.append(rt.registry.register(cooperative_tool("rt_hold")))
+    rt.owned.append(rt.registry.register(echo_tool("rt_fresh")))
+    ex = rt.executor(scope_key)
+    task = asyncio.ensure_future(ex.execute_batch(_batch([ToolCall("c1", "rt_hold", "{}")], scope_key)))
+    for _ in range(300):
+        if (await ex.statistics()).in_flight:
+            break
+        await asyncio.sleep(0.01)
+    ray.kill(ray.get_actor(ex.name, namespace=rt.config.namespace))
+    with pytest.raises(ToolBatchExecutionError, match="executor actor died"):
+        await asyncio.wait_for(task, timeout=60)
+    out = await ex.execute_batch(_batch([ToolCall("c2", "rt_fresh", '{"text": "new"}')], scope_key))
+    assert out.results[0].result.value["text"] == "new"
+
+
+async def test_the_registry_actor_restarts_with_its_state(rt: Any, scope_key: str) -> None:
+    rt.owned.append(rt.registry.register(echo_tool("rt_survivor")))
+    scope = rt.scope(scope_key)
+    rt.owned.append(scope.register(echo_tool("rt_scoped_survivor")))
+    ex = rt.executor(scope_key)
+    await ex.execute_batch(_batch([ToolCall("c0", "rt_survivor", "{}")], scope_key))
+    restarts = rt.registry.info()["restarts"]
+    actor = ray.get_actor("toolray:registry", namespace=rt.config.namespace)
+    ray.kill(actor, no_restart=False)
+    for _ in range(600):
+        try:
+            info = rt.registry.info()
+        except Exception:
+            await asyncio.sleep(0.02)
+            continue
+        if info["restarts"] > restarts:
+            break
+    names = [s["name"] for s in rt.registry.schemas(scope_key)]
+    assert "rt_survivor" in names and "rt_scoped_survivor" in names
+    # writes after the restart still reach the executor's mirror
+    rt.owned.append(rt.registry.register(echo_tool("rt_after_restart")))
+    out = await ex.execute_batch(_batch([ToolCall("c1", "rt_after_restart", '{"text": "r"}')], scope_key))
+    assert out.results[0].result.value["text"] == "r"
