@@ -59,12 +59,16 @@ class _RemoteWriter:
         actor = self._actor
         return Disposer(lambda: ray.get(actor.dispose.remote(op_id)))
 
-    def register(self, definition: ToolDefinition, *, when: Callable[..., Any] | None = None) -> Disposer:
+    def register(
+        self, definition: ToolDefinition, *, when: Callable[..., Any] | None = None
+    ) -> Disposer:
         """Register a tool (the definition is pickled; the actor validates it)."""
         name = getattr(definition, "name", "?")
         blob = dumps_named(definition, f'tool "{name}"')
         when_blob = dumps_named(when, f'the when condition of tool "{name}"') if when else None
-        return self._apply(Op(id=0, kind="register", key=self._key, blob=blob, when=when_blob, name=name))
+        return self._apply(
+            Op(id=0, kind="register", key=self._key, blob=blob, when=when_blob, name=name)
+        )
 
     def restrict(
         self, *, allow: Iterable[str] | None = None, deny: Iterable[str] | None = None
@@ -85,7 +89,9 @@ class _RemoteWriter:
 
     def _hook(self, hook: str, fn: Callable[..., Any], prepend: bool = False) -> Disposer:
         blob = dumps_named(fn, f"the {hook} hook")
-        return self._apply(Op(id=0, kind="hook", key=self._key, blob=blob, hook=hook, prepend=prepend))
+        return self._apply(
+            Op(id=0, kind="hook", key=self._key, blob=blob, hook=hook, prepend=prepend)
+        )
 
     def on_pre_execute(self, listener: Callable[..., Any], *, prepend: bool = False) -> Disposer:
         """Pre-execute waterfall listener (runs in the executor actors)."""
@@ -234,7 +240,9 @@ class ExecutorHandle:
         self._deliver_events(batch, events)
         return result  # type: ignore[no-any-return]
 
-    async def stream_batch(self, batch: ToolBatchInput) -> AsyncIterator[tuple[int, ToolCallResult]]:
+    async def stream_batch(
+        self, batch: ToolBatchInput
+    ) -> AsyncIterator[tuple[int, ToolCallResult]]:
         """Yield ``(index, ToolCallResult)`` as each result commits (model order)."""
         batch_id = uuid.uuid4().hex
         spec = self._spec(batch, batch_id)

@@ -8,7 +8,7 @@ options DESIGN.md asks for: ``num_cpus=0`` for every runtime actor, ``max_task_r
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 from typing import Any
 
 import ray
@@ -21,14 +21,13 @@ __all__ = (
     "create_pool",
     "create_registry",
     "create_worker",
+    "executor_name",
     "get_named",
+    "kill",
     "kill_self",
     "node_id_of",
-    "kill",
-    "registry_name",
-    "executor_name",
     "pool_name",
-    "wait_ref",
+    "registry_name",
 )
 
 REGISTRY = "toolray:registry"
@@ -122,25 +121,14 @@ def get_named(name: str, namespace: str) -> Any | None:
 
 def kill(handle: Any, *, no_restart: bool = True) -> None:
     """Kill an actor process (idempotent)."""
-    try:
+    with contextlib.suppress(Exception):  # already gone
         ray.kill(handle, no_restart=no_restart)
-    except Exception:  # already gone
-        pass
 
 
 def cancel(ref: Any) -> None:
     """Cancel a remote call (raises CancelledError at an async body's next await)."""
-    try:
+    with contextlib.suppress(Exception):  # already finished
         ray.cancel(ref, recursive=True)
-    except Exception:  # already finished
-        pass
-
-
-async def wait_ref(ref: Any, timeout: float | None) -> bool:
-    """Wait up to ``timeout`` seconds for ``ref``; ``True`` if it settled."""
-    fut = asyncio.wrap_future(ref.future()) if hasattr(ref, "future") else asyncio.ensure_future(ref)
-    done, _ = await asyncio.wait({fut}, timeout=timeout)
-    return bool(done)
 
 
 def kill_self() -> None:
@@ -151,6 +139,8 @@ def kill_self() -> None:
 def node_id_of(handle: Any) -> str | None:
     """The node an actor runs on (for fault tests and statistics)."""
     try:
-        return ray.get(handle.__ray_call__.remote(lambda self: ray.get_runtime_context().get_node_id()))
+        return ray.get(
+            handle.__ray_call__.remote(lambda self: ray.get_runtime_context().get_node_id())
+        )
     except Exception:
         return None

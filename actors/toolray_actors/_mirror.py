@@ -37,7 +37,7 @@ class Op:
 
 
 def dumps_named(obj: Any, what: str) -> bytes:
-    """cloudpickle ``obj``, or a clear ``TypeError`` naming ``what``."""
+    """Cloudpickle ``obj``, or a clear ``TypeError`` naming ``what``."""
     try:
         return bytes(cloudpickle.dumps(obj))
     except Exception as err:
@@ -80,7 +80,8 @@ class Mirror:
             assert op.mode is not None
             disposer = ctx.present_as(op.mode)
         elif op.kind == "hook":
-            assert op.blob is not None and op.hook is not None
+            assert op.blob is not None
+            assert op.hook is not None
             fn = cloudpickle.loads(op.blob)
             method = getattr(ctx, f"on_{op.hook}")
             disposer = method(fn) if op.hook == "result" else method(fn, prepend=op.prepend)

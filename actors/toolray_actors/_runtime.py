@@ -9,6 +9,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -128,10 +129,8 @@ class RayRuntime:
                     kill(actor)
             pool = get_named(pool_name("default"), ns)
             if pool is not None:
-                try:
+                with contextlib.suppress(Exception):
                     ray.get(pool.shutdown.remote(), timeout=10)
-                except Exception:
-                    pass
                 kill(pool)
             registry = get_named(registry_name(), ns)
             if registry is not None:

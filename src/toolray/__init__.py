@@ -17,7 +17,8 @@ Example:
     ...     output=ToolOutput(schema={"type": "integer"}, render=lambda a, v: [text_block(str(v))]),
     ...     execute=lambda args, ctx: args["a"] + args["b"],
     ... ))
-    >>> batch = ToolBatchInput([ToolCall("c1", "add", '{"a": 1, "b": 2}')], AbortController().signal)
+    >>> calls = [ToolCall("c1", "add", '{"a": 1, "b": 2}')]
+    >>> batch = ToolBatchInput(calls, AbortController().signal)
     >>> asyncio.run(reg.execute_batch(batch)).results[0].result.value
     3
 """

@@ -129,9 +129,7 @@ async def resolve_tool_set(registry: ToolRegistry, context: ActivationContext) -
         if isinstance(verdict, Exception):
             raise verdict
     admitted = {
-        e.serial
-        for e in entries
-        if e.alive and (e.when is None or bool(verdicts.get(e.serial)))
+        e.serial for e in entries if e.alive and (e.when is None or bool(verdicts.get(e.serial)))
     }
     return ResolvedToolSet(registry, context.scope, admitted)
 
@@ -143,9 +141,7 @@ async def _settle(
     try:
         waiting = set(pending.values())
         while waiting:
-            done, _ = await asyncio.wait(
-                waiting | {aborted}, return_when=asyncio.FIRST_COMPLETED
-            )
+            done, _ = await asyncio.wait(waiting | {aborted}, return_when=asyncio.FIRST_COMPLETED)
             if aborted in done:
                 for fut in waiting:
                     fut.cancel()

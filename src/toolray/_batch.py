@@ -58,8 +58,10 @@ class _Counters:
 
 
 class _BatchThreads:
-    """One batch's own thread pool, made on first use with ``cap`` threads (API.md §11:
-    a cap of 8 runs 8 blocking bodies at once; two batches share no threads)."""
+    """One batch's own thread pool, made on first use with ``cap`` threads.
+
+    API.md §11: a cap of 8 runs 8 blocking bodies at once; two batches share no threads.
+    """
 
     def __init__(self, cap: int, counters: _Counters) -> None:
         self._cap = cap
@@ -98,7 +100,8 @@ class BatchExecutor:
         ...     output=ToolOutput(schema={"type": "string"}, render=lambda a, v: [text_block(v)]),
         ...     execute=lambda args, ctx: args.get("text", ""), is_concurrency_safe=lambda a: True,
         ... ))
-        >>> batch = ToolBatchInput([ToolCall("c1", "echo", '{"text": "hi"}')], AbortController().signal)
+        >>> calls = [ToolCall("c1", "echo", '{"text": "hi"}')]
+        >>> batch = ToolBatchInput(calls, AbortController().signal)
         >>> result = asyncio.run(BatchExecutor(reg).execute(batch))
         >>> result.results[0].result.content
         FrozenList([FrozenDict({'type': 'text', 'text': 'hi'})])
@@ -164,7 +167,9 @@ class BatchExecutor:
         runner = self._runner or self._inline_runner(threads)
         self._counters.batches += 1
         try:
-            return await BatchRun(self.registry, batch, cap, runner, self._counters, on_commit).run()
+            return await BatchRun(
+                self.registry, batch, cap, runner, self._counters, on_commit
+            ).run()
         finally:
             threads.close()
 

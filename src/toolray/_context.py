@@ -147,8 +147,7 @@ class WriteSide:
             noun = "tool" if len(unknown) == 1 else "tools"
             known_text = ", ".join(sorted(known)) or "(none)"
             raise ValueError(
-                f"restrict() names unknown global {noun} {listed}; known global tools: "
-                f"{known_text}"
+                f"restrict() names unknown global {noun} {listed}; known global tools: {known_text}"
             )
         restriction = Restriction(
             allow=frozenset(allow_names) if allow_names is not None else None,
@@ -168,7 +167,7 @@ class WriteSide:
         if self._key is None:
             raise ValueError(_PRESENT_UNSCOPED)
         if mode not in _MODES:
-            raise ValueError(f'present_as() mode must be one of "native", "code", "both"')
+            raise ValueError('present_as() mode must be one of "native", "code", "both"')
         layer = self._layer()
         if layer.mode is not None:
             raise ValueError(

@@ -131,7 +131,7 @@ def define_tool(
     if inspect.iscoroutinefunction(execute):
 
         async def body(args: Any, ctx: ToolRunContext) -> Any:
-            return await execute(validated(args), ctx)  # type: ignore[misc]
+            return await execute(validated(args), ctx)
 
     else:
 
@@ -184,11 +184,12 @@ def check_registration(definition: ToolDefinition) -> None:
         output is None
         or not callable(getattr(output, "render", None))
         or not (
-            getattr(output, "presentation_meta", None) is None
-            or callable(output.presentation_meta)
+            getattr(output, "presentation_meta", None) is None or callable(output.presentation_meta)
         )
     ):
-        raise TypeError(f'tool "{name}" must declare output {{ schema, render, presentation_meta? }}')
+        raise TypeError(
+            f'tool "{name}" must declare output {{ schema, render, presentation_meta? }}'
+        )
     assert_supported_json_schema(getattr(output, "schema", None))
     if definition.timeout_ms is not None and not _is_positive_finite(definition.timeout_ms):
         raise TypeError(f'tool "{name}" timeout_ms must be a positive finite number')

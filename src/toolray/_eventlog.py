@@ -95,9 +95,5 @@ class JsonlEventLog:
 
 def read_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """Read every complete line of a JSON-lines log."""
-    out = []
     with open(path, encoding="utf-8") as f:
-        for line in f:
-            if line.endswith("\n"):
-                out.append(json.loads(line))
-    return out
+        return [json.loads(line) for line in f if line.endswith("\n")]

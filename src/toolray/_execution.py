@@ -32,10 +32,17 @@ __all__ = (
 class ExecutionToken:
     """Opaque identity of one execution, compared by identity; ``.id`` crosses processes."""
 
-    __slots__ = ("__weakref__", "id")
+    __slots__ = ("__weakref__", "_id")
 
     def __init__(self) -> None:
-        self.id = str(uuid.uuid4())
+        self._id: str | None = None
+
+    @property
+    def id(self) -> str:
+        """A UUID string, made on first use (most tokens never cross a process)."""
+        if self._id is None:
+            self._id = str(uuid.uuid4())
+        return self._id
 
     def __repr__(self) -> str:
         return f"<ExecutionToken {self.id}>"
@@ -81,6 +88,14 @@ class ToolExecution:
         "_token",
     )
 
+    _registry: Any
+    _input: ToolExecutionInput
+    _arguments: Any
+    _token: ExecutionToken
+    _root_call_id: str
+    _signal: AbortSignal
+    _frozen: bool
+
     def __init__(
         self,
         inp: ToolExecutionInput,
@@ -88,13 +103,14 @@ class ToolExecution:
         token: ExecutionToken,
         registry: Any = None,
     ) -> None:
-        self._registry = registry  # the registry running this call (policies read it)
-        self._input = inp
-        self._arguments = arguments
-        self._token = token
-        self._root_call_id = inp.root_call_id if inp.root_call_id is not None else inp.call_id
-        self._signal = inp.signal
-        self._frozen = False
+        init = object.__setattr__
+        init(self, "_registry", registry)  # the registry running this call (policies read it)
+        init(self, "_input", inp)
+        init(self, "_arguments", arguments)
+        init(self, "_token", token)
+        init(self, "_root_call_id", inp.call_id if inp.root_call_id is None else inp.root_call_id)
+        init(self, "_signal", inp.signal)
+        init(self, "_frozen", False)
 
     call_id = property(lambda self: self._input.call_id, doc="The model's call id.")
     name = property(lambda self: self._input.name, doc="The tool name as called.")
@@ -182,22 +198,22 @@ class ToolRunContext:
         self.execution = execution
         self.signal = signal
         if execution is not None:
-            ident = {
-                "arguments": execution.arguments,
-                "call_id": execution.call_id,
-                "name": execution.name,
-                "parent": execution.parent,
-                "root_call_id": execution.root_call_id,
-                "scope": execution.scope,
-                "token": execution.token,
-            }
-        self.arguments = ident.get("arguments")
-        self.call_id: str = ident.get("call_id", "")
-        self.name: str = ident.get("name", "")
-        self.parent = ident.get("parent")
-        self.root_call_id: str = ident.get("root_call_id", self.call_id)
-        self.scope: str | None = ident.get("scope")
-        self.token = ident.get("token")
+            inp = execution._input
+            self.arguments = execution._arguments
+            self.call_id: str = inp.call_id
+            self.name: str = inp.name
+            self.parent = inp.parent
+            self.root_call_id: str = execution._root_call_id
+            self.scope: str | None = inp.scope
+            self.token = execution._token
+        else:
+            self.arguments = ident.get("arguments")
+            self.call_id = ident.get("call_id", "")
+            self.name = ident.get("name", "")
+            self.parent = ident.get("parent")
+            self.root_call_id = ident.get("root_call_id", self.call_id)
+            self.scope = ident.get("scope")
+            self.token = ident.get("token")  # type: ignore[assignment]
         self._contexts: list[UserMessage] = []
         self._concludes = False
         self._closed = False

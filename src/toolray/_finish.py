@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import inspect
 import logging
 from typing import TYPE_CHECKING, Any
@@ -56,7 +57,7 @@ def _observe(call: Call, result: ToolExecutionResult) -> None:
         if inspect.isawaitable(outcome):
             task = asyncio.ensure_future(outcome)
             _observer_tasks.add(task)
-            task.add_done_callback(lambda t, c=call: _observer_done(c, t))
+            task.add_done_callback(functools.partial(_observer_done, call))
 
 
 def _observer_done(call: Call, task: asyncio.Task[Any]) -> None:
@@ -74,4 +75,3 @@ def finish(call: Call) -> ToolExecutionResult:
     call.done = True
     _observe(call, result)
     return result
-

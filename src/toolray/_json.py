@@ -28,7 +28,7 @@ __all__ = (
     "thaw_json",
 )
 
-JsonValue: TypeAlias = "None | bool | int | float | str | list[JsonValue] | dict[str, JsonValue]"
+JsonValue: TypeAlias = "bool | int | float | str | list[JsonValue] | dict[str, JsonValue] | None"
 
 
 def _immutable(self: object, *args: object, **kwargs: object) -> NoReturn:
@@ -101,8 +101,7 @@ class FrozenList(list[Any]):
     def __repr__(self) -> str:
         return f"FrozenList({list.__repr__(self)})"
 
-    def __hash__(self) -> int:  # lists are unhashable; keep it so
-        raise TypeError("unhashable type: 'FrozenList'")
+    __hash__ = None  # lists are unhashable; keep it so
 
 
 def _new_dict() -> FrozenDict:
@@ -183,7 +182,48 @@ def snapshot_json(value: Any, path: str = "value") -> Any:
         return value
     if t is not dict and t is not list:
         raise NotJsonError(f"{path} is not lossless JSON: {_kind(value)}", path)
-    return _snapshot_container(value, path)
+    try:
+        return _snapshot_shallow(value, 0)
+    except _Fallback:
+        return _snapshot_container(value, path)
+
+
+class _Fallback(Exception):
+    """The fast path gives up (deep, cyclic or bad value): the iterative walk decides."""
+
+
+_FAST_DEPTH = 32
+
+
+def _snapshot_shallow(value: Any, depth: int) -> Any:
+    """A recursive copy for the common small, shallow value; any doubt raises _Fallback."""
+    if depth > _FAST_DEPTH:
+        raise _Fallback
+    if type(value) is dict:
+        out: Any = _new_dict()
+        for k, v in value.items():
+            if type(k) is not str:
+                raise _Fallback
+            tv = type(v)
+            if tv in _SCALARS or tv in _FROZEN:
+                _dict_set(out, k, v)
+            elif tv is float and _float_problem(v) is None:
+                _dict_set(out, k, v)
+            else:
+                _dict_set(out, k, _snapshot_shallow(v, depth + 1))
+        return out
+    if type(value) is list:
+        out = _new_list()
+        for v in value:
+            tv = type(v)
+            if tv in _SCALARS or tv in _FROZEN:
+                _list_append(out, v)
+            elif tv is float and _float_problem(v) is None:
+                _list_append(out, v)
+            else:
+                _list_append(out, _snapshot_shallow(v, depth + 1))
+        return out
+    raise _Fallback
 
 
 def _snapshot_container(value: Any, root: str) -> Any:
@@ -253,7 +293,7 @@ def _check(value: Any, root: str) -> None:
     t = type(value)
     if t in _SCALARS or t in _FROZEN:
         return
-    if t is float or t is not dict and t is not list:
+    if t is float or (t is not dict and t is not list):
         snapshot_json(value, root)
         return
     on_path: set[int] = set()
@@ -271,7 +311,9 @@ def _check(value: Any, root: str) -> None:
         for k, v in src.items() if is_dict else enumerate(src):
             if is_dict and type(k) is not str:
                 where = _path_of(frame, root)
-                raise NotJsonError(f"{where} is not lossless JSON: key {k!r} is not a string", where)
+                raise NotJsonError(
+                    f"{where} is not lossless JSON: key {k!r} is not a string", where
+                )
             tv = type(v)
             if tv in _SCALARS or tv in _FROZEN:
                 continue
@@ -283,7 +325,6 @@ def _check(value: Any, root: str) -> None:
             else:
                 snapshot_json(v, _path_of((frame, k), root))
         stack.extend(reversed(nested))
-
 
 
 def thaw_json(value: Any) -> Any:

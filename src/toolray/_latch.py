@@ -29,6 +29,11 @@ class Latch:
         self._listeners: list[Callable[[], Any]] | None = []
 
     @property
+    def is_set_fn(self) -> Callable[[], bool]:
+        """The bound ``is_set`` of the underlying event (a fast check for hot paths)."""
+        return self._event.is_set
+
+    @property
     def is_set(self) -> bool:
         """Whether the latch has been set."""
         return self._event.is_set()

@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from ._dispatch import BodyRunner, run_dispatch
 from ._execution import ExecutionToken, ToolDispatchExecution, ToolExecutionInput
+from ._finish import finish
 from ._json import snapshot_json
 from ._normalize import aborted, fail, failure_from, unknown_tool
-from ._dispatch import BodyRunner, run_dispatch
-from ._finish import finish
 from ._policy import run_post_execute, run_pre_execute
 from ._results import ToolExecutionResult
 from .errors import NotJsonError
@@ -116,4 +116,3 @@ async def run_pipeline(
     call = await prepare(registry, inp)
     await dispatch(call, runner)
     return await complete(call)
-

@@ -77,7 +77,9 @@ async def run_pre_execute(call: Call) -> Call:
     registry, execution = call.registry, call.execution
     caller = call.input.signal
     try:
-        decision = await run_waterfall(registry.hooks("pre", call.input.scope), (execution,), _allow)
+        decision = await run_waterfall(
+            registry.hooks("pre", call.input.scope), (execution,), _allow
+        )
         approval_cancelled = False
         if isinstance(decision, Ask):
             decision, approval_cancelled = await _ask(call, decision)

@@ -17,8 +17,8 @@ from ._definition import RESERVED_TOOL_NAME, ToolDefinition
 from ._disposer import Disposer
 from ._json import snapshot_json, thaw_json
 from ._layers import Entry, Layer
-from ._transport import RUN_CODE
 from ._schema import compile_validator
+from ._transport import RUN_CODE
 from ._view import build_view, restrictable_names
 from .errors import ExecutorUnavailableError, NotJsonError
 
@@ -62,6 +62,7 @@ def _projected_parameters(entry: Entry) -> Any:
         entry.parameters_snapshot = snap
     return snap
 
+
 _INCLUDE: dict[str, Callable[[Entry], bool]] = {"all": _all, "unconditional": _unconditional}
 
 
@@ -92,11 +93,13 @@ class ToolRegistry(WriteSide):
         self._scopes: dict[str, ScopedTools] = {}
         self._change_listeners: list[Callable[[], Any]] = []
         self._epoch = 0
-        self._cache: dict[tuple[str | None, str], tuple[int, tuple[int, ...], dict[str, Entry]]] = {}
+        self._cache: dict[
+            tuple[str | None, str], tuple[int, tuple[int, ...], dict[str, Entry]]
+        ] = {}
         self._approval: list[ApprovalService] = []
         self._default_executor: ToolExecutor | None = None
         self._default_replaced = False
-        self._live: dict[str, Any] = {}
+        self._chains: dict[str, tuple[str, ...]] = {}
         super().__init__(self, None)
 
     # ------------------------------------------------------------------ scopes
@@ -117,19 +120,29 @@ class ToolRegistry(WriteSide):
             if parent not in self._scopes:
                 self.scope(parent)
         self._parents[key] = parent
+        self._chains.clear()
         self._epoch += 1  # a new chain changes what the key sees (R-VIS-32), with no event
         scoped = ScopedTools(self, key)
         self._scopes[key] = scoped
         return scoped
 
-    def chain(self, key: str | None) -> list[str]:
+    def chain(self, key: str | None) -> tuple[str, ...]:
         """The scope chain of ``key``, farthest ancestor first, ``key`` last."""
+        if key is None:
+            return ()
+        cached = self._chains.get(key)
+        if cached is not None:
+            return cached
         out: list[str] = []
-        while key is not None:
-            out.append(key)
-            key = self._parents.get(key)
+        node: str | None = key
+        while node is not None:
+            out.append(node)
+            node = self._parents.get(node)
         out.reverse()
-        return out
+        chain = tuple(out)
+        if key in self._parents:  # only known scopes are cached (parents never change)
+            self._chains[key] = chain
+        return chain
 
     def _forget_scope(self, key: str) -> None:
         self._scopes.pop(key, None)
@@ -168,8 +181,12 @@ class ToolRegistry(WriteSide):
     def _versions(self, scope: str | None) -> tuple[int, ...]:
         layers = [self._layers.get(k) for k in self.chain(scope)]
         glob = self._layers[None]
-        return (id(glob), glob.version, *(id(la) if la else 0 for la in layers),
-                *(la.version if la else -1 for la in layers))
+        return (
+            id(glob),
+            glob.version,
+            *(id(la) if la else 0 for la in layers),
+            *(la.version if la else -1 for la in layers),
+        )
 
     def _entries(self, scope: str | None, variant: Variant = "all") -> dict[str, Entry]:
         key = (scope, variant)
@@ -192,6 +209,8 @@ class ToolRegistry(WriteSide):
 
     def effective_mode(self, scope: str | None) -> str:
         """The nearest ``present_as`` on the chain (scope first), else the deployment mode."""
+        if scope is None:
+            return self.mode
         for key in reversed(self.chain(scope)):
             layer = self._layers.get(key)
             if layer is not None and layer.mode is not None:
@@ -321,9 +340,7 @@ class ToolRegistry(WriteSide):
     def is_collapsed(self, name: str, scope: str | None, parent: Any) -> bool:
         """Whether a call is refused by the Code Mode collapse (R-COND-09)."""
         return (
-            parent is None
-            and name != RESERVED_TOOL_NAME
-            and self.effective_mode(scope) == "code"
+            parent is None and name != RESERVED_TOOL_NAME and self.effective_mode(scope) == "code"
         )
 
     def check_guards(self, execution: ToolExecution) -> str | None:
@@ -337,8 +354,10 @@ class ToolRegistry(WriteSide):
         return None
 
     def hooks(self, kind: str, scope: str | None) -> list[Any]:
-        """The hooks of ``kind`` a call from ``scope`` runs: the global ones, then that
-        scope's own (a scoped listener sees only its own scope's calls, API.md §6)."""
+        """The hooks of ``kind`` a call from ``scope`` runs: the global ones, then its own.
+
+        A scoped listener sees only its own scope's calls (API.md §6).
+        """
         glob = self._layers[None].hooks[kind]  # type: ignore[index]
         own = self._layers.get(scope) if scope is not None else None
         if own is None or not own.hooks[kind]:  # type: ignore[index]

@@ -48,17 +48,18 @@ class AbortSignal:
         (True, 'user')
     """
 
-    __slots__ = ("__weakref__", "_detach", "_latch", "_reason")
+    __slots__ = ("__weakref__", "_detach", "_is_set", "_latch", "_reason")
 
     def __init__(self) -> None:
         self._latch = Latch()
+        self._is_set = self._latch.is_set_fn
         self._reason: Any = None
         self._detach: list[Callable[[], None]] = []
 
     @property
     def aborted(self) -> bool:
         """Whether the signal has fired."""
-        return self._latch.is_set
+        return self._is_set()
 
     @property
     def reason(self) -> Any:
@@ -113,9 +114,7 @@ class AbortSignal:
                 fused._fire(source.reason)
                 return fused
         for source in sources:
-            fused._detach.append(
-                source._latch.add_listener(lambda s=source: fused._fire(s.reason))
-            )
+            fused._detach.append(source._latch.add_listener(_forward(fused, source)))
         return fused
 
     @staticmethod
@@ -143,7 +142,7 @@ class AbortSignal:
             task = loop.create_task(_abort_after(clock, ms, ctrl, reason))
             _timer_tasks.add(task)
             task.add_done_callback(_timer_tasks.discard)
-            ctrl.signal._detach.append(task.cancel)
+            ctrl.signal._detach.append(_canceller(task))
         return ctrl.signal
 
     @staticmethod
@@ -156,6 +155,20 @@ class AbortSignal:
     def __repr__(self) -> str:
         state = f"aborted reason={self._reason!r}" if self.aborted else "pending"
         return f"<AbortSignal {state}>"
+
+
+def _canceller(task: asyncio.Task[None]) -> Callable[[], None]:
+    def cancel() -> None:
+        task.cancel()
+
+    return cancel
+
+
+def _forward(target: AbortSignal, source: AbortSignal) -> Callable[[], None]:
+    def fire() -> None:
+        target._fire(source.reason)
+
+    return fire
 
 
 _fire_lock = threading.Lock()

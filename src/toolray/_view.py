@@ -34,14 +34,9 @@ def build_view(
     """The visible entries of one scope, in view order (R-VIS-06)."""
     inherited: dict[str, Entry] = {}
     for layer in (global_layer, *ancestors):
-        if layer is None:
-            continue
-        for name, entry in layer.tools.items():
-            if include(entry):
-                inherited[name] = entry
-    restricting = [
-        layer for layer in (*ancestors, own) if layer is not None and layer.restrictions
-    ]
+        if layer is not None:
+            inherited.update((n, e) for n, e in layer.tools.items() if include(e))
+    restricting = [layer for layer in (*ancestors, own) if layer is not None and layer.restrictions]
     if restricting:
         view = {
             name: entry

@@ -29,6 +29,8 @@ async def run_waterfall(
     last: Callable[[], Awaitable[T]],
 ) -> T:
     """Run ``listeners`` around ``last`` and return what the outermost one returns."""
+    if not listeners:
+        return await last()
 
     async def step(i: int) -> T:
         if i >= len(listeners):

@@ -40,8 +40,11 @@ async def test_cooperative_body_stops_on_the_forwarded_abort(rt: Any, scope_key:
 
 @pytest.mark.parametrize(
     ("kind", "reason_part"),
-    [("sleep_loop", ("interrupted", "ray.cancel")), ("cpu", ("interrupted", "ray.cancel")),
-     ("block", ("terminated",))],
+    [
+        ("sleep_loop", ("interrupted", "ray.cancel")),
+        ("cpu", ("interrupted", "ray.cancel")),
+        ("block", ("terminated",)),
+    ],
 )
 async def test_a_body_ignoring_its_deadline_is_stopped_as_tool_timeout(
     rt: Any, scope_key: str, kind: str, reason_part: tuple[str, ...]
@@ -51,7 +54,9 @@ async def test_a_body_ignoring_its_deadline_is_stopped_as_tool_timeout(
     _install_timeouts(rt)
     before = rt.stats()
     result = await rt.executor(scope_key).execute_batch(
-        ToolBatchInput([ToolCall("c1", name, '{"seconds": 30}')], AbortController().signal, scope=scope_key)
+        ToolBatchInput(
+            [ToolCall("c1", name, '{"seconds": 30}')], AbortController().signal, scope=scope_key
+        )
     )
     failure = result.results[0].result
     assert failure.error.message == "tool call timed out after 200ms"

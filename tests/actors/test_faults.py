@@ -31,11 +31,15 @@ async def test_a_raising_body_is_one_failure_and_the_batch_goes_on(rt: Any, scop
     assert not out.results[1].result.is_error
 
 
-async def test_a_worker_that_dies_gives_worker_lost_and_is_replaced(rt: Any, scope_key: str) -> None:
+async def test_a_worker_that_dies_gives_worker_lost_and_is_replaced(
+    rt: Any, scope_key: str
+) -> None:
     rt.owned.append(rt.registry.register(crash_tool("rt_crash")))
     rt.owned.append(rt.registry.register(echo_tool("rt_after_crash")))
     before = rt.stats()
-    out = await rt.executor(scope_key).execute_batch(_batch([ToolCall("c1", "rt_crash", "{}")], scope_key))
+    out = await rt.executor(scope_key).execute_batch(
+        _batch([ToolCall("c1", "rt_crash", "{}")], scope_key)
+    )
     lost = out.results[0].result
     assert lost.error.info.code == "WORKER_LOST"
     assert "not re-run" in lost.error.message
@@ -54,7 +58,9 @@ async def test_an_executor_killed_mid_batch_raises_and_the_next_batch_gets_a_fre
     rt.owned.append(rt.registry.register(cooperative_tool("rt_hold")))
     rt.owned.append(rt.registry.register(echo_tool("rt_fresh")))
     ex = rt.executor(scope_key)
-    task = asyncio.ensure_future(ex.execute_batch(_batch([ToolCall("c1", "rt_hold", "{}")], scope_key)))
+    task = asyncio.ensure_future(
+        ex.execute_batch(_batch([ToolCall("c1", "rt_hold", "{}")], scope_key))
+    )
     for _ in range(300):
         if (await ex.statistics()).in_flight:
             break
@@ -84,8 +90,11 @@ async def test_the_registry_actor_restarts_with_its_state(rt: Any, scope_key: st
         if info["restarts"] > restarts:
             break
     names = [s["name"] for s in rt.registry.schemas(scope_key)]
-    assert "rt_survivor" in names and "rt_scoped_survivor" in names
+    assert "rt_survivor" in names
+    assert "rt_scoped_survivor" in names
     # writes after the restart still reach the executor's mirror
     rt.owned.append(rt.registry.register(echo_tool("rt_after_restart")))
-    out = await ex.execute_batch(_batch([ToolCall("c1", "rt_after_restart", '{"text": "r"}')], scope_key))
+    out = await ex.execute_batch(
+        _batch([ToolCall("c1", "rt_after_restart", '{"text": "r"}')], scope_key)
+    )
     assert out.results[0].result.value["text"] == "r"

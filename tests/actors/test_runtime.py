@@ -17,13 +17,19 @@ def _batch(calls: list[ToolCall], scope: str, **kw: Any) -> ToolBatchInput:
     return ToolBatchInput(calls, AbortController().signal, scope=scope, **kw)
 
 
-async def test_register_is_visible_to_the_next_call_and_dispose_hides_it(rt: Any, scope_key: str) -> None:
+async def test_register_is_visible_to_the_next_call_and_dispose_hides_it(
+    rt: Any, scope_key: str
+) -> None:
     ex = rt.executor(scope_key)
-    first = await ex.execute_batch(_batch([ToolCall("c1", "rt_echo_a", '{"text": "x"}')], scope_key))
+    first = await ex.execute_batch(
+        _batch([ToolCall("c1", "rt_echo_a", '{"text": "x"}')], scope_key)
+    )
     assert first.results[0].result.error.info.code == "UNKNOWN_TOOL"
     dispose = rt.registry.register(echo_tool("rt_echo_a"))
     try:
-        after = await ex.execute_batch(_batch([ToolCall("c1", "rt_echo_a", '{"text": "x"}')], scope_key))
+        after = await ex.execute_batch(
+            _batch([ToolCall("c1", "rt_echo_a", '{"text": "x"}')], scope_key)
+        )
         assert after.results[0].result.value["text"] == "x"
     finally:
         dispose()
@@ -31,12 +37,15 @@ async def test_register_is_visible_to_the_next_call_and_dispose_hides_it(rt: Any
     assert gone.results[0].result.error.info.code == "UNKNOWN_TOOL"
 
 
-async def test_scoped_registration_and_restriction_through_the_actor(rt: Any, scope_key: str) -> None:
+async def test_scoped_registration_and_restriction_through_the_actor(
+    rt: Any, scope_key: str
+) -> None:
     rt.owned.append(rt.registry.register(echo_tool("rt_glob")))
     scope = rt.scope(scope_key)
     rt.owned.append(scope.register(echo_tool("rt_local")))
     names = [s["name"] for s in rt.registry.schemas(scope_key)]
-    assert "rt_glob" in names and "rt_local" in names
+    assert "rt_glob" in names
+    assert "rt_local" in names
     assert "rt_local" not in [s["name"] for s in rt.registry.schemas()]
     lift = scope.restrict(deny=["rt_glob"])
     try:
@@ -82,7 +91,10 @@ def test_an_unpicklable_definition_fails_register_naming_the_tool(rt: Any) -> No
 async def test_stream_batch_yields_each_result_in_model_order(rt: Any, scope_key: str) -> None:
     rt.owned.append(rt.registry.register(echo_tool("rt_stream")))
     calls = [ToolCall(f"c{i}", "rt_stream", f'{{"text": "t{i}"}}') for i in range(4)]
-    seen = [(i, r.call_id, r.result.value["text"]) async for i, r in rt.executor(scope_key).stream_batch(_batch(calls, scope_key))]
+    seen = [
+        (i, r.call_id, r.result.value["text"])
+        async for i, r in rt.executor(scope_key).stream_batch(_batch(calls, scope_key))
+    ]
     assert seen == [(i, f"c{i}", f"t{i}") for i in range(4)]
 
 

@@ -33,7 +33,11 @@ ALL = [
         "ABORTED_BEFORE_DISPATCH",
         "tool call aborted before dispatch",
     ),
-    (ToolTimeoutError("tool call timed out after 5ms"), "TOOL_TIMEOUT", "tool call timed out after 5ms"),
+    (
+        ToolTimeoutError("tool call timed out after 5ms"),
+        "TOOL_TIMEOUT",
+        "tool call timed out after 5ms",
+    ),
     (NotJsonError("value is not lossless JSON", "value"), "NOT_JSON", "value is not lossless JSON"),
     (ToolWorkerLostError("worker died"), "WORKER_LOST", "worker died"),
     (ExecutorUnavailableError("none"), "EXECUTOR_UNAVAILABLE", "none"),
@@ -60,14 +64,16 @@ def test_every_error_pickles_with_its_fields(err: HarnessError, code: str, messa
 
 
 def test_r_dsl_32_violations_are_kept_as_a_tuple() -> None:
-    err = ToolArgsError(["missing required property \"path\""])
+    err = ToolArgsError(['missing required property "path"'])
     assert err.violations == ('missing required property "path"',)
     assert err.name == "ToolArgsError"
 
 
 def test_default_codes_are_unique() -> None:
     classes = [c for c in vars(toolray.errors).values() if isinstance(c, type)]
-    codes = [c.default_code for c in classes if issubclass(c, HarnessError) and c is not HarnessError]
+    codes = [
+        c.default_code for c in classes if issubclass(c, HarnessError) and c is not HarnessError
+    ]
     assert len(codes) == len(set(codes))
 
 

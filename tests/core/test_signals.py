@@ -13,10 +13,12 @@ from toolray.testing import FakeClock, Gate
 
 def test_first_reason_wins_and_abort_is_idempotent() -> None:
     ctrl = AbortController()
-    assert not ctrl.signal.aborted and ctrl.signal.reason is None
+    assert not ctrl.signal.aborted
+    assert ctrl.signal.reason is None
     ctrl.abort("first")
     ctrl.abort("second")
-    assert ctrl.signal.aborted and ctrl.signal.reason == "first"
+    assert ctrl.signal.aborted
+    assert ctrl.signal.reason == "first"
 
 
 def test_default_reason_is_an_abort_error() -> None:
@@ -96,7 +98,10 @@ def test_any_takes_the_first_reason_and_already_aborted_sources() -> None:
     b.abort("b first")
     a.abort("a later")
     assert fused.reason == "b first"
-    assert AbortSignal.any([AbortSignal.aborted_with("x"), AbortSignal.aborted_with("y")]).reason == "x"
+    assert (
+        AbortSignal.any([AbortSignal.aborted_with("x"), AbortSignal.aborted_with("y")]).reason
+        == "x"
+    )
 
 
 async def test_timeout_on_a_fake_clock_fires_with_a_timeout_reason() -> None:
@@ -140,4 +145,5 @@ async def test_gate_opens_for_async_and_thread_waiters() -> None:
     gate.open()
     await waiter
     thread.join()
-    assert seen == [True] and gate.is_open
+    assert seen == [True]
+    assert gate.is_open

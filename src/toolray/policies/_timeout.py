@@ -12,16 +12,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, final
 
-from .._clock import Clock
-from .._disposer import Disposer
-from .._execution import ToolDispatchExecution
-from .._normalize import failure_from
-from .._results import ToolExecutionResult
-from .._signals import AbortSignal, TimeoutReason, format_ms
-from ..errors import ToolTimeoutError
+from toolray._clock import Clock
+from toolray._disposer import Disposer
+from toolray._execution import ToolDispatchExecution
+from toolray._normalize import failure_from
+from toolray._results import ToolExecutionResult
+from toolray._signals import AbortSignal, TimeoutReason, format_ms
+from toolray.errors import ToolTimeoutError
 
 if TYPE_CHECKING:
-    from .._context import WriteSide
+    from toolray._context import WriteSide
 
 __all__ = ("TimeoutPolicy",)
 

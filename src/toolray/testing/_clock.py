@@ -12,8 +12,9 @@ __all__ = ("FakeClock",)
 
 @final
 class FakeClock:
-    """A :class:`toolray.Clock` whose time moves only when told (or, with ``autojump``,
-    whenever every task on the loop is waiting).
+    """A :class:`toolray.Clock` whose time moves only when told.
+
+    With ``autojump``, time jumps to the next sleeper whenever every task on the loop waits.
 
     Example:
         >>> import asyncio

@@ -8,9 +8,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, final
 
-from .._content import text_block
-from .._definition import ToolDefinition, ToolOutput, define_tool
-from .._latch import Latch
+from toolray._content import text_block
+from toolray._definition import ToolDefinition, ToolOutput, define_tool
+from toolray._latch import Latch
 
 __all__ = ("Gate", "RecordingTool", "Sequencer")
 
