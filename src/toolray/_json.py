@@ -205,9 +205,7 @@ def _snapshot_shallow(value: Any, depth: int) -> Any:
             if type(k) is not str:
                 raise _Fallback
             tv = type(v)
-            if tv in _SCALARS or tv in _FROZEN:
-                _dict_set(out, k, v)
-            elif tv is float and _float_problem(v) is None:
+            if tv in _SCALARS or tv in _FROZEN or (tv is float and _float_problem(v) is None):
                 _dict_set(out, k, v)
             else:
                 _dict_set(out, k, _snapshot_shallow(v, depth + 1))
@@ -216,9 +214,7 @@ def _snapshot_shallow(value: Any, depth: int) -> Any:
         out = _new_list()
         for v in value:
             tv = type(v)
-            if tv in _SCALARS or tv in _FROZEN:
-                _list_append(out, v)
-            elif tv is float and _float_problem(v) is None:
+            if tv in _SCALARS or tv in _FROZEN or (tv is float and _float_problem(v) is None):
                 _list_append(out, v)
             else:
                 _list_append(out, _snapshot_shallow(v, depth + 1))
