@@ -163,6 +163,8 @@ class ExecutorHandle:
         self.runtime = runtime
         self.scope = scope
         self._actor: Any = None
+        self.last_trace: list[dict[str, Any]] = []
+        """The trace of the last batch this handle ran (spans per call, stage instants)."""
 
     @property
     def name(self) -> str:
@@ -231,7 +233,7 @@ class ExecutorHandle:
             actor = await self._ensure()
             stop = self._forward_abort(actor, batch, batch_id)
             try:
-                result, events = await actor.execute_batch.remote(spec)
+                result, events, self.last_trace = await actor.execute_batch.remote(spec)
             finally:
                 stop()
         except Exception as raw:
@@ -263,6 +265,7 @@ class ExecutorHandle:
                     yield item[1], item[2]
                 else:
                     self._deliver_events(batch, item[2])
+                    self.last_trace = item[3]
         finally:
             stop()
 

@@ -204,24 +204,30 @@ class ExecutorActor:
         )
         return batch, log
 
-    async def execute_batch(self, spec: BatchSpec) -> tuple[ToolBatchResult, list[Any]]:
-        """Run one batch; returns the result and its log events."""
+    async def execute_batch(
+        self, spec: BatchSpec
+    ) -> tuple[ToolBatchResult, list[Any], list[dict[str, Any]]]:
+        """Run one batch; returns the result, its log events and its trace."""
         self.last_active = time.monotonic()
         batch, log = self._batch(spec)
+        trace: list[dict[str, Any]] = []
         try:
-            result = await self.executor.execute(batch)
+            result = await self.executor.execute(batch, trace=trace)
         finally:
             self.batches.pop(spec.batch_id, None)
             self.last_active = time.monotonic()
-        return result, (log.events if log else [])
+        return result, (log.events if log else []), trace
 
     async def stream_batch(self, spec: BatchSpec) -> AsyncIterator[tuple[Any, ...]]:
         """Yield ``("item", index, ToolCallResult)`` as each result commits, then the end."""
         self.last_active = time.monotonic()
         batch, log = self._batch(spec)
         queue: asyncio.Queue[tuple[int, ToolCallResult]] = asyncio.Queue()
+        trace: list[dict[str, Any]] = []
         task = asyncio.ensure_future(
-            self.executor.execute(batch, on_commit=lambda i, r: queue.put_nowait((i, r)))
+            self.executor.execute(
+                batch, on_commit=lambda i, r: queue.put_nowait((i, r)), trace=trace
+            )
         )
         try:
             while not (task.done() and queue.empty()):
@@ -233,7 +239,7 @@ class ExecutorActor:
                 else:
                     getter.cancel()
             result = task.result()
-            yield ("end", result, log.events if log else [])
+            yield ("end", result, log.events if log else [], trace)
         finally:
             self.batches.pop(spec.batch_id, None)
             self.last_active = time.monotonic()

@@ -83,7 +83,11 @@ class RayBodyRunner:
         self.stats.calls += 1
         for _ in range(2):
             slot = await pool.pick()
-            outcome = await self._run_on(pool, slot, token, key, blob, arguments, ident, ctx)
+            call.notes["worker"] = slot.wid
+            try:
+                outcome = await self._run_on(pool, slot, token, key, blob, arguments, ident, ctx)
+            finally:
+                call.notes["killed"] = slot.killed
             if outcome[0] != "missing":
                 break
             slot.sent.discard(key)

@@ -154,11 +154,13 @@ class BatchExecutor:
         batch: ToolBatchInput,
         *,
         on_commit: Callable[[int, ToolCallResult], None] | None = None,
+        trace: list[dict[str, Any]] | None = None,
     ) -> ToolBatchResult:
         """Run ``batch``: one result per call, in model order; see ``BatchRun``.
 
         ``on_commit(index, call_result)`` is called as each result commits (model order),
-        synthetic results included; streaming uses it.
+        synthetic results included; streaming uses it. ``trace``, when given, receives one
+        span per call (start, settle, commit, mode, worker) and stage/abort instants.
         """
         if not isinstance(batch, ToolBatchInput):
             raise TypeError("execute() takes a ToolBatchInput")

@@ -60,8 +60,13 @@ class BatchRun:
         runner: BodyRunner,
         stats: Any,
         on_commit: Callable[[int, ToolCallResult], None] | None = None,
+        trace: list[dict[str, Any]] | None = None,
     ) -> None:
         self.on_commit = on_commit
+        self.trace = trace
+        self._spans: dict[int, dict[str, Any]] = {}
+        self._now = registry.clock.now
+        self._t0 = self._now()
         self.registry = registry
         self.batch = batch
         self.cap = cap
@@ -102,12 +107,42 @@ class BatchRun:
     def _record(self, k: int, result: ToolExecutionResult) -> None:
         self.results[k] = result
         self._log({"type": "tool/result", "callId": self.calls[k].id, "result": result.to_wire()})
+        if self.trace is not None:
+            span = self._spans.get(k) or self._span(k, "skipped")
+            span["committed"] = self._elapsed()
+            span["isError"] = result.is_error
+            info = getattr(getattr(result, "error", None), "info", None)
+            span["code"] = info.code if info is not None else None
         if self.on_commit is not None:
             self.on_commit(k, ToolCallResult(self.calls[k].id, result))
 
+    # ------------------------------------------------------------------ the trace
+    def _elapsed(self) -> float:
+        return round(self._now() - self._t0, 6)
+
+    def _span(self, k: int, mode: str) -> dict[str, Any]:
+        span = {
+            "type": "call",
+            "index": k,
+            "callId": self.calls[k].id,
+            "name": self.calls[k].name,
+            "mode": mode,
+            "started": self._elapsed(),
+        }
+        self._spans[k] = span
+        if self.trace is not None:
+            self.trace.append(span)
+        return span
+
+    def _note(self, event: dict[str, Any]) -> None:
+        if self.trace is not None:
+            self.trace.append({**event, "time": self._elapsed()})
+
     # ------------------------------------------------------------------ the lane
-    async def _start(self, k: int) -> None:
+    async def _start(self, k: int, mode: str) -> None:
         self._log_call(k)
+        if self.trace is not None:
+            self._span(k, mode)
         call = await prepare(self.registry, self.inputs[k])
         if call.stage == "dispatch":
             task = asyncio.ensure_future(dispatch(call, self.runner))
@@ -127,6 +162,7 @@ class BatchRun:
 
     def _skip(self, start: int) -> None:
         """Synthetic pairs for every call from ``start`` on (no pipeline, no observers)."""
+        self._note({"type": "abort", "index": start})
         for k in range(start, len(self.calls)):
             self._log_call(k)
             self._record(k, materialize(aborted(False)))
@@ -139,6 +175,7 @@ class BatchRun:
         stage = next_stage(start, len(self.calls), head)
         stop, next_start, was_aborted = stage.stop, start, signal.aborted
         self.committed = start
+        self._note({"type": "stage", "kind": stage.kind, "start": start})
 
         async def fill() -> None:
             nonlocal stop, next_start, was_aborted
@@ -148,7 +185,7 @@ class BatchRun:
                     if mode != "parallel":
                         stop = next_start  # it becomes the next barrier, after the drain
                         break
-                await self._start(next_start)
+                await self._start(next_start, stage.kind)
                 next_start += 1
                 await self._commit_ready()
                 was_aborted = was_aborted or signal.aborted
@@ -161,7 +198,9 @@ class BatchRun:
                 self.stats.on_settle()
                 if task.exception() is not None:
                     raise task.exception()  # type: ignore[misc]
-                self.ready[k] = task.result()
+                call = self.ready[k] = task.result()
+                if self.trace is not None:
+                    self._spans[k].update(settled=self._elapsed(), **call.notes)
             await self._commit_ready()
             was_aborted = was_aborted or signal.aborted
             await fill()
