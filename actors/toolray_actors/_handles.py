@@ -74,13 +74,24 @@ def create_worker(options: dict[str, Any], threads: int) -> Any:
     return _WorkerActor.options(**opts).remote(threads)
 
 
+def _here() -> Any:
+    """Pin control actors to the caller's node (Ray ignores a soft preference for them)."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    node = ray.get_runtime_context().get_node_id()
+    return NodeAffinitySchedulingStrategy(node_id=node, soft=False)
+
+
 def _named(cls: Any, name: str, namespace: str, detached: bool, **extra: Any) -> Any:
+    # Control actors (registry, executors, pool managers) stay with the driver's node, so
+    # losing a worker node costs its calls (WORKER_LOST), not the scheduler.
     options: dict[str, Any] = {
         "name": name,
         "namespace": namespace,
         "get_if_exists": True,
         "num_cpus": 0,
         "max_task_retries": 0,
+        "scheduling_strategy": _here(),
         **extra,
     }
     if detached:

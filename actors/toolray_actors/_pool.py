@@ -34,6 +34,13 @@ class PoolStats:
     version: int
 
 
+_HEALTH_TIMEOUT_S = 2.0
+
+
+def _as_future(ref: Any) -> Any:
+    return asyncio.wrap_future(ref.future())
+
+
 class PoolManager:
     """Creates, replaces and kills the workers of one placement."""
 
@@ -46,6 +53,7 @@ class PoolManager:
         self.version = 1
         self.kills = self.deaths = self.replacements = 0
         self._spare_target = spare
+        self._size = size
         self._background: set[asyncio.Task[Any]] = set()
         for _ in range(size):
             wid, handle = self._new_worker()
@@ -68,24 +76,52 @@ class PoolManager:
         return self.version, list(self.workers.items())
 
     async def replace(self, wid: str, killed: bool) -> tuple[int, list[tuple[str, Any]]]:
-        """Retire ``wid`` (killing it if ``killed``) and promote a spare; idempotent."""
+        """Retire ``wid`` (killing it if ``killed``) and promote a spare; idempotent.
+
+        A worker that died on its own may have taken its node with it: then every member
+        and spare is checked, and the dead ones are replaced too.
+        """
         handle = self.workers.pop(wid, None)
-        if handle is not None:
-            if killed:
+        if handle is None:
+            return self.version, list(self.workers.items())
+        kill(handle)
+        if killed:
+            self.kills += 1
+        else:
+            self.deaths += 1
+            await self._drop_dead()
+        await self._fill(len(self.workers) + 1)
+        return self.version, list(self.workers.items())
+
+    async def _alive(self, handle: Any) -> bool:
+        try:
+            await asyncio.wait_for(_as_future(handle.health.remote()), _HEALTH_TIMEOUT_S)
+        except Exception:
+            return False
+        return True
+
+    async def _drop_dead(self) -> None:
+        members = list(self.workers.items())
+        alive = await asyncio.gather(*(self._alive(h) for _, h in members))
+        for (wid, handle), ok in zip(members, alive, strict=True):
+            if not ok:
+                self.workers.pop(wid, None)
                 kill(handle)
-                self.kills += 1
-            else:
                 self.deaths += 1
-                kill(handle)
+        spares_alive = await asyncio.gather(*(self._alive(h) for _, h in self.spares))
+        self.spares = [s for s, ok in zip(self.spares, spares_alive, strict=True) if ok]
+
+    async def _fill(self, size: int) -> None:
+        """Bring the pool back to ``size`` members: spares first (warm), then new ones."""
+        while len(self.workers) < max(size, self._size):
             if self.spares:
                 new_id, new_handle = self.spares.pop(0)
             else:
                 new_id, new_handle = self._new_worker()
             self.workers[new_id] = new_handle
             self.replacements += 1
-            self.version += 1
-            self._refill_spares()
-        return self.version, list(self.workers.items())
+        self.version += 1
+        self._refill_spares()
 
     def _refill_spares(self) -> None:
         while len(self.spares) < self._spare_target:
