@@ -28,7 +28,8 @@ def test_losing_the_node_of_a_busy_worker_gives_worker_lost_and_a_live_replaceme
         check=False,
     )
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-    assert proc.returncode == 0 and lines, proc.stderr[-3000:]
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert lines, proc.stdout[-3000:]
     out = json.loads(lines[-1][len("RESULT ") :])
     assert out["first_code"] == "WORKER_LOST", out
     assert out["second_error"] is False, out
