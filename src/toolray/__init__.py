@@ -87,6 +87,7 @@ from ._presentation import WebFetchResultView as WebFetchResultView
 from ._presentation import WebSearchResultView as WebSearchResultView
 from ._presentation import WebSource as WebSource
 from ._registry import ExecutionMode as ExecutionMode
+from ._registry import RegistryStatistics as RegistryStatistics
 from ._registry import ToolRegistry as ToolRegistry
 from ._results import Accept as Accept
 from ._results import ActivationContext as ActivationContext
@@ -185,6 +186,7 @@ __all__ = (
     "PreToolDecision",
     "ReadLine",
     "ReadResultView",
+    "RegistryStatistics",
     "ReplaceValue",
     "ResolvedToolSet",
     "ScopedTools",

@@ -8,6 +8,7 @@ the common "nothing changed" check O(1)). The original rebuilds on every read.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal, final
 
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from ._execution import ToolExecution, ToolExecutionInput
     from ._results import ActivationContext, ApprovalService, ToolExecutionResult
 
-__all__ = ("MODES", "ExecutionMode", "ToolRegistry")
+__all__ = ("MODES", "ExecutionMode", "RegistryStatistics", "ToolRegistry")
 
 _log = logging.getLogger("toolray")
 
@@ -66,6 +67,19 @@ def _projected_parameters(entry: Entry) -> Any:
 _INCLUDE: dict[str, Callable[[Entry], bool]] = {"all": _all, "unconditional": _unconditional}
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RegistryStatistics:
+    """A snapshot of a registry's contents and its view cache."""
+
+    scopes: int
+    layers: int
+    tools: int
+    restrictions: int
+    guards: int
+    epoch: int
+    cached_views: int
+
+
 @final
 class ToolRegistry(WriteSide):
     """The tool registry: global layer, scopes, visibility and the per-call pipeline.
@@ -101,6 +115,19 @@ class ToolRegistry(WriteSide):
         self._default_replaced = False
         self._chains: dict[str, tuple[str, ...]] = {}
         super().__init__(self, None)
+
+    def statistics(self) -> RegistryStatistics:
+        """Counts of scopes, live layers (empty ones are reclaimed), tools and the cache."""
+        layers = list(self._layers.values())
+        return RegistryStatistics(
+            scopes=len(self._scopes),
+            layers=len(layers),
+            tools=sum(len(layer.tools) for layer in layers),
+            restrictions=sum(len(layer.restrictions) for layer in layers),
+            guards=sum(sum(g.active for g in layer.guards) for layer in layers),
+            epoch=self._epoch,
+            cached_views=len(self._cache),
+        )
 
     # ------------------------------------------------------------------ scopes
     def scope(self, key: str, *, parent: str | None = None) -> ScopedTools:

@@ -461,3 +461,37 @@ def test_scope_cycles_raise(setup: list[tuple[str, str]], key: str, parent: str)
         reg.scope(key, parent=parent)
     reg.scope("c0").register(make_tool("x"))
     assert names(reg, "c0") == ["x"]
+
+
+def test_r_reg_18_an_emptied_scope_layer_is_reclaimed_and_reads_create_none() -> None:
+    from toolray import ToolRegistry as Registry
+
+    reg = Registry()
+    base = reg.statistics().layers
+    reg.schemas("ghost")
+    reg.executable("x", "ghost")
+    assert reg.statistics().layers == base  # reads never create layers
+    scope = reg.scope("agent")
+    dispose = scope.register(_echo_for_stats())
+    assert reg.statistics().layers == base + 1
+    assert reg.statistics().tools == 1
+    dispose()
+    assert reg.statistics().layers == base  # all four tables empty: reclaimed
+    scope.register(_echo_for_stats())
+    try:
+        scope.register(_echo_for_stats())
+    except ValueError:
+        pass
+    assert reg.statistics().tools == 1
+
+
+def _echo_for_stats() -> object:
+    from toolray import ToolOutput, define_tool, text_block
+
+    return define_tool(
+        name="stats_echo",
+        description=None,
+        parameters={},
+        output=ToolOutput(schema={"type": "string"}, render=lambda a, v: [text_block(v)]),
+        execute=lambda args, ctx: "x",
+    )
