@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -88,6 +89,9 @@ class BatchRun:
         self.contexts: list[UserMessage] = []
         self.concluded = False
         self.in_flight: dict[asyncio.Task[Call], int] = {}
+        # settled dispatches, in settlement order: no O(in-flight) asyncio.wait per settle
+        self._settled: deque[asyncio.Task[Call]] = deque()
+        self._waiter: asyncio.Future[None] | None = None
         self.ready: dict[int, Call] = {}
         self.committed = 0
         self.failure: BaseException | None = None
@@ -147,6 +151,7 @@ class BatchRun:
         if call.stage == "dispatch":
             task = asyncio.ensure_future(dispatch(call, self.runner))
             self.in_flight[task] = k
+            task.add_done_callback(self._on_settled)
             self.stats.on_start(len(self.in_flight))
         else:
             self.ready[k] = call
@@ -192,8 +197,7 @@ class BatchRun:
 
         await fill()
         while self.in_flight:
-            done, _ = await asyncio.wait(self.in_flight, return_when=asyncio.FIRST_COMPLETED)
-            for task in done:
+            for task in await self._next_settled():
                 k = self.in_flight.pop(task)
                 self.stats.on_settle()
                 if task.exception() is not None:
@@ -206,13 +210,28 @@ class BatchRun:
             await fill()
         return next_start, was_aborted
 
+    def _on_settled(self, task: asyncio.Task[Call]) -> None:
+        self._settled.append(task)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def _next_settled(self) -> list[asyncio.Task[Call]]:
+        """Wait until at least one dispatch settles; return every one that has."""
+        while not self._settled:
+            self._waiter = asyncio.get_running_loop().create_future()
+            await self._waiter
+        self._waiter = None
+        done = list(self._settled)
+        self._settled.clear()
+        return done
+
     async def _drain(self) -> None:
         """Wait for every started dispatch (failures while draining are ignored)."""
         while self.in_flight:
-            await asyncio.wait(self.in_flight)
-            for task in [t for t in self.in_flight if t.done()]:
-                self.in_flight.pop(task)
-                self.stats.on_settle()
+            for task in await self._next_settled():
+                if self.in_flight.pop(task, None) is not None:
+                    self.stats.on_settle()
                 if not task.cancelled():
                     task.exception()
 

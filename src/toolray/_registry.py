@@ -8,8 +8,8 @@ the common "nothing changed" check O(1)). The original rebuilds on every read.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, final
 
 from ._clock import Clock, system_clock

@@ -478,10 +478,8 @@ def test_r_reg_18_an_emptied_scope_layer_is_reclaimed_and_reads_create_none() ->
     dispose()
     assert reg.statistics().layers == base  # all four tables empty: reclaimed
     scope.register(_echo_for_stats())
-    try:
+    with pytest.raises(ValueError, match="already registered in this scope"):
         scope.register(_echo_for_stats())
-    except ValueError:
-        pass
     assert reg.statistics().tools == 1
 
 
