@@ -175,21 +175,33 @@ class ExecutorHandle:
         # Keep the first handle: a non-detached actor lives while its owner's handle does.
         if self._actor is not None:
             return self._actor
-        actor = get_named(self.name, self.runtime.config.namespace)
-        if actor is None:
-            rt = self.runtime
-            actor = create_executor(
-                ExecutorActor,
-                self.scope,
-                rt.config.namespace,
-                rt.config.detached,
-                self.scope,
-                rt.config.namespace,
-                rt.config.model_dump(),
-            )
-        await actor.ready.remote()
-        self._actor = actor
-        return actor
+        for attempt in range(20):
+            actor = get_named(self.name, self.runtime.config.namespace) or self._create()
+            try:
+                await actor.ready.remote()
+            except Exception as err:
+                # A reaped executor's name can outlive it for a moment: try again shortly.
+                if not is_actor_death(task_cause(err)) and not is_actor_death(err):
+                    raise
+                if attempt == 19:
+                    raise
+                await asyncio.sleep(0.1)
+                continue
+            self._actor = actor
+            return actor
+        raise AssertionError("unreachable")
+
+    def _create(self) -> Any:
+        rt = self.runtime
+        return create_executor(
+            ExecutorActor,
+            self.scope,
+            rt.config.namespace,
+            rt.config.detached,
+            self.scope,
+            rt.config.namespace,
+            rt.config.model_dump(),
+        )
 
     def _forget_if_dead(self, raw: BaseException) -> None:
         if is_actor_death(raw) or is_actor_death(task_cause(raw)):

@@ -1,0 +1,54 @@
+"""Executor actors: created on first use, named by scope, reaped after an idle TTL."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+import ray
+
+from tests.ray_tools import echo_tool
+from toolray import AbortController, ToolBatchInput, ToolCall
+from toolray_actors import PoolConfig, RayRuntime, RuntimeConfig
+
+pytestmark = pytest.mark.ray
+
+
+async def test_an_idle_executor_is_reaped_and_the_next_batch_gets_a_new_one(
+    ray_runtime: Any,
+) -> None:
+    config = RuntimeConfig(
+        namespace="toolray-reap-test",
+        executor_idle_ttl_s=1.0,
+        pool=PoolConfig(size=1, spare=0, max_concurrency=8),
+    )
+    rt = RayRuntime.start(config)  # Ray is already up: this attaches, in its own namespace
+    try:
+        rt.registry.register(echo_tool("reap_echo"))
+        ex = rt.executor("idle-agent")
+        batch = ToolBatchInput(
+            [ToolCall("c1", "reap_echo", '{"text": "a"}')],
+            AbortController().signal,
+            scope="idle-agent",
+        )
+        first = await ex.execute_batch(batch)
+        pid = (await ex.statistics()).pid
+        assert first.results[0].result.value["text"] == "a"
+        assert ray.get_actor(ex.name, namespace=config.namespace) is not None
+        deadline = time.monotonic() + 30
+        while True:  # wait (bounded) for the reaper
+            try:
+                ray.get_actor(ex.name, namespace=config.namespace)
+            except ValueError:
+                break
+            assert time.monotonic() < deadline, "the idle executor was never reaped"
+            await asyncio.sleep(0.1)
+        assert "toolray:executor:idle-agent" not in rt.registry.info()["executors"]
+        ex._actor = None  # the handle's actor is gone; the next batch starts a new one
+        second = await ex.execute_batch(batch)
+        assert second.results[0].result.value["text"] == "a"
+        assert (await ex.statistics()).pid != pid
+    finally:
+        rt.shutdown()
