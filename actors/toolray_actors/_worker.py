@@ -17,7 +17,6 @@ import asyncio
 import ctypes
 import inspect
 import os
-import pickle
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -25,7 +24,7 @@ from typing import Any
 
 import cloudpickle
 
-from toolray import AbortController, AbortError, ToolRunContext, UserMessage
+from toolray import AbortController, AbortError, HarnessError, ToolRunContext, UserMessage
 from toolray._json import is_json
 
 __all__ = ("ToolInterrupted", "ToolWorker", "WorkerStatus")
@@ -61,10 +60,28 @@ class _Running:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
+class RemoteHarnessError(HarnessError):
+    """Stands in for a coded error whose own class cannot travel; keeps its name and code."""
+
+    def __init__(self, message: str, code: str, name: str) -> None:
+        super().__init__(message, code)
+        self.original_name = name
+
+    @property
+    def name(self) -> str:
+        """The original error's class name (the ``info.name`` the executor reports)."""
+        return self.original_name
+
+
 def _shippable(exc: BaseException) -> BaseException:
+    """``exc`` if it survives the trip back (cloudpickle, like Ray), else a faithful stand-in."""
     try:
-        pickle.loads(pickle.dumps(exc))
+        cloudpickle.loads(cloudpickle.dumps(exc))
     except Exception:
+        if isinstance(exc, HarnessError):
+            stand_in = RemoteHarnessError(exc.message, exc.code, exc.name)
+            stand_in.reason = exc.reason
+            return stand_in
         return RuntimeError(str(exc) or type(exc).__name__)
     return exc
 

@@ -1,0 +1,287 @@
+"""The contract suite's ``backend`` fixture: the same scenarios in-process and on Ray.
+
+Each test gets a :class:`Backend` with one small interface (``register``, ``restrict``,
+``guard``, ``install_timeouts``, ``run``); the ``ray`` parameter uses the session
+``ray_runtime`` and is marked ``ray``. Every batch a test runs is projected (results'
+``to_wire()``, values, contexts, conclusion, log events) and compared with the projection
+the other backend produced for the same test and batch number: a disagreement fails the
+second run with both projections, whatever the test itself asserts afterwards.
+
+Tool names are unique per test but identical on both backends (``<base>_<n>``, ``n``
+derived from the test id without the backend), so their texts are comparable. The Ray
+runtime is shared by the session: everything a test registers is disposed at teardown,
+and the scope keys are a small fixed set (:data:`SCOPES`) so executor actors are reused.
+
+What is deliberately not identical between the backends (and so not in this suite) is
+listed in ``test_contract_results.py``'s docstring.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import re
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import cloudpickle
+import pytest
+
+from tests.contract import _tools
+from toolray import (
+    AbortController,
+    AbortSignal,
+    BatchExecutor,
+    Disposer,
+    LogStep,
+    TimeoutPolicy,
+    ToolBatchInput,
+    ToolBatchResult,
+    ToolCall,
+    ToolDefinition,
+    ToolRegistry,
+    UserMessage,
+)
+
+cloudpickle.register_pickle_by_value(_tools)
+
+SCOPES = ("contract-a", "contract-b")
+"""Scope keys shared by every test (one executor actor each on Ray)."""
+
+WAIT_S = 20.0
+"""Upper bound for any wait in this suite (a bound, never a pacing delay)."""
+
+NO_VALUE = "<no value>"
+
+_test_numbers: dict[str, int] = {}
+_projections: dict[tuple[str, int], tuple[str, Any]] = {}
+
+
+def plain(value: Any) -> Any:
+    """A plain-JSON-ish copy (frozen containers, tuples and messages unwrapped) for diffs."""
+    if isinstance(value, UserMessage):
+        return {"message": plain(dataclasses.asdict(value))}
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    return value
+
+
+def project(result: ToolBatchResult, events: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+    """Everything the two backends must agree on for one batch."""
+    return plain(
+        {
+            "results": [
+                {
+                    "callId": r.call_id,
+                    "wire": r.result.to_wire(),
+                    "value": getattr(r.result, "value", NO_VALUE),
+                    "additional_contexts": r.result.additional_contexts,
+                    "concludes_turn": r.result.concludes_turn,
+                }
+                for r in result.results
+            ],
+            "additional_contexts": result.additional_contexts,
+            "concluded": result.concluded,
+            "events": list(events),
+        }
+    )
+
+
+class Backend:
+    """One executor backend, as a test sees it."""
+
+    kind = "?"
+
+    def __init__(self, test_key: str) -> None:
+        self._test_key = test_key
+        self._number = _test_numbers.setdefault(test_key, len(_test_numbers))
+        self._batches = 0
+        self._owned: list[Disposer] = []
+
+    # ------------------------------------------------------------------ setup
+    def name(self, base: str) -> str:
+        """A tool name unique to this test, the same on both backends."""
+        return f"{base}_{self._number}"
+
+    def _context(self, scope: str | None) -> Any:
+        raise NotImplementedError
+
+    def register(self, definition: ToolDefinition, scope: str | None = None) -> None:
+        """Register globally, or on ``scope``'s layer."""
+        self._owned.append(self._context(scope).register(definition))
+
+    def restrict(
+        self, scope: str, *, allow: list[str] | None = None, deny: list[str] | None = None
+    ) -> Disposer:
+        """A restriction on ``scope`` (also lifted at teardown)."""
+        dispose: Disposer = self._context(scope).restrict(allow=allow, deny=deny)
+        self._owned.append(dispose)
+        return dispose
+
+    def guard(self, fn: Any, scope: str | None = None) -> None:
+        """A guard, global unless ``scope`` is given."""
+        self._owned.append(self._context(scope).guard(fn))
+
+    def on_post_execute(self, listener: Any, scope: str | None = None) -> None:
+        """A post-execute listener, global unless ``scope`` is given."""
+        self._owned.append(self._context(scope).on_post_execute(listener))
+
+    def install_timeouts(self) -> None:
+        """A global ``TimeoutPolicy``."""
+        self._owned.append(TimeoutPolicy().install(self._context(None)))
+
+    def close(self) -> None:
+        """Lift everything this test registered (latest first)."""
+        for dispose in reversed(self._owned):
+            dispose()
+        self._owned.clear()
+
+    # ------------------------------------------------------------------ running
+    async def _execute(self, batch: ToolBatchInput) -> ToolBatchResult:
+        raise NotImplementedError
+
+    async def run(
+        self,
+        calls: Sequence[ToolCall],
+        scope: str,
+        *,
+        signal: AbortSignal | None = None,
+        cap: int | None = None,
+        log: LogStep | None = None,
+    ) -> ToolBatchResult:
+        """Run one batch from ``scope``; its projection must match the other backend's."""
+        batch = ToolBatchInput(
+            calls,
+            signal if signal is not None else AbortController().signal,
+            scope=scope,
+            max_parallel_tool_calls=cap,
+            log=log,
+        )
+        before = len(log.sink.events) if log is not None else 0  # type: ignore[attr-defined]
+        result = await asyncio.wait_for(self._execute(batch), WAIT_S)
+        events = log.sink.events[before:] if log is not None else []  # type: ignore[attr-defined]
+        self._agree(project(result, events))
+        return result
+
+    def _agree(self, projection: dict[str, Any]) -> None:
+        key = (self._test_key, self._batches)
+        self._batches += 1
+        seen = _projections.get(key)
+        if seen is None or seen[0] == self.kind:
+            _projections[key] = (self.kind, projection)
+            return
+        other, expected = seen
+        assert projection == expected, _disagreement(key[1], other, expected, self.kind, projection)
+
+
+def _disagreement(
+    batch: int, kind_a: str, a: dict[str, Any], kind_b: str, b: dict[str, Any]
+) -> str:
+    lines = [f"backends disagree on batch #{batch}:"]
+    pairs = list(zip(a["results"], b["results"], strict=False))
+    for left, right in pairs:
+        if left != right:
+            lines += [f"  {kind_a}: {left}", f"  {kind_b}: {right}"]
+    for field in ("additional_contexts", "concluded", "events"):
+        if a[field] != b[field]:
+            lines += [f"  {field} {kind_a}: {a[field]}", f"  {field} {kind_b}: {b[field]}"]
+    if len(a["results"]) != len(b["results"]):
+        lines.append(f"  result counts: {len(a['results'])} vs {len(b['results'])}")
+    return "\n".join(lines)
+
+
+class InProcessBackend(Backend):
+    """A fresh ``ToolRegistry`` whose deployment executor is our ``BatchExecutor``."""
+
+    kind = "inprocess"
+
+    def __init__(self, test_key: str) -> None:
+        super().__init__(test_key)
+        self.registry = ToolRegistry()
+        self.executor = BatchExecutor(self.registry)
+        self._owned.append(self.registry.set_executor(self.executor))
+
+    def _context(self, scope: str | None) -> Any:
+        return self.registry if scope is None else self.registry.scope(scope)
+
+    async def _execute(self, batch: ToolBatchInput) -> ToolBatchResult:
+        return await self.registry.execute_batch(batch)
+
+
+class RayBackend(Backend):
+    """The session's ``RayRuntime``: ``rt.registry`` and one executor actor per scope."""
+
+    kind = "ray"
+
+    def __init__(self, test_key: str, runtime: Any) -> None:
+        super().__init__(test_key)
+        self.runtime = runtime
+
+    def _context(self, scope: str | None) -> Any:
+        return self.runtime.registry if scope is None else self.runtime.scope(scope)
+
+    async def _execute(self, batch: ToolBatchInput) -> ToolBatchResult:
+        assert batch.scope is not None
+        return await self.runtime.executor(batch.scope).execute_batch(batch)  # type: ignore[no-any-return]
+
+
+def _test_key(nodeid: str) -> str:
+    return re.sub(r"\[(?:inprocess|ray)(?=[\]-])-?", "[", nodeid)
+
+
+@pytest.fixture(params=["inprocess", pytest.param("ray", marks=pytest.mark.ray)])
+def backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
+    """The backend under test; registrations are lifted at teardown."""
+    key = _test_key(request.node.nodeid)
+    made: Backend
+    if request.param == "ray":
+        made = RayBackend(key, request.getfixturevalue("ray_runtime"))
+    else:
+        made = InProcessBackend(key)
+    try:
+        yield made
+    finally:
+        made.close()
+
+
+async def wait_for_files(directory: Path, names: Sequence[str]) -> None:
+    """Wait (bounded) until every ``<directory>/<name>`` exists: a body has reached a point."""
+    deadline = time.monotonic() + WAIT_S
+    while not all((directory / n).exists() for n in names):
+        if time.monotonic() > deadline:
+            missing = [n for n in names if not (directory / n).exists()]
+            raise AssertionError(f"never reached: {missing}")
+        await asyncio.sleep(0.005)
+
+
+# ---------------------------------------------------------------------- expectations
+def text(value: str) -> list[dict[str, str]]:
+    """One text block."""
+    return [{"type": "text", "text": value}]
+
+
+def success(content: str) -> dict[str, Any]:
+    """The ``to_wire()`` of a success whose content is one text block."""
+    return {"isError": False, "content": text(content)}
+
+
+def failure(message: str, name: str | None = None, code: str | None = None) -> dict[str, Any]:
+    """The ``to_wire()`` of a registry failure (``Error: <message>``; info if coded)."""
+    error: dict[str, Any] = {"message": message}
+    if name is not None:
+        error["info"] = {"name": name, "code": code}
+    return {"isError": True, "content": text("Error: " + message), "error": error}
+
+
+def wires(result: ToolBatchResult) -> list[tuple[str, Any]]:
+    """``(call_id, to_wire())`` per result, plain."""
+    return [(r.call_id, plain(r.result.to_wire())) for r in result.results]
+
+
+def values(result: ToolBatchResult) -> list[Any]:
+    """Each result's value (``NO_VALUE`` for failures), plain."""
+    return [plain(getattr(r.result, "value", NO_VALUE)) for r in result.results]
