@@ -191,6 +191,21 @@ class ExecutorHandle:
             return actor
         raise AssertionError("unreachable")
 
+    async def _reserved(self, batch_id: str) -> Any:
+        """An executor that has accepted ``batch_id``: nothing has started if this fails, so
+        a reaped or dead actor is replaced and the reservation retried (never the batch)."""
+        for attempt in range(5):
+            actor = await self._ensure()
+            try:
+                await actor.reserve.remote(batch_id)
+            except Exception as err:
+                if attempt == 4 or not (is_actor_death(err) or is_actor_death(task_cause(err))):
+                    raise
+                self._actor = None
+                continue
+            return actor
+        raise AssertionError("unreachable")
+
     def _create(self) -> Any:
         rt = self.runtime
         return create_executor(
@@ -242,7 +257,7 @@ class ExecutorHandle:
         batch_id = uuid.uuid4().hex
         spec = self._spec(batch, batch_id)
         try:
-            actor = await self._ensure()
+            actor = await self._reserved(batch_id)
             stop = self._forward_abort(actor, batch, batch_id)
             try:
                 result, events, self.last_trace = await actor.execute_batch.remote(spec)
@@ -261,7 +276,7 @@ class ExecutorHandle:
         batch_id = uuid.uuid4().hex
         spec = self._spec(batch, batch_id)
         try:
-            actor = await self._ensure()
+            actor = await self._reserved(batch_id)
         except Exception as raw:
             raise _batch_failure(raw) from None
         stop = self._forward_abort(actor, batch, batch_id)

@@ -161,6 +161,7 @@ class ExecutorActor:
                 self._reaper = asyncio.ensure_future(self._reap())
             pool = self._pool_for(None)
             await pool.manager.ready.remote()
+        self.last_active = time.monotonic()
         return {"scope": self.scope, "pid": os.getpid(), "seq": self.seq}
 
     async def invalidate(self, seq: int, delta: tuple[Any, ...]) -> int:
@@ -188,9 +189,14 @@ class ExecutorActor:
         self.seq = seq
 
     # ------------------------------------------------------------------ batches
+    async def reserve(self, batch_id: str) -> bool:
+        """Claim this actor for a batch about to come (an idle reap now waits for it)."""
+        self.batches.setdefault(batch_id, AbortController())
+        self.last_active = time.monotonic()
+        return True
+
     def _batch(self, spec: BatchSpec) -> tuple[ToolBatchInput, MemoryEventLog | None]:
-        ctrl = AbortController()
-        self.batches[spec.batch_id] = ctrl
+        ctrl = self.batches.setdefault(spec.batch_id, AbortController())
         if spec.aborted:
             ctrl.abort(spec.reason)
         log = MemoryEventLog() if spec.log is not None else None
@@ -268,17 +274,32 @@ class ExecutorActor:
         return await run_pipeline(self.mirror.registry, inp, self.runner)
 
     # ------------------------------------------------------------------ lifecycle
+    def _idle(self) -> bool:
+        ttl = self.config.executor_idle_ttl_s
+        return (
+            not self.batches
+            and self.runner.stats.in_flight == 0
+            and time.monotonic() - self.last_active >= ttl
+        )
+
     async def _reap(self) -> None:
         ttl = self.config.executor_idle_ttl_s
+        name = executor_name(self.scope)
         while True:
             await asyncio.sleep(min(ttl / 4, 30.0))
-            idle = time.monotonic() - self.last_active
-            if not self.batches and idle >= ttl and self.runner.stats.in_flight == 0:
-                registry = get_named(registry_name(), self.namespace)
+            if not self._idle():
+                continue
+            registry = get_named(registry_name(), self.namespace)
+            if registry is not None:
+                await registry.detach_executor.remote(name)
+            if not self._idle():  # work arrived while detaching: stay, and mirror again
                 if registry is not None:
-                    await registry.detach_executor.remote(executor_name(self.scope))
-                kill_self()
-                return
+                    seq, ops = await registry.attach_executor.remote(name)
+                    self._rebuild(ops)
+                    self.seq = seq
+                continue
+            kill_self()  # no await since the last check: nothing can start in between
+            return
 
     async def statistics(self) -> ExecutorStats:
         """A frozen snapshot of this actor."""

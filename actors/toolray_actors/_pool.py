@@ -175,13 +175,18 @@ class PoolClient:
         self.version = 0
         self.slots: dict[str, WorkerSlot] = {}
         self._lock = asyncio.Lock()
+        self._background: set[asyncio.Task[None]] = set()
+        self.retired: set[str] = set()
 
     def _update(self, version: int, members: list[tuple[str, Any]]) -> None:
         if version < self.version:
             return
         self.version = version
-        current = {wid: self.slots.get(wid) or WorkerSlot(wid, handle) for wid, handle in members}
-        self.slots = current
+        self.slots = {
+            wid: self.slots.get(wid) or WorkerSlot(wid, handle)
+            for wid, handle in members
+            if wid not in self.retired
+        }
 
     async def refresh(self) -> None:
         """Fetch the current members."""
@@ -190,15 +195,38 @@ class PoolClient:
 
     async def pick(self) -> WorkerSlot:
         """The live worker with the fewest of this executor's calls in flight."""
-        if not self.slots:
+        while not self.slots:
             async with self._lock:
                 if not self.slots:
                     await self.refresh()
+            if not self.slots:  # every member retired; the replacement is on its way
+                await asyncio.sleep(0.01)
         return min(self.slots.values(), key=lambda s: s.in_flight)
 
     async def replace(self, slot: WorkerSlot, *, killed: bool) -> None:
         """Retire ``slot``'s worker (we killed it, or it died) and adopt the new members."""
+        self.retire(slot, killed=killed)
+        version, members = await self.manager.replace.remote(slot.wid, killed)
+        self._update(version, members)
+
+    def retire(self, slot: WorkerSlot, *, killed: bool) -> None:
+        """Stop picking ``slot`` at once (the replacement arrives later)."""
         slot.killed = slot.killed or killed
         self.slots.pop(slot.wid, None)
-        version, members = await self.manager.replace.remote(slot.wid, killed)
+        self.retired.add(slot.wid)
+
+    def replace_soon(self, slot: WorkerSlot, *, killed: bool) -> None:
+        """Retire now; ask the manager for the replacement in the background, so the
+        call's result does not wait for it."""
+        self.retire(slot, killed=killed)
+        task = asyncio.ensure_future(self._replace_quietly(slot, killed))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _replace_quietly(self, slot: WorkerSlot, killed: bool) -> None:
+        try:
+            version, members = await self.manager.replace.remote(slot.wid, killed)
+        except Exception:
+            _log.warning("toolray: the pool manager could not replace worker %s", slot.wid)
+            return
         self._update(version, members)

@@ -137,8 +137,7 @@ class RayBodyRunner:
         if not result.done():
             self.stats.kills += 1
             kill(slot.handle)
-            slot.killed = True
-            await pool.replace(slot, killed=True)
+            pool.replace_soon(slot, killed=True)
             err = AbortError("tool call aborted")
             err.reason = (
                 f"the worker was terminated: the tool ignored cancellation for "
@@ -165,6 +164,7 @@ class RayBodyRunner:
                     raise killed from None
                 self.stats.lost += 1
                 if not slot.killed:
+                    # a death may have taken the node: the pool checks every member first
                     await pool.replace(slot, killed=False)
                 raise ToolWorkerLostError(
                     f'the worker running tool "{ctx.name}" died ({type(err).__name__}); '

@@ -169,9 +169,8 @@ class BatchExecutor:
         runner = self._runner or self._inline_runner(threads)
         self._counters.batches += 1
         try:
-            return await BatchRun(
-                self.registry, batch, cap, runner, self._counters, on_commit
-            ).run()
+            run = BatchRun(self.registry, batch, cap, runner, self._counters, on_commit, trace)
+            return await run.run()
         finally:
             threads.close()
 

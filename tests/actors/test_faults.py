@@ -43,7 +43,13 @@ async def test_a_worker_that_dies_gives_worker_lost_and_is_replaced(
     lost = out.results[0].result
     assert lost.error.info.code == "WORKER_LOST"
     assert "not re-run" in lost.error.message
-    after = rt.stats()
+    after = None
+    for _ in range(200):  # the replacement happens in the background: wait (bounded)
+        after = rt.stats()
+        if after.replacements > before.replacements:
+            break
+        await asyncio.sleep(0.05)
+    assert after is not None
     assert after.replacements == before.replacements + 1
     assert after.workers == before.workers
     again = await rt.executor(scope_key).execute_batch(

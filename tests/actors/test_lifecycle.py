@@ -21,7 +21,7 @@ async def test_an_idle_executor_is_reaped_and_the_next_batch_gets_a_new_one(
 ) -> None:
     config = RuntimeConfig(
         namespace="toolray-reap-test",
-        executor_idle_ttl_s=1.0,
+        executor_idle_ttl_s=2.0,
         pool=PoolConfig(size=1, spare=0, max_concurrency=8),
     )
     rt = RayRuntime.start(config)  # Ray is already up: this attaches, in its own namespace

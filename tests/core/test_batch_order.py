@@ -225,3 +225,30 @@ async def test_p_args_15_batch_parses_arguments_text(text: str, parsed: Any) -> 
     assert seen == [parsed]
     if parsed != {"key": "1"}:  # the typed tool then refuses it with INVALID_ARGS
         assert result.results[0].result.error.info.code == "INVALID_ARGS"  # type: ignore[union-attr]
+
+
+async def test_execute_fills_a_trace_with_spans_and_stage_instants() -> None:
+    """The trace behind `toolray trace` and the demo's timelines (in-process)."""
+    from toolray import AbortController, BatchExecutor, ToolBatchInput, ToolCall, ToolRegistry
+    from toolray.testing import RecordingTool
+
+    registry = ToolRegistry()
+    registry.register(RecordingTool(name="safe_rec").definition())
+    registry.register(RecordingTool(name="excl_rec", safe=False).definition())
+    calls = [
+        ToolCall("a", "safe_rec", '{"key": "a"}'),
+        ToolCall("b", "safe_rec", '{"key": "b"}'),
+        ToolCall("w", "excl_rec", '{"key": "w"}'),
+        ToolCall("x", "nope", "{}"),
+    ]
+    trace: list[dict] = []
+    await BatchExecutor(registry).execute(
+        ToolBatchInput(calls, AbortController().signal), trace=trace
+    )
+    spans = [e for e in trace if e["type"] == "call"]
+    assert [s["callId"] for s in spans] == ["a", "b", "w", "x"]
+    assert [s["mode"] for s in spans] == ["parallel", "parallel", "exclusive", "exclusive"]
+    assert all(s["started"] <= s["committed"] for s in spans)
+    assert spans[3]["code"] == "UNKNOWN_TOOL"
+    stages = [(e["kind"], e["start"]) for e in trace if e["type"] == "stage"]
+    assert stages == [("parallel", 0), ("exclusive", 2), ("exclusive", 3)]

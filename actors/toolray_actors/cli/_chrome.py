@@ -1,0 +1,240 @@
+"""Batch traces as Chrome / Perfetto trace JSON (pure: no Ray, no clock, no files).
+
+:func:`trace_to_chrome` turns a batch trace — the list ``BatchExecutor.execute(trace=…)``
+fills, or ``ExecutorHandle.last_trace`` — into the JSON Object Format that
+``chrome://tracing`` and https://ui.perfetto.dev open::
+
+    {"traceEvents": [...], "displayTimeUnit": "ms", "otherData": {...}}
+
+- one process (``pid`` 1) with a ``scheduler`` track (``tid`` 0) and one track per worker
+  (``ph: "M"`` ``thread_name`` / ``thread_sort_index`` metadata); calls that ran without a
+  worker (in-process, or never dispatched) share one track, named by ``unassigned``;
+- one complete slice (``ph: "X"``, ``ts``/``dur`` in µs since the batch started) per call,
+  named after its tool, with ``args`` holding ``callId``, ``code``, ``isError``, ``mode``,
+  ``index`` and ``worker`` (plus ``killed`` when the ladder killed the worker);
+- instants (``ph: "i"``, process-wide) on the scheduler track for barriers (the start of
+  each exclusive stage) and for aborts (where the scheduler stopped starting calls).
+
+Slices on one Chrome track must nest, but calls on one worker overlap freely (a worker runs
+many bodies at once), so a worker whose calls overlap gets extra lanes: ``worker w1``,
+``worker w1 #2``, … (sorted together).
+
+:func:`events_to_trace` rebuilds a trace from a durable event log (``tool/call`` and
+``tool/result`` records), which holds no timings: time is **logical**, one tick (shown as
+1 ms) per record in log order, so a call spans from its ``tool/call`` record to its
+``tool/result`` record. Calls of one batch overlap exactly when the scheduler started
+later calls before committing earlier ones (a parallel group); a barrier shows as a call
+that starts only after every earlier result. Each ``(turn, step)`` batch gets its own
+track; the first ``ABORTED_BEFORE_DISPATCH`` result of a batch becomes an abort instant.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+__all__ = ("chrome_json", "events_to_trace", "trace_to_chrome")
+
+_PID = 1
+_SCHEDULER_TID = 0
+
+
+def _us(seconds: Any) -> float:
+    return round(float(seconds or 0.0) * 1e6, 3)
+
+
+def _end(span: dict[str, Any]) -> float:
+    for key in ("settled", "committed", "started"):
+        if span.get(key) is not None:
+            return float(span[key])
+    return 0.0
+
+
+def _natural(text: str) -> list[Any]:
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text)]
+
+
+def _track_of(span: dict[str, Any], unassigned: str) -> str:
+    if span.get("track"):
+        return str(span["track"])
+    if span.get("worker"):
+        return f"worker {span['worker']}"
+    return unassigned
+
+
+def _lanes(spans: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """Greedy interval partition: no two spans of one lane overlap."""
+    lanes: list[list[dict[str, Any]]] = []
+    ends: list[float] = []
+    for span in sorted(spans, key=lambda s: (float(s.get("started") or 0.0), s["index"])):
+        start = float(span.get("started") or 0.0)
+        for k, end in enumerate(ends):
+            if end <= start:
+                lanes[k].append(span)
+                ends[k] = _end(span)
+                break
+        else:
+            lanes.append([span])
+            ends.append(_end(span))
+    return lanes
+
+
+def _metadata(tid: int, name: str, sort_index: int) -> list[dict[str, Any]]:
+    return [
+        {"ph": "M", "name": "thread_name", "pid": _PID, "tid": tid, "args": {"name": name}},
+        {
+            "ph": "M",
+            "name": "thread_sort_index",
+            "pid": _PID,
+            "tid": tid,
+            "args": {"sort_index": sort_index},
+        },
+    ]
+
+
+def _slice(span: dict[str, Any], tid: int) -> dict[str, Any]:
+    args: dict[str, Any] = {
+        "callId": span.get("callId"),
+        "code": span.get("code"),
+        "isError": span.get("isError"),
+        "mode": span.get("mode"),
+        "index": span.get("index"),
+        "worker": span.get("worker"),
+    }
+    if span.get("killed"):
+        args["killed"] = True
+    start = _us(span.get("started"))
+    return {
+        "ph": "X",
+        "name": str(span.get("name", "?")),
+        "cat": "tool",
+        "pid": _PID,
+        "tid": tid,
+        "ts": start,
+        "dur": max(0.0, round(_us(_end(span)) - start, 3)),
+        "args": args,
+    }
+
+
+def _instant(event: dict[str, Any]) -> dict[str, Any] | None:
+    if event.get("type") == "abort":
+        name, args = "abort", {"index": event.get("index")}
+    elif event.get("type") == "stage" and event.get("kind") == "exclusive":
+        name, args = "barrier", {"kind": "exclusive", "start": event.get("start")}
+    else:
+        return None
+    return {
+        "ph": "i",
+        "name": name,
+        "cat": name,
+        "s": "p",
+        "pid": _PID,
+        "tid": _SCHEDULER_TID,
+        "ts": _us(event.get("time")),
+        "args": args,
+    }
+
+
+def trace_to_chrome(
+    trace: Sequence[dict[str, Any]],
+    *,
+    process_name: str = "toolray batch",
+    unassigned: str = "in-process",
+    clock: str = "seconds since the batch started",
+) -> dict[str, Any]:
+    """Chrome/Perfetto trace JSON (a plain, JSON-serializable dict) of one batch trace.
+
+    Example:
+        >>> trace = [{"type": "call", "index": 0, "callId": "c1", "name": "read_file",
+        ...           "mode": "parallel", "started": 0.001, "settled": 0.121,
+        ...           "committed": 0.122, "isError": False, "code": None, "worker": "w1"}]
+        >>> out = trace_to_chrome(trace)
+        >>> [e["dur"] for e in out["traceEvents"] if e["ph"] == "X"]
+        [120000.0]
+    """
+    events: list[dict[str, Any]] = [
+        {"ph": "M", "name": "process_name", "pid": _PID, "tid": 0, "args": {"name": process_name}},
+        *_metadata(_SCHEDULER_TID, "scheduler", 0),
+    ]
+    tracks: dict[str, list[dict[str, Any]]] = {}
+    for span in trace:
+        if span.get("type") == "call":
+            tracks.setdefault(_track_of(span, unassigned), []).append(span)
+    tid = _SCHEDULER_TID
+    for track in sorted(tracks, key=lambda t: (t == unassigned, _natural(t))):
+        for lane_no, lane in enumerate(_lanes(tracks[track]), 1):
+            tid += 1
+            name = track if lane_no == 1 else f"{track} #{lane_no}"
+            events.extend(_metadata(tid, name, tid))
+            events.extend(_slice(span, tid) for span in lane)
+    events.extend(i for i in (_instant(e) for e in trace) if i is not None)
+    return {
+        "traceEvents": events,
+        "displayTimeUnit": "ms",
+        "otherData": {"generator": "toolray trace", "clock": clock},
+    }
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+def chrome_json(doc: dict[str, Any]) -> str:
+    """``doc`` as JSON text with one trace event per line (compact, diff-friendly)."""
+    events = ",\n".join(_compact(e) for e in doc["traceEvents"])
+    rest = "".join(f",{_compact(k)}:{_compact(v)}" for k, v in doc.items() if k != "traceEvents")
+    return '{"traceEvents":[\n' + events + "\n]" + rest + "}\n"
+
+
+def events_to_trace(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A logical-time trace of a durable event log (see the module docstring)."""
+    trace: list[dict[str, Any]] = []
+    open_spans: dict[tuple[Any, Any, Any], dict[str, Any]] = {}
+    batch_sizes: dict[tuple[Any, Any], int] = {}
+    aborted: set[tuple[Any, Any]] = set()
+    for tick, event in enumerate(events, 1):
+        now = tick / 1000.0
+        batch = (event.get("turn"), event.get("step"))
+        key = (*batch, event.get("callId"))
+        if event.get("type") == "tool/call":
+            index = batch_sizes[batch] = batch_sizes.get(batch, 0) + 1
+            span = _log_span(batch, index - 1, event.get("callId"), event.get("name"), now)
+            open_spans[key] = span
+            trace.append(span)
+        elif event.get("type") == "tool/result":
+            found = open_spans.pop(key, None)
+            if found is None:  # a result without its call record
+                index = batch_sizes[batch] = batch_sizes.get(batch, 0) + 1
+                found = _log_span(batch, index - 1, event.get("callId"), "?", now)
+                trace.append(found)
+            span = found
+            _close(span, event.get("result") or {}, now)
+            if span["code"] == "ABORTED_BEFORE_DISPATCH" and batch not in aborted:
+                aborted.add(batch)
+                trace.append({"type": "abort", "index": span["index"], "time": span["started"]})
+    return trace
+
+
+def _log_span(
+    batch: tuple[Any, Any], index: int, call_id: Any, name: Any, now: float
+) -> dict[str, Any]:
+    return {
+        "type": "call",
+        "index": index,
+        "callId": call_id,
+        "name": name,
+        "mode": "logged",
+        "started": now,
+        "isError": None,
+        "code": None,
+        "track": f"turn {batch[0]} step {batch[1]}",
+    }
+
+
+def _close(span: dict[str, Any], wire: dict[str, Any], now: float) -> None:
+    span["committed"] = now
+    span["isError"] = bool(wire.get("isError"))
+    info = (wire.get("error") or {}).get("info") or {}
+    span["code"] = info.get("code")

@@ -1,0 +1,94 @@
+"""``toolray bench``: the measuring code path on the session runtime, and its options."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toolray_actors.cli import _bench
+from toolray_actors.cli._rawray import GroupShape, Stage, stages_of
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.ray
+def test_bench_reports_toolray_raw_and_ratio_and_writes_json_and_png(
+    ray_runtime: Any, tmp_path: Path
+) -> None:
+    options = _bench.BenchOptions(
+        calls=20,
+        repetitions=1,
+        shapes=(GroupShape.parse("safe"), GroupShape.parse("mixed:3+1")),
+        json_path=tmp_path / "bench.json",
+        png_path=tmp_path / "bench.png",
+    )
+    seen: list[str] = []
+    report = _bench.run_bench(ray_runtime, options, advance=seen.append)
+
+    assert len(seen) == _bench.steps(options, 1)  # one progress step per batch
+    data = json.loads((tmp_path / "bench.json").read_text(encoding="utf-8"))
+    assert data == json.loads(json.dumps(report))
+    assert set(data["machine"]) >= {"nproc", "python", "ray"}
+    workers = ray_runtime.config.pool.size
+    assert [(r["workers"], r["shape"]) for r in data["results"]] == [
+        (workers, "safe"),
+        (workers, "mixed:3+1"),
+    ]
+    for row in data["results"]:
+        assert row["calls"] == 20
+        for side in ("toolray", "raw"):
+            figures = row[side]
+            assert figures["calls_per_s"] > 0
+            assert len(figures["wall_ms"]) == 1
+            assert {"p50_ms", "p95_ms"} <= set(figures)
+        for side in ("toolray", "raw"):  # per-call latency on both sides (toolray: its trace)
+            assert row[side]["latency_samples"] == 20
+            assert 0 < row[side]["p50_ms"] <= row[side]["p95_ms"]
+        assert row["ratio"] == pytest.approx(
+            row["toolray"]["calls_per_s"] / row["raw"]["calls_per_s"]
+        )
+    assert (tmp_path / "bench.png").read_bytes()[:8] == PNG_SIGNATURE
+
+
+@pytest.mark.parametrize(
+    ("text", "flags"),
+    [
+        ("safe", [False] * 5),
+        ("exclusive", [True] * 5),
+        ("mixed:2+1", [False, False, True, False, False]),
+        ("mixed:1+2", [False, True, True, False, True]),
+    ],
+)
+def test_group_shapes_mark_the_exclusive_calls(text: str, flags: list[bool]) -> None:
+    assert GroupShape.parse(text).exclusive_flags(5) == flags
+
+
+def test_stages_follow_the_scheduler_runs_and_barriers() -> None:
+    flags = GroupShape.parse("mixed:3+2").exclusive_flags(9)
+    assert stages_of(flags) == [
+        Stage(True, 3),
+        Stage(False, 1),
+        Stage(False, 1),
+        Stage(True, 3),
+        Stage(False, 1),
+    ]
+
+
+@pytest.mark.parametrize("text", ["mixed", "mixed:9", "mixed:a+1", "mixed:0+0", "parallel"])
+def test_a_bad_group_shape_is_a_usage_error(text: str, capsys: Any) -> None:
+    from toolray_actors.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["bench", "--group-shape", text])
+    assert exit_info.value.code == 2
+    assert "group shape" in capsys.readouterr().err
+
+
+def test_impossible_numbers_fail_before_ray_starts(capsys: Any) -> None:
+    from toolray_actors.cli import main
+
+    assert main(["bench", "--calls", "0"]) == 2
+    assert "--calls and --repetitions must be at least 1" in capsys.readouterr().err

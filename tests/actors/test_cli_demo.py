@@ -1,0 +1,74 @@
+"""``toolray demo``: the product's first command, run as a user runs it."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toolray_actors import RayRuntime
+from toolray_actors.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+@pytest.mark.timeout(200)
+def test_demo_shows_every_scenario_and_exits_cleanly() -> None:
+    # A subprocess with its own embedded Ray (this session may have one), its stdout a pipe
+    # as in a CI log.
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "TOOLRAY_CONFIG")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "toolray", "demo"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    out = proc.stdout
+    assert proc.returncode == 0, f"stdout:\n{out}\nstderr:\n{proc.stderr[-4000:]}"
+    assert "Traceback" not in out
+    # 1. a parallel group, an exclusive barrier, and the reads after it
+    assert "-- stage 1: parallel group from call 1" in out
+    assert "== barrier 2: exclusive, call 4 alone" in out
+    assert "-> wrote 20 bytes to PLAN.md" in out
+    # 2. a timeout answered by kill-and-replace
+    assert "TOOL_TIMEOUT (worker killed)" in out
+    assert "reason: the worker was terminated" in out
+    assert "kills 0 -> 1, replacements 0 -> 1" in out
+    # 3. a user cancellation
+    assert out.count(" ABORTED ") >= 2
+    assert "ABORTED_BEFORE_DISPATCH" in out
+    assert "!! abort at" in out
+    # 4. a worker crash: one WORKER_LOST, its siblings fine
+    crash = out.split("=== 4.")[1].split("=== 5.")[0]
+    rows = [line for line in crash.splitlines() if line.endswith(("  ok", "  WORKER_LOST"))]
+    assert len(rows) == 5  # the timeline: one row per call
+    assert sorted(re.findall(r"^  c\d\s+(\S+)", crash, re.M)) == ["WORKER_LOST"] + ["ok"] * 4
+    assert "workers_lost 0 -> 1" in crash
+    # 5. a scope hiding a tool
+    assert "hidden in the scope: write_file" in out
+    assert 'UNKNOWN_TOOL             -> Error: unknown tool "write_file"' in out
+    assert "Ray shut down" in out
+
+
+def test_a_missing_config_is_one_line_and_starts_no_ray(
+    capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started: list[Any] = []
+    monkeypatch.setattr(RayRuntime, "start", lambda *a, **k: started.append(a))
+    assert main(["--config", "does-not-exist.toml", "demo"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.strip().splitlines() == [
+        "toolray: config file not found: does-not-exist.toml"
+    ]
+    assert started == []
