@@ -192,8 +192,11 @@ class ExecutorHandle:
         raise AssertionError("unreachable")
 
     async def _reserved(self, batch_id: str) -> Any:
-        """An executor that has accepted ``batch_id``: nothing has started if this fails, so
-        a reaped or dead actor is replaced and the reservation retried (never the batch)."""
+        """An executor that has accepted ``batch_id``.
+
+        Nothing has started if this fails, so a reaped or dead actor is replaced and the
+        reservation retried (never the batch).
+        """
         for attempt in range(5):
             actor = await self._ensure()
             try:

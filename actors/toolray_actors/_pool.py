@@ -216,8 +216,7 @@ class PoolClient:
         self.retired.add(slot.wid)
 
     def replace_soon(self, slot: WorkerSlot, *, killed: bool) -> None:
-        """Retire now; ask the manager for the replacement in the background, so the
-        call's result does not wait for it."""
+        """Retire now; the manager replaces in the background (the result does not wait)."""
         self.retire(slot, killed=killed)
         task = asyncio.ensure_future(self._replace_quietly(slot, killed))
         self._background.add(task)
