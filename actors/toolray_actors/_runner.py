@@ -12,6 +12,8 @@ worker that dies on its own gives ``WORKER_LOST``. Nothing is ever re-run.
 from __future__ import annotations
 
 import asyncio
+import itertools
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -63,6 +65,8 @@ class RayBodyRunner:
         self.cancel_grace = cancel_grace_ms / 1000.0
         self.kill_grace = max(kill_grace_ms / 1000.0, self.cancel_grace)
         self.stats = RunnerStats()
+        self._prefix = f"{uuid.uuid4().hex[:12]}-"
+        self._tokens = itertools.count(1)
 
     async def __call__(self, call: Any, entry: Entry, ctx: ToolRunContext) -> Any:
         """Run the body remotely; return its value or raise its (or the ladder's) error."""
@@ -78,7 +82,7 @@ class RayBodyRunner:
             "root_call_id": ctx.root_call_id,
             "scope": ctx.scope,
         }
-        token = ctx.token.id if ctx.token is not None else ctx.call_id
+        token = f"{self._prefix}{next(self._tokens)}"  # unique per worker; no uuid per call
         arguments = thaw_json(ctx.arguments)
         self.stats.calls += 1
         for _ in range(2):
@@ -105,7 +109,7 @@ class RayBodyRunner:
         ctx: ToolRunContext,
     ) -> tuple[Any, ...]:
         send = None if key in slot.sent else blob
-        ref = slot.handle.run.remote(token, key, send, arguments, ident)
+        ref = slot.handle.run.remote((token, key, send, arguments, ident))
         slot.sent.add(key)
         slot.in_flight += 1
         self.stats.in_flight += 1
@@ -120,11 +124,16 @@ class RayBodyRunner:
     ) -> tuple[Any, ...]:
         result = asyncio.wrap_future(ref.future())
         signal = ctx.signal
-        aborted = asyncio.ensure_future(signal.wait())
-        try:
-            await asyncio.wait({result, aborted}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            aborted.cancel()
+        if not signal.aborted:
+            # one future woken by the result or the signal: no extra task per call
+            loop = asyncio.get_running_loop()
+            wake: asyncio.Future[None] = loop.create_future()
+            result.add_done_callback(lambda _: _set(wake))
+            remove = signal.add_listener(lambda: loop.call_soon_threadsafe(_set, wake))
+            try:
+                await wake
+            finally:
+                remove()
         if not result.done():
             self.stats.aborts += 1
             slot.handle.abort.remote(token, _reason_for_wire(signal.reason))
@@ -171,6 +180,11 @@ class RayBodyRunner:
                     "the call was not re-run"
                 ) from None
             raise err from None
+
+
+def _set(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
 
 
 def _unpack(outcome: tuple[Any, ...], ctx: ToolRunContext) -> Any:

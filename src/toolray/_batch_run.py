@@ -33,6 +33,9 @@ if TYPE_CHECKING:
 __all__ = ("BatchRun", "parse_arguments")
 
 
+_YIELD_EVERY = 16
+
+
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
@@ -192,6 +195,8 @@ class BatchRun:
                         break
                 await self._start(next_start, stage.kind)
                 next_start += 1
+                if (next_start - start) % _YIELD_EVERY == 0:
+                    await asyncio.sleep(0)  # let settled calls commit during a wide fan-out
                 await self._commit_ready()
                 was_aborted = was_aborted or signal.aborted
 
