@@ -8,4 +8,4 @@ test:
 lint:
 	.venv/bin/ruff check . && .venv/bin/ruff format --check . && .venv/bin/mypy
 bench:
-	.venv/bin/python benchmarks/run_all.py
+	.venv/bin/python benchmarks/run_all.py --quick

@@ -25,7 +25,7 @@ from toolray import (
     ToolExecutionResult,
 )
 
-from ._errors import is_actor_death, task_cause, translate_remote_errors
+from ._errors import is_actor_death, task_cause, translate_remote_errors, wire_reason
 from ._executor_actor import BatchSpec, ExecutorActor
 from ._handles import create_executor, executor_name, get_named
 from ._mirror import Op, dumps_named
@@ -34,16 +34,6 @@ if TYPE_CHECKING:
     from ._runtime import RayRuntime
 
 __all__ = ("ExecutorHandle", "RemoteRegistry", "RemoteScope")
-
-
-def _reason(reason: Any) -> Any:
-    try:
-        import pickle
-
-        pickle.dumps(reason)
-    except Exception:
-        return str(reason)
-    return reason
 
 
 class _RemoteWriter:
@@ -163,6 +153,7 @@ class ExecutorHandle:
         self.runtime = runtime
         self.scope = scope
         self._actor: Any = None
+        self._owner: Any = None
         self.last_trace: list[dict[str, Any]] = []
         """The trace of the last batch this handle ran (spans per call, stage instants)."""
 
@@ -176,7 +167,11 @@ class ExecutorHandle:
         if self._actor is not None:
             return self._actor
         for attempt in range(20):
-            actor = get_named(self.name, self.runtime.config.namespace) or self._create()
+            actor = get_named(self.name, self.runtime.config.namespace)
+            if actor is None:
+                # Keep the creating (owner) handle for the handle's lifetime: a concurrent
+                # _ensure may adopt a borrowed handle, and the actor must outlive both.
+                actor = self._owner = self._create()
             try:
                 await actor.ready.remote()
             except Exception as err:
@@ -187,8 +182,9 @@ class ExecutorHandle:
                     raise
                 await asyncio.sleep(0.1)
                 continue
-            self._actor = actor
-            return actor
+            if self._actor is None:
+                self._actor = actor
+            return self._actor
         raise AssertionError("unreachable")
 
     async def _reserved(self, batch_id: str) -> Any:
@@ -237,12 +233,12 @@ class ExecutorHandle:
             max_parallel_tool_calls=batch.max_parallel_tool_calls,
             log=(log.turn, log.step) if log is not None else None,
             aborted=batch.signal.aborted,
-            reason=_reason(batch.signal.reason) if batch.signal.aborted else None,
+            reason=wire_reason(batch.signal.reason) if batch.signal.aborted else None,
         )
 
     def _forward_abort(self, actor: Any, batch: ToolBatchInput, batch_id: str) -> Disposer:
         return batch.signal.add_listener(
-            lambda: actor.cancel.remote(batch_id, _reason(batch.signal.reason))
+            lambda: actor.cancel.remote(batch_id, wire_reason(batch.signal.reason))
         )
 
     @staticmethod
@@ -311,7 +307,7 @@ class ExecutorHandle:
 
         call = ToolCall(inp.call_id, inp.name, json.dumps(inp.arguments))
         actor = await self._ensure()
-        reason = _reason(inp.signal.reason) if inp.signal.aborted else None
+        reason = wire_reason(inp.signal.reason) if inp.signal.aborted else None
         with translate_remote_errors():
             return await actor.execute.remote(call, reason, inp.signal.aborted)  # type: ignore[no-any-return]
 

@@ -4,10 +4,27 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
+import cloudpickle
 import ray.exceptions as rex
 
-__all__ = ("is_actor_death", "is_cancelled", "task_cause", "translate_remote_errors")
+__all__ = (
+    "is_actor_death",
+    "is_cancelled",
+    "task_cause",
+    "translate_remote_errors",
+    "wire_reason",
+)
+
+
+def wire_reason(reason: Any) -> Any:
+    """An abort reason that can cross to another process: itself, or its text."""
+    try:
+        cloudpickle.dumps(reason)
+    except Exception:
+        return str(reason)
+    return reason
 
 
 def task_cause(err: BaseException) -> BaseException:

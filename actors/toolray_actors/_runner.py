@@ -21,7 +21,7 @@ from toolray import AbortError, ToolRunContext, ToolWorkerLostError
 from toolray._json import thaw_json
 from toolray._layers import Entry
 
-from ._errors import is_actor_death, is_cancelled, task_cause
+from ._errors import is_actor_death, is_cancelled, task_cause, wire_reason
 from ._handles import cancel, kill
 from ._pool import PoolClient, WorkerSlot
 
@@ -37,16 +37,6 @@ class RunnerStats:
     def __init__(self) -> None:
         self.calls = self.in_flight = self.aborts = self.interrupts = self.kills = 0
         self.lost = 0
-
-
-def _reason_for_wire(reason: Any) -> Any:
-    try:
-        import pickle
-
-        pickle.dumps(reason)
-    except Exception:
-        return str(reason)
-    return reason
 
 
 class RayBodyRunner:
@@ -136,7 +126,7 @@ class RayBodyRunner:
                 remove()
         if not result.done():
             self.stats.aborts += 1
-            slot.handle.abort.remote(token, _reason_for_wire(signal.reason))
+            slot.handle.abort.remote(token, wire_reason(signal.reason))
             await asyncio.wait({result}, timeout=self.cancel_grace)
         if not result.done():
             self.stats.interrupts += 1

@@ -256,7 +256,17 @@ async def _timeout(s: DemoSession) -> None:
         result,
         trace,
     )
-    say(_stats_delta(before, s.rt.stats()))
+    say(_stats_delta(before, await _replaced(s, before)))
+
+
+async def _replaced(s: DemoSession, before: Any) -> Any:
+    """``rt.stats()`` once the pool has replaced the killed worker (in the background)."""
+    for _ in range(100):
+        stats = s.rt.stats()
+        if stats.replacements > before.replacements:
+            return stats
+        await asyncio.sleep(0.05)
+    return s.rt.stats()
 
 
 async def _cancel(s: DemoSession) -> None:
