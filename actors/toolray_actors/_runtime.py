@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -69,6 +70,8 @@ class RayRuntime:
         """``ray.init`` when Ray is not up (quiet, no dashboard), or attach to ``address``."""
         cfg = _config(config)
         started = False
+        if address or cfg.address:
+            _probe(address or cfg.address or "")  # a refused host:port fails in one line
         if not ray.is_initialized():
             _init_ray(cfg, address or cfg.address)
             started = True
@@ -147,6 +150,22 @@ def _forget_state(namespace: str) -> None:
         internal_kv._internal_kv_del(f"toolray:{namespace}:registry".encode())
     except Exception:
         pass
+
+
+def _probe(address: str) -> None:
+    """Fail fast, in one line, when a ``host:port`` address refuses connections.
+
+    Ray itself would retry for a minute before saying so.
+    """
+    target = address.split("://", 1)[-1]
+    host, _, port = target.rpartition(":")
+    if not host or not port.isdigit():
+        return  # "auto", "local" or a form Ray resolves itself
+    try:
+        with socket.create_connection((host, int(port)), timeout=5):
+            return
+    except OSError as err:
+        raise StartError(f"cannot reach the Ray cluster at {address!r}: {err}") from None
 
 
 def _init_ray(cfg: RuntimeConfig, address: str | None) -> None:

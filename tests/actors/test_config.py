@@ -69,3 +69,17 @@ def test_a_bad_config_names_the_file_and_the_field(
 def test_a_missing_config_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="config file not found"):
         load_config(tmp_path / "nope.toml")
+
+
+def test_an_unreachable_cluster_address_is_one_clear_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A refused ``host:port`` fails at once (no Ray start, no minute of retries)."""
+    from toolray_actors.cli import main
+
+    path = tmp_path / "unreachable.toml"
+    path.write_text('address = "127.0.0.1:1"\n')
+    assert main(["--config", str(path), "demo"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert err[0].startswith("toolray: cannot reach the Ray cluster at '127.0.0.1:1'")
