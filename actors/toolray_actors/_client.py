@@ -99,6 +99,27 @@ class _RemoteWriter:
         """Result observer (runs in the executor actors)."""
         return self._hook("result", observer)
 
+    def on_dispatch_log(self, listener: Callable[..., Any], *, prepend: bool = False) -> Disposer:
+        """Code Mode sub-call log waterfall (runs in the executor actors)."""
+        return self._hook("dispatch_log", listener, prepend)
+
+    def on_change(self, listener: Callable[[], Any]) -> Disposer:
+        """Not available remotely: a change listener runs synchronously inside the registry.
+
+        Poll ``rt.registry.info()["seq"]`` (it grows with every change) instead.
+        """
+        raise NotImplementedError(
+            "on_change() listeners run synchronously inside the registry and cannot live in "
+            "a driver; poll rt.registry.info()['seq'] instead"
+        )
+
+    def set_executor(self, executor: Any) -> Disposer:
+        """Not available remotely: on Ray, each scope's executor is its executor actor."""
+        raise NotImplementedError(
+            "set_executor() selects an in-process executor; on Ray every scope runs on its "
+            "own executor actor (rt.executor(scope))"
+        )
+
 
 class RemoteScope(_RemoteWriter):
     """The scoped context of one agent scope, held by the registry actor."""
@@ -116,8 +137,30 @@ class RemoteScope(_RemoteWriter):
 class RemoteRegistry(_RemoteWriter):
     """The global context and the read side of the namespace's registry actor."""
 
-    def __init__(self, actor: Any) -> None:
+    def __init__(self, actor: Any, runtime: RayRuntime | None = None) -> None:
         super().__init__(actor, None)
+        self._runtime = runtime
+
+    def set_approval(self, service: Any) -> Disposer:
+        """Mount the approval service in every executor actor (it must be picklable)."""
+        blob = dumps_named(service, "the approval service")
+        return self._apply(Op(id=0, kind="approval", key=None, blob=blob))
+
+    def definitions(self, scope: str | None = None) -> list[ToolDefinition]:
+        """The visible capability definitions (unpickled here), in view order."""
+        return [d for d in (self.get(n, scope) for n in self.names(scope)) if d is not None]
+
+    async def execute_batch(self, batch: ToolBatchInput) -> ToolBatchResult:
+        """Run ``batch`` on its scope's executor actor (``rt.executor(batch.scope)``)."""
+        if self._runtime is None:
+            raise RuntimeError("this RemoteRegistry has no runtime to run batches on")
+        return await self._runtime.executor(batch.scope).execute_batch(batch)
+
+    async def execute(self, inp: ToolExecutionInput) -> ToolExecutionResult:
+        """Run one call through its scope's executor actor."""
+        if self._runtime is None:
+            raise RuntimeError("this RemoteRegistry has no runtime to run calls on")
+        return await self._runtime.executor(inp.scope).execute(inp)
 
     def scope(self, key: str, *, parent: str | None = None) -> RemoteScope:
         """The remote scoped context (created on first use)."""

@@ -79,6 +79,9 @@ class Mirror:
         elif op.kind == "present_as":
             assert op.mode is not None
             disposer = ctx.present_as(op.mode)
+        elif op.kind == "approval":
+            assert op.blob is not None
+            disposer = reg.set_approval(cloudpickle.loads(op.blob))
         elif op.kind == "hook":
             assert op.blob is not None
             assert op.hook is not None

@@ -58,7 +58,7 @@ class RayRuntime:
         self._registry_actor = registry_actor
         self._started_ray = started_ray
         self._executors: dict[str | None, ExecutorHandle] = {}
-        self.registry = RemoteRegistry(registry_actor)
+        self.registry = RemoteRegistry(registry_actor, self)
 
     @classmethod
     def start(

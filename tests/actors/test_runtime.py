@@ -104,3 +104,37 @@ def test_execute_batch_sync_and_single_execute(rt: Any, scope_key: str) -> None:
         _batch([ToolCall("c1", "rt_sync", '{"text": "s"}')], scope_key)
     )
     assert result.results[0].result.value["text"] == "s"
+
+
+async def test_remote_registry_runs_batches_and_lists_definitions(rt: Any, scope_key: str) -> None:
+    rt.owned.append(rt.registry.register(echo_tool("rt_via_registry")))
+    out = await rt.registry.execute_batch(
+        _batch([ToolCall("c1", "rt_via_registry", '{"text": "r"}')], scope_key)
+    )
+    assert out.results[0].result.value["text"] == "r"
+    assert "rt_via_registry" in [d.name for d in rt.registry.definitions(scope_key)]
+    with pytest.raises(NotImplementedError, match="poll"):
+        rt.registry.on_change(lambda: None)
+
+
+class _AlwaysRejects:
+    async def request(self, request: Any) -> str:
+        return "rejected"
+
+
+async def test_a_remote_approval_service_answers_ask_in_the_executor(
+    rt: Any, scope_key: str
+) -> None:
+    from toolray import Allow, Ask
+
+    rt.owned.append(rt.registry.register(echo_tool("rt_needs_ok")))
+
+    async def ask_for_rt_needs_ok(execution: Any, next_: Any) -> Any:
+        return Ask("check") if execution.name == "rt_needs_ok" else Allow()
+
+    rt.owned.append(rt.registry.on_pre_execute(ask_for_rt_needs_ok))
+    rt.owned.append(rt.registry.set_approval(_AlwaysRejects()))
+    out = await rt.executor(scope_key).execute_batch(
+        _batch([ToolCall("c1", "rt_needs_ok", "{}")], scope_key)
+    )
+    assert out.results[0].result.error.message == 'the user rejected tool "rt_needs_ok"'
