@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from toolray import AbortError, ToolRunContext, ToolWorkerLostError
+from toolray._dispatch import run_body_inline
 from toolray._json import thaw_json
 from toolray._layers import Entry
 
@@ -63,7 +64,7 @@ class RayBodyRunner:
         definition = entry.definition
         found = self._key_of(definition)
         if found is None:  # not a mirrored definition (e.g. the run_code transport)
-            return await _run_local(definition, ctx)
+            return await run_body_inline(call, entry, ctx)
         key, blob = found
         pool = self._pools(definition.placement)
         ident = {
@@ -191,12 +192,3 @@ def _unpack(outcome: tuple[Any, ...], ctx: ToolRunContext) -> Any:
     if status == "not_json":
         return NOT_JSON
     raise payload
-
-
-async def _run_local(definition: Any, ctx: ToolRunContext) -> Any:
-    import inspect
-
-    value = definition.execute(ctx.arguments, ctx)
-    if inspect.isawaitable(value):
-        value = await value
-    return value

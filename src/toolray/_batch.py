@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import functools
-import inspect
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -20,13 +17,10 @@ from ._batch_types import (
     check_cap,
 )
 from ._definition import ToolDefinition
-from ._dispatch import BodyRunner
-from ._execution import ToolRunContext
+from ._dispatch import BodyRunner, inline_runner
 from ._json import snapshot_json, thaw_json
-from ._layers import Entry
 
 if TYPE_CHECKING:
-    from ._pipeline import Call
     from ._registry import ToolRegistry
 
 __all__ = ("BatchExecutor", "BatchStatistics")
@@ -121,21 +115,6 @@ class BatchExecutor:
         self._runner = runner
         self._counters = _Counters()
 
-    # ------------------------------------------------------------------ threads
-    def _inline_runner(self, threads: _BatchThreads) -> BodyRunner:
-        async def run(call: Call, entry: Entry, ctx: ToolRunContext) -> Any:
-            fn = entry.definition.execute
-            if inspect.iscoroutinefunction(fn):
-                return await fn(ctx.arguments, ctx)
-            loop = asyncio.get_running_loop()
-            job = functools.partial(fn, ctx.arguments, ctx)
-            value = await loop.run_in_executor(threads.pool(), job)
-            if inspect.isawaitable(value):
-                value = await value
-            return value
-
-        return run
-
     # ------------------------------------------------------------------ ToolExecutor
     def describe(self, definitions: Sequence[ToolDefinition]) -> ToolModelInput:
         """Model-facing schemas and known names for ``definitions``."""
@@ -166,7 +145,7 @@ class BatchExecutor:
             raise TypeError("execute() takes a ToolBatchInput")
         cap = batch.max_parallel_tool_calls or self.max_parallel_tool_calls
         threads = _BatchThreads(cap, self._counters)
-        runner = self._runner or self._inline_runner(threads)
+        runner = self._runner or inline_runner(threads.pool)
         self._counters.batches += 1
         try:
             run = BatchRun(self.registry, batch, cap, runner, self._counters, on_commit, trace)

@@ -9,8 +9,10 @@ dispatch did not produce is re-normalized (P-AROUND-4..8).
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 from collections.abc import Awaitable, Callable
+from concurrent.futures import Executor
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ._execution import ToolRunContext
@@ -23,21 +25,33 @@ from ._waterfall import run_waterfall
 if TYPE_CHECKING:
     from ._pipeline import Call
 
-__all__ = ("BodyRunner", "run_body_inline", "run_dispatch")
+__all__ = ("BodyRunner", "inline_runner", "run_body_inline", "run_dispatch")
 
 BodyRunner: TypeAlias = Callable[["Call", Entry, ToolRunContext], Awaitable[Any]]
 """Runs a body and returns its raw value (or raises): in-process, or on a Ray worker."""
 
 
-async def run_body_inline(call: Call, entry: Entry, ctx: ToolRunContext) -> Any:
-    """The in-process runner: await an async body, run a sync one in a thread."""
-    fn = entry.definition.execute
-    if inspect.iscoroutinefunction(fn):
-        return await fn(ctx.arguments, ctx)
-    value = await asyncio.to_thread(fn, ctx.arguments, ctx)
-    if inspect.isawaitable(value):
-        value = await value
-    return value
+def inline_runner(threads: Callable[[], Executor | None] = lambda: None) -> BodyRunner:
+    """An in-process runner: await an async body, run a sync one in a thread.
+
+    ``threads()`` gives the pool (``None``: the loop's default executor).
+    """
+
+    async def run(call: Call, entry: Entry, ctx: ToolRunContext) -> Any:
+        fn = entry.definition.execute
+        if inspect.iscoroutinefunction(fn):
+            return await fn(ctx.arguments, ctx)
+        loop = asyncio.get_running_loop()
+        value = await loop.run_in_executor(threads(), functools.partial(fn, ctx.arguments, ctx))
+        if inspect.isawaitable(value):
+            value = await value
+        return value
+
+    return run
+
+
+run_body_inline: BodyRunner = inline_runner()
+"""The default in-process runner (sync bodies on the loop's default executor)."""
 
 
 async def _invoke(
