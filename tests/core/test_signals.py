@@ -147,3 +147,18 @@ async def test_gate_opens_for_async_and_thread_waiters() -> None:
     thread.join()
     assert seen == [True]
     assert gate.is_open
+
+
+async def test_recording_tool_records_order_and_concurrency() -> None:
+    from toolray import AbortController, ToolBatchInput, ToolCall, ToolRegistry
+    from toolray.testing import RecordingTool
+
+    rec = RecordingTool(name="rec")
+    registry = ToolRegistry()
+    registry.register(rec.definition())
+    calls = [ToolCall(f"c{i}", "rec", f'{{"key": "k{i}"}}') for i in range(3)]
+    out = await registry.execute_batch(ToolBatchInput(calls, AbortController().signal))
+    assert [r.result.value for r in out.results] == ["k0", "k1", "k2"]
+    assert rec.starts == ["k0", "k1", "k2"]
+    assert sorted(rec.ends) == ["k0", "k1", "k2"]
+    assert rec.max_concurrency == 3  # all three overlapped (each yields once before ending)

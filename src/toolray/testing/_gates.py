@@ -123,6 +123,16 @@ class RecordingTool:
         """Keys in start order."""
         return [e[6:] for e in self.events if e.startswith("start:")]
 
+    @property
+    def ends(self) -> list[str]:
+        """Keys in end order."""
+        return [e[4:] for e in self.events if e.startswith("end:")]
+
+    @property
+    def max_concurrency(self) -> int:
+        """The highest number of bodies seen running at once."""
+        return self.max_running
+
     def definition(self, **overrides: Any) -> ToolDefinition:
         """The tool definition (``{"key": str}`` arguments; the value echoes the key)."""
         classify: Callable[[Any], bool] = lambda args: self.safe  # noqa: E731
