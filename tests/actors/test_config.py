@@ -83,3 +83,13 @@ def test_an_unreachable_cluster_address_is_one_clear_line(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1
     assert err[0].startswith("toolray: cannot reach the Ray cluster at '127.0.0.1:1'")
+
+
+def test_toolray_actors_all_is_curated() -> None:
+    import toolray_actors
+
+    names = toolray_actors.__all__
+    assert isinstance(names, tuple)
+    assert len(names) == len(set(names))
+    assert all(hasattr(toolray_actors, n) for n in names)
+    assert {"RayRuntime", "RuntimeConfig", "ExecutorHandle", "RuntimeStats"} <= set(names)
