@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ._content import UserMessage, text_block
-from ._json import snapshot_json
+from ._json import FrozenDict, FrozenList, snapshot_json
 from ._results import (
     ToolErrorInfo,
     ToolExecutionFailure,
@@ -174,8 +174,24 @@ def _snapshot_context(message: Any) -> UserMessage:
     return UserMessage(content, message.source, snapshot_json(message.meta))
 
 
+_FROZEN_OR_SCALAR = (FrozenDict, FrozenList, str, int, bool, type(None))
+
+
+def _already_materialized(result: Any) -> bool:
+    return (
+        type(result) is ToolExecutionSuccess
+        and type(result.content) is FrozenList
+        and not result.additional_contexts
+        and type(result.value) in _FROZEN_OR_SCALAR
+        and result.meta is None
+        and all(type(block) is FrozenDict for block in result.content)
+    )
+
+
 def materialize(result: Any) -> ToolExecutionResult:
     """A lossless, frozen copy of ``result``; anything lossy becomes the P-POST-15 error."""
+    if _already_materialized(result):
+        return result  # the success path built it frozen and lossless: nothing to copy
     try:
         if isinstance(result, ToolExecutionSuccess):
             content = snapshot_json(result.content)

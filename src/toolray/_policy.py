@@ -150,9 +150,13 @@ def _apply(call: Call, result: ToolExecutionResult, decision: Any) -> ToolExecut
 async def run_post_execute(call: Call) -> None:
     """``project_content``, the post-execute waterfall, and the last cancellation check."""
     assert call.result is not None
+    hooks = call.registry.hooks("post", call.input.scope)
+    if not hooks and call.project is None:  # nothing can change the result: only the check
+        if isinstance(call.result, ToolExecutionSuccess) and call.input.signal.aborted:
+            call.result = aborted(call.body_invoked, call.result.additional_contexts)
+        return
     try:
         result = _project_content(call, call.result)
-        hooks = call.registry.hooks("post", call.input.scope)
         decision = await run_waterfall(hooks, (call.execution, result), _accept)
         result = _apply(call, result, decision)
     except Exception as exc:
