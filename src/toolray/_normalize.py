@@ -6,7 +6,7 @@ Every function here returns a result; none raises for a tool's or a listener's f
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 from ._content import UserMessage, text_block
 from ._json import FrozenDict, FrozenList, snapshot_json
@@ -177,7 +177,7 @@ def _snapshot_context(message: Any) -> UserMessage:
 _FROZEN_OR_SCALAR = (FrozenDict, FrozenList, str, int, bool, type(None))
 
 
-def _already_materialized(result: Any) -> bool:
+def _already_materialized(result: Any) -> TypeGuard[ToolExecutionSuccess]:
     return (
         type(result) is ToolExecutionSuccess
         and type(result.content) is FrozenList
