@@ -82,3 +82,39 @@ def test_batch_error_pickles_with_results_and_contexts() -> None:
     back = pickle.loads(pickle.dumps(err))
     assert (back.message, back.results, back.additional_contexts) == ("boom", ("r",), ("c",))
     assert not isinstance(err, HarnessError)
+
+
+async def test_every_result_pickles_with_its_fields() -> None:
+    """Results cross processes (the Ray layer ships them): they round-trip unchanged."""
+    from toolray import (
+        AbortController,
+        ToolBatchInput,
+        ToolCall,
+        ToolOutput,
+        ToolRegistry,
+        UserMessage,
+        define_tool,
+        text_block,
+    )
+
+    def body(args: object, ctx: object) -> str:
+        ctx.defer_context(UserMessage([text_block("later")], source="test"))  # type: ignore[attr-defined]
+        return "ok"
+
+    reg = ToolRegistry()
+    reg.register(
+        define_tool(
+            name="p",
+            description=None,
+            parameters={},
+            output=ToolOutput(schema={"type": "string"}, render=lambda a, v: [text_block(v)]),
+            execute=body,
+        )
+    )
+    calls = [ToolCall("c1", "p", "{}"), ToolCall("c2", "nope", "{}")]
+    batch = await reg.execute_batch(ToolBatchInput(calls, AbortController().signal))
+    back = pickle.loads(pickle.dumps(batch))
+    assert back == batch
+    assert [r.result.to_wire() for r in back.results] == [r.result.to_wire() for r in batch.results]
+    assert back.results[1].result.error.info.code == "UNKNOWN_TOOL"
+    assert back.additional_contexts[0].source == "test"
