@@ -271,16 +271,14 @@ class ToolRegistry(WriteSide):
         self, name: str, scope: str | None = None, tool_set: ResolvedToolSet | None = None
     ) -> ToolDefinition | None:
         """The definition a call may execute: the step's set decides, else unconditional only."""
-        if name == RESERVED_TOOL_NAME:
-            return RUN_CODE if self.effective_mode(scope) != "native" else None
-        if tool_set is not None:
-            return tool_set.view(scope).get(name)
-        entry = self._entries(scope, "unconditional").get(name)
+        entry = self._executable_entry(name, scope, tool_set)
         return entry.definition if entry is not None else None
 
-    def _entry_for(
+    def _executable_entry(
         self, name: str, scope: str | None, tool_set: ResolvedToolSet | None
     ) -> Entry | None:
+        if name == RESERVED_TOOL_NAME:
+            return RUN_CODE_ENTRY if self.effective_mode(scope) != "native" else None
         if tool_set is not None:
             return tool_set.entry(scope, name)
         return self._entries(scope, "unconditional").get(name)
@@ -328,8 +326,8 @@ class ToolRegistry(WriteSide):
 
     def execution_mode(self, inp: ToolExecutionInput) -> ExecutionMode:
         """``"parallel"`` only when the visible classifier returns exactly ``True``."""
-        definition = self._resolve_execution(inp.name, inp.scope, inp.tool_set, inp.parent)
-        classify = definition.is_concurrency_safe if definition is not None else None
+        entry = self.resolve_entry(inp.name, inp.scope, inp.tool_set, inp.parent)
+        classify = entry.definition.is_concurrency_safe if entry is not None else None
         if classify is None:
             return "exclusive"
         try:
@@ -338,23 +336,13 @@ class ToolRegistry(WriteSide):
             return "exclusive"
         return "parallel" if verdict is True else "exclusive"
 
-    def _resolve_execution(
-        self, name: str, scope: str | None, tool_set: ResolvedToolSet | None, parent: Any
-    ) -> ToolDefinition | None:
-        """``executable`` plus the Code Mode collapse for model-direct calls (R-COND-09)."""
-        if parent is None and name != RESERVED_TOOL_NAME and self.effective_mode(scope) == "code":
-            return None
-        return self.executable(name, scope, tool_set)
-
     def resolve_entry(
         self, name: str, scope: str | None, tool_set: ResolvedToolSet | None, parent: Any
     ) -> Entry | None:
         """The entry a call executes now (collapse and ``run_code`` included)."""
         if self.is_collapsed(name, scope, parent):
             return None
-        if name == RESERVED_TOOL_NAME:
-            return RUN_CODE_ENTRY if self.effective_mode(scope) != "native" else None
-        return self._entry_for(name, scope, tool_set)
+        return self._executable_entry(name, scope, tool_set)
 
     @staticmethod
     def output_check(entry: Entry) -> Callable[[Any], list[str]]:
