@@ -5,6 +5,7 @@ Every function here returns a result; none raises for a tool's or a listener's f
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any, TypeGuard
 
@@ -165,13 +166,18 @@ def block_message(feedback: Sequence[Any]) -> str:
     return "\n".join(parts) or "tool result blocked by post-execute policy"
 
 
+def _frozen_blocks(content: Any) -> Any:
+    """``content`` as a frozen list of blocks, or ``NotJsonError``."""
+    frozen = snapshot_json(content)
+    if not _is_blocks(frozen):
+        raise NotJsonError("content is not a list of blocks")
+    return frozen
+
+
 def _snapshot_context(message: Any) -> UserMessage:
     if not isinstance(message, UserMessage):
         raise NotJsonError("additional context is not a UserMessage")
-    content = snapshot_json(message.content)
-    if not _is_blocks(content):
-        raise NotJsonError("additional context content is not a list of blocks")
-    return UserMessage(content, message.source, snapshot_json(message.meta))
+    return UserMessage(_frozen_blocks(message.content), message.source, snapshot_json(message.meta))
 
 
 _FROZEN_OR_SCALAR = (FrozenDict, FrozenList, str, int, bool, type(None))
@@ -193,33 +199,25 @@ def materialize(result: Any) -> ToolExecutionResult:
     if _already_materialized(result):
         return result  # the success path built it frozen and lossless: nothing to copy
     try:
+        common: dict[str, Any] = {
+            "content": _frozen_blocks(result.content),
+            "meta": snapshot_json(result.meta),
+            "additional_contexts": tuple(_snapshot_context(c) for c in result.additional_contexts),
+        }
         if isinstance(result, ToolExecutionSuccess):
-            content = snapshot_json(result.content)
-            if not _is_blocks(content):
-                raise NotJsonError("content is not a list of blocks")
-            return ToolExecutionSuccess(
+            return dataclasses.replace(
+                result,
                 value=snapshot_json(result.value),
-                content=content,
-                meta=snapshot_json(result.meta),
-                additional_contexts=tuple(_snapshot_context(c) for c in result.additional_contexts),
                 concludes_turn=result.concludes_turn is True,
+                **common,
             )
         if isinstance(result, ToolExecutionFailure):
             error = result.error
             if not isinstance(error, ToolFailure) or not isinstance(error.message, str):
                 raise NotJsonError("error is not a ToolFailure")
-            info = error.info
-            if info is not None and not isinstance(info, ToolErrorInfo):
+            if error.info is not None and not isinstance(error.info, ToolErrorInfo):
                 raise NotJsonError("error.info is not a ToolErrorInfo")
-            content = snapshot_json(result.content)
-            if not _is_blocks(content):
-                raise NotJsonError("content is not a list of blocks")
-            return ToolExecutionFailure(
-                error=error,
-                content=content,
-                meta=snapshot_json(result.meta),
-                additional_contexts=tuple(_snapshot_context(c) for c in result.additional_contexts),
-            )
+            return dataclasses.replace(result, **common)
     except (NotJsonError, TypeError, AttributeError):
         pass
     return fail(NOT_LOSSLESS)
