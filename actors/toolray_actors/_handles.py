@@ -25,7 +25,6 @@ __all__ = (
     "get_named",
     "kill",
     "kill_self",
-    "node_id_of",
     "pool_name",
     "registry_name",
 )
@@ -145,13 +144,3 @@ def cancel(ref: Any) -> None:
 def kill_self() -> None:
     """Kill the calling actor (used by an idle executor to reap itself)."""
     ray.kill(ray.get_runtime_context().current_actor, no_restart=True)
-
-
-def node_id_of(handle: Any) -> str | None:
-    """The node an actor runs on (for fault tests and statistics)."""
-    try:
-        return ray.get(
-            handle.__ray_call__.remote(lambda self: ray.get_runtime_context().get_node_id())
-        )
-    except Exception:
-        return None

@@ -24,7 +24,7 @@ from typing import Any
 
 import cloudpickle
 
-from toolray import AbortController, AbortError, HarnessError, ToolRunContext, UserMessage
+from toolray import AbortController, AbortError, HarnessError, ToolRunContext
 from toolray._json import is_json
 
 __all__ = ("ToolInterrupted", "ToolWorker", "WorkerStatus")
@@ -215,10 +215,3 @@ class ToolWorker:
     async def health(self) -> int:
         """The worker's pid (it answers even while bodies run)."""
         return os.getpid()
-
-
-def outcome_contexts(outcome: tuple[Any, ...]) -> tuple[tuple[UserMessage, ...], bool]:
-    """The deferred contexts and conclusion a worker outcome carries."""
-    if len(outcome) >= 4:
-        return tuple(outcome[2]), bool(outcome[3])
-    return (), False

@@ -72,6 +72,5 @@ def finish(call: Call) -> ToolExecutionResult:
     result = _finalize(call, materialize(call.result))
     call.execution._frozen = True
     call.result = result
-    call.done = True
     _observe(call, result)
     return result

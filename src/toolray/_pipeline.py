@@ -43,7 +43,6 @@ class Call:
     stage: Stage = "final"
     result: ToolExecutionResult | None = None
     body_invoked: bool = False
-    done: bool = field(default=False)
     notes: dict[str, Any] = field(default_factory=dict)  # runner details for traces
 
     def settle(self, stage: Stage, result: ToolExecutionResult | None = None) -> Call:
