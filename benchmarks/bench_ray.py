@@ -44,7 +44,7 @@ from toolray import (
     define_tool,
     text_block,
 )
-from toolray_actors import RayRuntime
+from toolray_actors import RayRuntime, load_config
 from toolray_actors.cli._bench import BenchOptions, bench_rows, machine
 from toolray_actors.cli._rawray import GroupShape, bench_tool
 
@@ -465,7 +465,8 @@ def main() -> None:
         args.scopes = 10 if args.quick else 100
     started = time.perf_counter()
     load = [round(os.getloadavg()[0], 1)]
-    rt = RayRuntime.start(args.config)
+    cfg = load_config(args.config)
+    rt = RayRuntime.start(cfg, address=cfg.address or "local")
     try:
         figures = asyncio.run(run_all(rt, args))
     finally:

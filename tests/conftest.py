@@ -33,6 +33,6 @@ def ray_runtime() -> Any:
     from toolray_actors import RayRuntime
 
     cloudpickle.register_pickle_by_value(ray_tools)
-    runtime = RayRuntime.start("configs/ci.toml")
+    runtime = RayRuntime.start("configs/ci.toml", address="local")
     yield runtime
     runtime.shutdown()

@@ -8,11 +8,19 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-__all__ = ("ConfigError", "PoolConfig", "RayInitConfig", "RuntimeConfig", "load_config")
+__all__ = (
+    "CodeConfig",
+    "ConfigError",
+    "ExecutorsConfig",
+    "PoolConfig",
+    "RayInitConfig",
+    "RuntimeConfig",
+    "load_config",
+)
 
 
 class ConfigError(ValueError):
@@ -34,6 +42,24 @@ class PoolConfig(_Strict):
     spare: int = Field(default=1, ge=0, le=8)
 
 
+class ExecutorsConfig(_Strict):
+    """How agent scopes map onto executor actors (API-v2 §16)."""
+
+    mode: Literal["per_scope", "sharded"] = "per_scope"
+    shards: int = Field(default=2, ge=1, le=1024)
+
+
+class CodeConfig(_Strict):
+    """Code Mode on Ray (API-v2 §14): the ``run_code`` runtime and its pool."""
+
+    timeout_s: float | None = Field(default=None, gt=0)
+    memory_mb: int = Field(default=512, ge=16)
+    cpu_s: float | None = Field(default=None, gt=0)
+    allowed_imports: tuple[str, ...] | None = None
+    max_parallel_sub_calls: int = Field(default=10, ge=1)
+    size: int = Field(default=1, ge=1, le=64)
+
+
 class RayInitConfig(_Strict):
     """Options for ``ray.init`` when toolray starts Ray itself."""
 
@@ -53,8 +79,12 @@ class RuntimeConfig(_Strict):
     executor_idle_ttl_s: float = Field(default=300, gt=0)
     detached: bool = False
     max_parallel_tool_calls: int = Field(default=10, ge=1)
+    control_resource: str | None = Field(default=None, min_length=1)
     ray: RayInitConfig = Field(default_factory=RayInitConfig)
     pool: PoolConfig = Field(default_factory=PoolConfig)
+    pools: dict[str, PoolConfig] = Field(default_factory=dict)
+    executors: ExecutorsConfig = Field(default_factory=ExecutorsConfig)
+    code: CodeConfig = Field(default_factory=CodeConfig)
 
     @classmethod
     def from_toml(cls, path: str | os.PathLike[str]) -> RuntimeConfig:

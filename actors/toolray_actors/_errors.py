@@ -1,4 +1,10 @@
-"""The one boundary that turns Ray's exceptions into ours; the core never sees a Ray type."""
+"""The one boundary that turns Ray's exceptions into ours; no Ray type reaches a user.
+
+Every public call of ``toolray_actors`` runs its Ray interaction inside
+:func:`ray_boundary` (or maps errors with :func:`translate`), so what escapes is only:
+toolray's ``HarnessError`` subclasses, ``ToolBatchExecutionError``, ``StartError``,
+``ConfigError``, ``ValueError`` / ``TypeError`` for misuse, and ``asyncio.CancelledError``.
+"""
 
 from __future__ import annotations
 
@@ -9,13 +15,28 @@ from typing import Any
 import cloudpickle
 import ray.exceptions as rex
 
+from toolray.errors import HarnessError
+
 __all__ = (
+    "RuntimeUnavailableError",
     "is_actor_death",
     "is_cancelled",
+    "is_ray_error",
+    "ray_boundary",
     "task_cause",
-    "translate_remote_errors",
+    "translate",
     "wire_reason",
 )
+
+
+class RuntimeUnavailableError(HarnessError):
+    """The namespace's runtime actors are gone (torn down, or unreachable).
+
+    The message says what happened and how to recover (usually: ``RayRuntime.start()``
+    again, which recreates the namespace from its persisted state).
+    """
+
+    default_code = "RUNTIME_UNAVAILABLE"
 
 
 def wire_reason(reason: Any) -> Any:
@@ -41,8 +62,16 @@ def task_cause(err: BaseException) -> BaseException:
 
 
 def is_actor_death(err: BaseException) -> bool:
-    """Whether ``err`` says the actor process is gone (or unreachable)."""
-    return isinstance(err, rex.RayActorError | rex.WorkerCrashedError | rex.NodeDiedError)
+    """Whether ``err`` (or the cause it wraps) says the actor process is gone."""
+    err = task_cause(err)
+    return isinstance(
+        err,
+        rex.RayActorError
+        | rex.WorkerCrashedError
+        | rex.NodeDiedError
+        | rex.OwnerDiedError
+        | rex.ObjectLostError,
+    )
 
 
 def is_cancelled(err: BaseException) -> bool:
@@ -50,10 +79,34 @@ def is_cancelled(err: BaseException) -> bool:
     return isinstance(err, rex.TaskCancelledError)
 
 
+def is_ray_error(err: BaseException) -> bool:
+    """Whether ``err`` is a Ray type (which must never reach a user)."""
+    return type(err).__module__.startswith("ray")
+
+
+def translate(err: BaseException, what: str) -> BaseException:
+    """Ours for ``err``: a remote method's own exception unwrapped, or a clear HarnessError.
+
+    ``what`` names the actor (e.g. ``"the registry actor of namespace 'x'"``) for the
+    message of a lost actor.
+    """
+    cause = task_cause(err)
+    if not is_ray_error(cause) and not isinstance(cause, rex.RayError):
+        return cause
+    if is_actor_death(cause):
+        return RuntimeUnavailableError(
+            f"{what} is gone ({type(cause).__name__}); RayRuntime.start() recreates it "
+            "from the namespace's persisted state"
+        )
+    if isinstance(cause, rex.GetTimeoutError | TimeoutError):
+        return RuntimeUnavailableError(f"{what} did not answer in time")
+    return RuntimeUnavailableError(f"{what} failed: {type(cause).__name__}: {cause}")
+
+
 @contextmanager
-def translate_remote_errors() -> Iterator[None]:
-    """Re-raise a remote method's own exception (a ``RayTaskError``'s cause) unwrapped."""
+def ray_boundary(what: str) -> Iterator[None]:
+    """Re-raise anything Ray raises inside the block as one of ours (see :func:`translate`)."""
     try:
         yield
-    except rex.RayTaskError as err:
-        raise task_cause(err) from None
+    except (rex.RayError, rex.RayTaskError) as err:
+        raise translate(err, what) from None

@@ -1,10 +1,16 @@
-"""``ExecutorActor``: one per agent scope; mirrors the registry and runs the core scheduler.
+"""``ExecutorActor``: mirrors the registry and runs the core scheduler for its scopes.
 
 It runs the core ``BatchExecutor`` unchanged — pipeline, policies, ordered lane — over a
 mirror of the registry, with body dispatch replaced by :class:`RayBodyRunner`. The mirror is
 kept current by the registry actor's invalidations (applied on this actor's single loop,
-so a call either sees a change entirely or not at all). After an idle TTL the actor
-detaches from the registry and exits; the next use creates a fresh one.
+so a call either sees a change entirely or not at all). Every batch is its own run with
+its own lane, cap, abort and barriers, so one actor can host one scope (``per_scope``) or
+many (``sharded``) with the same per-scope semantics.
+
+Batches stream back as they commit (``run_batch`` is a generator): each chunk carries the
+log records and results committed since the last one, so a driver keeps everything
+committed before an executor death. After an idle TTL the actor detaches and exits; the
+next use creates a fresh one.
 """
 
 from __future__ import annotations
@@ -17,28 +23,27 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-import psutil
-
 from toolray import (
     AbortController,
     BatchExecutor,
     LogStep,
-    MemoryEventLog,
     ToolBatchInput,
-    ToolBatchResult,
     ToolCall,
-    ToolCallResult,
     ToolExecutionInput,
     ToolExecutionResult,
     ToolRegistry,
+    parse_arguments,
 )
-from toolray._pipeline import run_pipeline
+from toolray.lowlevel import run_pipeline
 
 from ._config import RuntimeConfig
-from ._handles import create_pool, executor_name, get_named, kill_self, registry_name
+from ._errors import RuntimeUnavailableError
+from ._handles import control_options, create_pool, get_named, kill_self, registry_name
 from ._mirror import Mirror, Op
+from ._placement import pool_plan
 from ._pool import PoolClient, PoolManager
 from ._runner import RayBodyRunner
+from ._stats import ActorStats, actor_stats
 
 __all__ = ("BatchSpec", "ExecutorActor", "ExecutorStats")
 
@@ -51,10 +56,12 @@ class BatchSpec:
 
     batch_id: str
     calls: tuple[ToolCall, ...]
+    scope: str | None = None
     max_parallel_tool_calls: int | None = None
     log: tuple[int, int] | None = None
     aborted: bool = False
     reason: Any = None
+    tool_set: Any = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -75,25 +82,30 @@ class ExecutorStats:
     contributions: int
 
 
-def _placement_key(placement: Any) -> str:
-    if placement is None:
-        return "default"
-    if placement.pool:
-        return str(placement.pool)
-    parts = [placement.num_cpus, placement.num_gpus, sorted((placement.resources or {}).items())]
-    return "p" + str(abs(hash(repr(parts))))
+class _Sink:
+    """The batch's event log inside the executor: records join the stream as they commit."""
+
+    def __init__(self, queue: asyncio.Queue[tuple[Any, ...]]) -> None:
+        self.queue = queue
+
+    def append(self, event: dict[str, Any]) -> None:
+        self.queue.put_nowait(("e", event))
 
 
 class ExecutorActor:
-    """Runs batches for one scope."""
+    """Runs batches for the scopes routed to it."""
 
-    def __init__(self, scope: str | None, namespace: str, config: dict[str, Any]) -> None:
+    def __init__(
+        self, name: str, scope: str | None, namespace: str, config: dict[str, Any]
+    ) -> None:
+        self.name = name
         self.scope = scope
         self.namespace = namespace
         self.config = RuntimeConfig.model_validate(config)
         self.seq = -1
         self.batches: dict[str, AbortController] = {}
         self.pools: dict[str, PoolClient] = {}
+        self.scopes_seen: set[str | None] = set()
         self.runner = RayBodyRunner(
             self._pool_for,
             self._key_of,
@@ -120,31 +132,20 @@ class ExecutorActor:
         return self.mirror.key_of(definition)
 
     def _pool_for(self, placement: Any) -> PoolClient:
-        key = _placement_key(placement)
-        client = self.pools.get(key)
+        plan = pool_plan(placement, self.config)
+        client = self.pools.get(plan.key)
         if client is None:
-            pool = self.config.pool
-            options: dict[str, Any] = {"num_cpus": pool.num_cpus}
-            if pool.resources:
-                options["resources"] = dict(pool.resources)
-            if pool.runtime_env:
-                options["runtime_env"] = pool.runtime_env
-            if placement is not None:
-                for attr in ("num_cpus", "num_gpus", "resources", "runtime_env"):
-                    value = getattr(placement, attr)
-                    if value is not None:
-                        options[attr] = value
             manager = create_pool(
                 PoolManager,
-                key,
+                plan.key,
                 self.namespace,
-                self.config.detached,
-                pool.size,
-                pool.spare,
-                options,
-                pool.max_concurrency,
+                control_options(self.config.control_resource),
+                plan.size,
+                plan.spare,
+                plan.options,
+                plan.max_concurrency,
             )
-            client = self.pools[key] = PoolClient(manager)
+            client = self.pools[plan.key] = PoolClient(manager)
         return client
 
     async def ready(self) -> dict[str, Any]:
@@ -152,8 +153,11 @@ class ExecutorActor:
         if not self._attached:
             registry = get_named(registry_name(), self.namespace)
             if registry is None:
-                raise RuntimeError("the toolray registry actor is not running")
-            seq, ops = await registry.attach_executor.remote(executor_name(self.scope))
+                raise RuntimeUnavailableError(
+                    f"the toolray registry actor of namespace {self.namespace!r} is not "
+                    "running; RayRuntime.start() recreates it"
+                )
+            seq, ops = await registry.attach_executor.remote(self.name)
             if not self._attached:
                 self._rebuild(ops)
                 self.seq = seq
@@ -162,7 +166,7 @@ class ExecutorActor:
             pool = self._pool_for(None)
             await pool.manager.ready.remote()
         self.last_active = time.monotonic()
-        return {"scope": self.scope, "pid": os.getpid(), "seq": self.seq}
+        return {"name": self.name, "pid": os.getpid(), "seq": self.seq}
 
     async def invalidate(self, seq: int, delta: tuple[Any, ...]) -> int:
         """Apply one registry change (or resync on a gap); returns the applied sequence."""
@@ -171,10 +175,16 @@ class ExecutorActor:
         try:
             if seq != self.seq + 1:
                 raise LookupError("sequence gap")
-            if delta[0] == "add":
+            kind = delta[0]
+            if kind == "add":
                 self.mirror.apply(delta[1])
-            else:
+            elif kind == "remove":
                 self.mirror.remove(delta[1])
+            elif kind == "swap":
+                self.mirror.swap(delta[1], delta[2])
+            elif kind == "dispose_scope":
+                self.mirror.dispose_scope(delta[1], delta[2])
+                self.scopes_seen.discard(delta[1])
             self.seq = seq
         except Exception:
             await self._resync()
@@ -195,63 +205,61 @@ class ExecutorActor:
         self.last_active = time.monotonic()
         return True
 
-    def _batch(self, spec: BatchSpec) -> tuple[ToolBatchInput, MemoryEventLog | None]:
+    def _batch(self, spec: BatchSpec, queue: asyncio.Queue[tuple[Any, ...]]) -> ToolBatchInput:
         ctrl = self.batches.setdefault(spec.batch_id, AbortController())
         if spec.aborted:
             ctrl.abort(spec.reason)
-        log = MemoryEventLog() if spec.log is not None else None
-        step = LogStep(spec.log[0], spec.log[1], log) if spec.log and log else None
-        batch = ToolBatchInput(
+        step = LogStep(spec.log[0], spec.log[1], _Sink(queue)) if spec.log else None
+        self.scopes_seen.add(spec.scope)
+        return ToolBatchInput(
             spec.calls,
             ctrl.signal,
             max_parallel_tool_calls=spec.max_parallel_tool_calls,
-            scope=self.scope,
+            scope=spec.scope,
+            tool_set=spec.tool_set,
             log=step,
         )
-        return batch, log
 
-    async def execute_batch(
-        self, spec: BatchSpec
-    ) -> tuple[ToolBatchResult, list[Any], list[dict[str, Any]]]:
-        """Run one batch; returns the result, its log events and its trace."""
-        self.last_active = time.monotonic()
-        batch, log = self._batch(spec)
-        trace: list[dict[str, Any]] = []
-        try:
-            result = await self.executor.execute(batch, trace=trace)
-        finally:
-            self.batches.pop(spec.batch_id, None)
-            self.last_active = time.monotonic()
-        return result, (log.events if log else []), trace
+    async def run_batch(self, spec: BatchSpec) -> AsyncIterator[tuple[Any, ...]]:
+        """Stream one batch as it commits, then its end record.
 
-    async def stream_batch(self, spec: BatchSpec) -> AsyncIterator[tuple[Any, ...]]:
-        """Yield ``("item", index, ToolCallResult)`` as each result commits, then the end."""
+        Chunks are ``("chunk", [entry, …])``, then ``("end", contexts, concluded, trace)``.
+
+        An entry is ``("e", event)`` (a log record) or ``("c", index, ToolCallResult)``.
+        """
         self.last_active = time.monotonic()
-        batch, log = self._batch(spec)
-        queue: asyncio.Queue[tuple[int, ToolCallResult]] = asyncio.Queue()
+        queue: asyncio.Queue[tuple[Any, ...]] = asyncio.Queue()
         trace: list[dict[str, Any]] = []
+        batch = self._batch(spec, queue)
         task = asyncio.ensure_future(
             self.executor.execute(
-                batch, on_commit=lambda i, r: queue.put_nowait((i, r)), trace=trace
+                batch, on_commit=lambda i, r: queue.put_nowait(("c", i, r)), trace=trace
             )
         )
         try:
             while not (task.done() and queue.empty()):
-                getter = asyncio.ensure_future(queue.get())
-                await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
-                if getter.done():
-                    index, item = getter.result()
-                    yield ("item", index, item)
+                if queue.empty():
+                    getter = asyncio.ensure_future(queue.get())
+                    await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
+                    if not getter.done():
+                        getter.cancel()
+                        continue
+                    chunk = [getter.result()]
                 else:
-                    getter.cancel()
+                    chunk = []
+                while not queue.empty():
+                    chunk.append(queue.get_nowait())
+                yield ("chunk", chunk)
             result = task.result()
-            yield ("end", result, log.events if log else [], trace)
+            yield ("end", result.additional_contexts, result.concluded, trace)
         finally:
+            if not task.done():  # the stream was cancelled: abort, then let the run drain
+                self.batches[spec.batch_id].abort("the batch stream was cancelled")
             self.batches.pop(spec.batch_id, None)
             self.last_active = time.monotonic()
 
     async def cancel(self, batch_id: str, reason: Any = None) -> bool:
-        """Abort a running batch (the driver's signal fired)."""
+        """Abort a running batch (the driver's signal fired, or its task was cancelled)."""
         ctrl = self.batches.get(batch_id)
         if ctrl is None:
             return False
@@ -259,19 +267,22 @@ class ExecutorActor:
         return True
 
     async def execute(
-        self, call: ToolCall, reason: Any = None, aborted: bool = False
+        self, call: ToolCall, scope: str | None, key: str, aborted: bool, reason: Any = None
     ) -> ToolExecutionResult:
-        """One call through the whole pipeline (bodies on workers)."""
-        from toolray import parse_arguments
-
+        """One call through the whole pipeline (bodies on workers); ``key`` was reserved."""
         self.last_active = time.monotonic()
-        ctrl = AbortController()
+        ctrl = self.batches.setdefault(key, AbortController())
         if aborted:
             ctrl.abort(reason)
+        self.scopes_seen.add(scope)
         inp = ToolExecutionInput(
-            call.id, call.name, parse_arguments(call.arguments), ctrl.signal, scope=self.scope
+            call.id, call.name, parse_arguments(call.arguments), ctrl.signal, scope=scope
         )
-        return await run_pipeline(self.mirror.registry, inp, self.runner)
+        try:
+            return await run_pipeline(self.mirror.registry, inp, self.runner)
+        finally:
+            self.batches.pop(key, None)
+            self.last_active = time.monotonic()
 
     # ------------------------------------------------------------------ lifecycle
     def _idle(self) -> bool:
@@ -284,17 +295,16 @@ class ExecutorActor:
 
     async def _reap(self) -> None:
         ttl = self.config.executor_idle_ttl_s
-        name = executor_name(self.scope)
         while True:
             await asyncio.sleep(min(ttl / 4, 30.0))
             if not self._idle():
                 continue
             registry = get_named(registry_name(), self.namespace)
             if registry is not None:
-                await registry.detach_executor.remote(name)
+                await registry.detach_executor.remote(self.name)
             if not self._idle():  # work arrived while detaching: stay, and mirror again
                 if registry is not None:
-                    seq, ops = await registry.attach_executor.remote(name)
+                    seq, ops = await registry.attach_executor.remote(self.name)
                     self._rebuild(ops)
                     self.seq = seq
                 continue
@@ -307,7 +317,7 @@ class ExecutorActor:
         return ExecutorStats(
             scope=self.scope,
             pid=os.getpid(),
-            rss_bytes=psutil.Process().memory_info().rss,
+            rss_bytes=actor_stats("executor", self.name, 0).rss_bytes,
             batches=ex.batches,
             calls=rs.calls,
             in_flight=rs.in_flight,
@@ -318,6 +328,10 @@ class ExecutorActor:
             registry_seq=self.seq,
             contributions=len(self.mirror.disposers),
         )
+
+    async def actor_stats(self) -> ActorStats:
+        """This actor's identity and footprint (for ``rt.stats().actors``)."""
+        return actor_stats("executor", self.name, len(self.scopes_seen))
 
     async def ping(self) -> int:
         """Liveness: the pid."""

@@ -9,6 +9,7 @@ options DESIGN.md asks for: ``num_cpus=0`` for every runtime actor, ``max_task_r
 from __future__ import annotations
 
 import contextlib
+import functools
 from typing import Any
 
 import ray
@@ -16,7 +17,9 @@ import ray
 from ._worker import ToolWorker
 
 __all__ = (
+    "HEAD_RESOURCE",
     "cancel",
+    "control_options",
     "create_executor",
     "create_pool",
     "create_registry",
@@ -25,8 +28,10 @@ __all__ = (
     "get_named",
     "kill",
     "kill_self",
+    "named_actors",
     "pool_name",
     "registry_name",
+    "shard_name",
 )
 
 REGISTRY = "toolray:registry"
@@ -38,8 +43,13 @@ def registry_name() -> str:
 
 
 def executor_name(scope: str | None) -> str:
-    """The executor actor's name for ``scope`` (``None`` is the global scope)."""
+    """The per-scope executor actor's name for ``scope`` (``None`` is the global scope)."""
     return f"toolray:executor:{scope}" if scope is not None else "toolray:executor:<global>"
+
+
+def shard_name(index: int) -> str:
+    """The name of executor shard ``index`` (sharded mode hosts many scopes per actor)."""
+    return f"toolray:executor:shard-{index}"
 
 
 def pool_name(pool: str) -> str:
@@ -65,6 +75,10 @@ class _WorkerActor(ToolWorker):
     async def health(self) -> int:
         return await super().health()
 
+    @ray.method(concurrency_group="control")
+    async def actor_stats(self) -> Any:
+        return await super().actor_stats()
+
 
 def create_worker(options: dict[str, Any], threads: int) -> Any:
     """Start one worker actor (async; control lane; no retries)."""
@@ -73,51 +87,64 @@ def create_worker(options: dict[str, Any], threads: int) -> Any:
     return _WorkerActor.options(**opts).remote(threads)
 
 
-def _here() -> Any:
-    """Pin control actors to the caller's node (Ray ignores a soft preference for them)."""
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-    node = ray.get_runtime_context().get_node_id()
-    return NodeAffinitySchedulingStrategy(node_id=node, soft=False)
+HEAD_RESOURCE = "node:__internal_head__"
 
 
-def _named(cls: Any, name: str, namespace: str, detached: bool, **extra: Any) -> Any:
-    # Control actors (registry, executors, pool managers) stay with the driver's node, so
-    # losing a worker node costs its calls (WORKER_LOST), not the scheduler.
+@functools.cache
+def _actor_class(cls: Any) -> Any:
+    return ray.remote(cls)
+
+
+def control_options(control_resource: str | None) -> dict[str, Any]:
+    """Where control actors live: the head node, or nodes offering ``control_resource``.
+
+    Never the driver's node: a driver on a worker node that leaves the cluster must not
+    take the namespace with it. Control actors are detached, so no driver owns them; the
+    registry's leases decide when a non-detached namespace ends (API-v2 §12).
+    """
+    resource = control_resource or HEAD_RESOURCE
+    return {"num_cpus": 0, "resources": {resource: 0.001}, "lifetime": "detached"}
+
+
+def _named(cls: Any, name: str, namespace: str, control: dict[str, Any], **extra: Any) -> Any:
     options: dict[str, Any] = {
         "name": name,
         "namespace": namespace,
         "get_if_exists": True,
-        "num_cpus": 0,
         "max_task_retries": 0,
-        "scheduling_strategy": _here(),
+        **control,
         **extra,
     }
-    if detached:
-        options["lifetime"] = "detached"
-    return ray.remote(cls).options(**options)
+    return _actor_class(cls).options(**options)
 
 
-def create_registry(cls: Any, namespace: str, detached: bool, *args: Any) -> Any:
-    """The registry actor (restarted from its persisted snapshot if it dies)."""
-    return _named(cls, REGISTRY, namespace, detached, max_restarts=-1, max_concurrency=256).remote(
+def create_registry(cls: Any, namespace: str, control: dict[str, Any], *args: Any) -> Any:
+    """The registry actor (restarted from its persisted state if it dies)."""
+    return _named(cls, REGISTRY, namespace, control, max_restarts=-1, max_concurrency=256).remote(
         *args
     )
 
 
-def create_executor(cls: Any, scope: str | None, namespace: str, detached: bool, *args: Any) -> Any:
-    """The executor actor of one scope (async; never restarted mid-batch)."""
-    name = executor_name(scope)
-    return _named(cls, name, namespace, detached, max_restarts=0, max_concurrency=1000).remote(
-        *args
-    )
+def create_executor(
+    cls: Any, name: str, namespace: str, control: dict[str, Any], *args: Any
+) -> Any:
+    """An executor actor (async; never restarted mid-batch: a handle recreates it)."""
+    return _named(cls, name, namespace, control, max_restarts=0, max_concurrency=1000).remote(*args)
 
 
-def create_pool(cls: Any, pool: str, namespace: str, detached: bool, *args: Any) -> Any:
+def create_pool(cls: Any, pool: str, namespace: str, control: dict[str, Any], *args: Any) -> Any:
     """The pool manager of one placement."""
     name = pool_name(pool)
-    return _named(cls, name, namespace, detached, max_restarts=-1, max_concurrency=256).remote(
-        *args
+    return _named(cls, name, namespace, control, max_restarts=-1, max_concurrency=256).remote(*args)
+
+
+def named_actors(namespace: str, prefix: str = "toolray:") -> list[str]:
+    """Names of the live named actors of ``namespace`` starting with ``prefix``."""
+    found = ray.util.list_named_actors(all_namespaces=True)
+    return sorted(
+        a["name"]
+        for a in found
+        if a.get("namespace") == namespace and str(a.get("name", "")).startswith(prefix)
     )
 
 

@@ -34,6 +34,12 @@ class Op:
     hook: str | None = None
     prepend: bool = False
     parent: str | None = None
+    fingerprint: str | None = None
+    """For ``register``: the definition's stable digest (identical registrations share)."""
+    holders: int = 1
+    """For ``register``: how many disposers hold this registration."""
+    replace: bool = False
+    """For ``register``: swap a different live registration of the name."""
 
 
 def dumps_named(obj: Any, what: str) -> bytes:
@@ -101,6 +107,30 @@ class Mirror:
             self.keys.pop(owner, None)
         if disposer is not None:
             disposer()
+
+    def swap(self, old_id: int, op: Op) -> None:
+        """Replace registration ``old_id`` by ``op`` (a ``replace=True`` registration)."""
+        self.remove(old_id)
+        self.apply(op)
+
+    def dispose_scope(self, key: str, op_ids: list[int] | tuple[int, ...]) -> None:
+        """Forget scope ``key``: its contributions unwind and the core drops the scope."""
+        for op_id in sorted(op_ids, reverse=True):
+            self.remove(op_id)
+        if self.has_scope(key):
+            self.registry.scope(key).dispose()
+
+    def has_scope(self, key: str) -> bool:
+        """Whether the core registry knows scope ``key``."""
+        return key in self.registry._scopes
+
+    def parent_of(self, key: str) -> str | None:
+        """The parent of scope ``key``."""
+        return self.registry._parents.get(key)
+
+    def scope_count(self) -> int:
+        """How many scopes the core registry holds."""
+        return len(self.registry._scopes)
 
     def key_of(self, definition: Any) -> tuple[str, bytes] | None:
         """The worker cache key and blob of a registered definition."""

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._handles import create_worker, kill
+from ._stats import ActorStats, actor_stats
 
 __all__ = ("PoolClient", "PoolManager", "PoolStats", "WorkerSlot")
 
@@ -134,8 +135,21 @@ class PoolManager:
     async def _warm(self, handle: Any) -> None:
         try:
             await handle.health.remote()
-        except Exception:
-            _log.warning("toolray: a spare worker failed to start")
+        except Exception:  # typically the namespace shutting down: nothing to tell a user
+            _log.debug("toolray: a spare worker failed to start", exc_info=True)
+
+    async def actor_stats(self, name: str) -> list[ActorStats]:
+        """This manager's record, then one per live worker and spare."""
+        own = actor_stats("pool", name, 0)
+        handles = [*self.workers.values(), *(h for _, h in self.spares)]
+        found = await asyncio.gather(
+            *(
+                asyncio.wait_for(_as_future(h.actor_stats.remote()), _HEALTH_TIMEOUT_S)
+                for h in handles
+            ),
+            return_exceptions=True,
+        )
+        return [own, *(s for s in found if isinstance(s, ActorStats))]
 
     async def stats(self) -> PoolStats:
         """Counters for ``RayRuntime.stats()``."""
@@ -187,6 +201,8 @@ class PoolClient:
             for wid, handle in members
             if wid not in self.retired
         }
+        # a retired worker the manager no longer lists needs no remembering
+        self.retired &= {wid for wid, _ in members}
 
     async def refresh(self) -> None:
         """Fetch the current members."""
@@ -226,6 +242,6 @@ class PoolClient:
         try:
             version, members = await self.manager.replace.remote(slot.wid, killed)
         except Exception:
-            _log.warning("toolray: the pool manager could not replace worker %s", slot.wid)
+            _log.debug("toolray: the pool manager could not replace worker %s", slot.wid)
             return
         self._update(version, members)

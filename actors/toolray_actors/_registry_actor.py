@@ -1,153 +1,313 @@
-"""``RegistryActor``: the authoritative registry of a namespace.
+"""``RegistryActor``: the authoritative registry of a namespace, and its lifetime.
 
 It validates every write by applying it to its own core ``ToolRegistry`` (so errors and
-messages are the core's), records the contribution as an :class:`Op`, persists the op list
-in Ray's internal KV (a restarted actor replays it), and returns only after every executor
-actor has applied the change to its mirror — a call that starts after a write returns sees
-it (DESIGN.md §2). Writes are serialized, so executors receive changes in sequence order.
+messages are the core's), records the contribution as an :class:`Op`, persists it (one KV
+key per contribution, see ``_store``), and returns only after every executor actor has
+applied the change to its mirror — a call that starts after a write returns sees it.
+Writes are serialized, so executors receive changes in sequence order.
+
+Registration is idempotent: an identical definition (same fingerprint) under a live name
+in the same layer adds a holder instead of failing, and the registration stays until every
+holder has disposed it. It also owns the namespace's leases (``_leases``): when the last
+lease of a non-detached namespace ends, it stops every actor of the namespace and exits.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import pickle
+import os
 from dataclasses import replace
 from typing import Any
 
 from toolray import ToolRegistry
 
-from ._errors import is_actor_death
-from ._handles import get_named
+from ._errors import RuntimeUnavailableError
+from ._fanout import Fanout
+from ._handles import executor_name, get_named, kill, kill_self, named_actors
+from ._leases import Lease, LeaseTable, dead_jobs
 from ._mirror import Mirror, Op
+from ._stats import ActorStats, actor_stats
+from ._store import Store
 
 __all__ = ("RegistryActor",)
 
 _log = logging.getLogger("toolray")
 
-
-def _kv() -> tuple[Any, Any]:
-    from ray.experimental import internal_kv
-
-    return internal_kv._internal_kv_get, internal_kv._internal_kv_put
+_WATCH_EVERY_S = 2.0
+"""How often the liveness of lease holders is checked (a dead driver is noticed in ≤ 10 s)."""
 
 
-_FANOUT_TIMEOUT_S = 30.0
+class _Index:
+    """Lookups the writes need in O(1): live registrations, scope ops, ops per layer."""
 
+    def __init__(self) -> None:
+        self.registrations: dict[tuple[str | None, str | None], int] = {}
+        self.scopes: set[str] = set()
+        self.by_key: dict[str | None, set[int]] = {}
 
-def _as_future(ref: Any) -> Any:
-    return asyncio.wrap_future(ref.future())
+    def add(self, op: Op) -> None:
+        if op.kind == "register":
+            self.registrations[(op.key, op.name)] = op.id
+        elif op.kind == "scope" and op.key is not None:
+            self.scopes.add(op.key)
+        self.by_key.setdefault(op.key, set()).add(op.id)
+
+    def remove(self, op: Op) -> None:
+        if op.kind == "register" and self.registrations.get((op.key, op.name)) == op.id:
+            del self.registrations[(op.key, op.name)]
+        elif op.kind == "scope" and op.key is not None:
+            self.scopes.discard(op.key)
+        ids = self.by_key.get(op.key)
+        if ids is not None:
+            ids.discard(op.id)
+            if not ids:
+                del self.by_key[op.key]
 
 
 class RegistryActor:
     """Holds the namespace's registry state and fans changes out to executor actors."""
 
-    def __init__(self, namespace: str) -> None:
+    def __init__(self, namespace: str, detached: bool = False, per_scope: bool = True) -> None:
         self.namespace = namespace
+        self.detached = detached
+        self.per_scope = per_scope
+        self.store = Store(namespace)
         self.mirror = Mirror(ToolRegistry())
         self.ops: dict[int, Op] = {}
+        self.index = _Index()
         self.next_id = 1
-        self.seq = 0
-        self.executors: dict[str, Any] = {}
         self.restarts = 0
+        self.leases = LeaseTable()
+        self.fanout = Fanout(namespace)
         self._lock = asyncio.Lock()
+        self._watcher: asyncio.Task[None] | None = None
+        self._ending = False
         self._restore()
 
     # ------------------------------------------------------------------ persistence
-    @property
-    def _kv_key(self) -> bytes:
-        return f"toolray:{self.namespace}:registry".encode()
-
-    def _persist(self) -> None:
-        state = {
-            "ops": list(self.ops.values()),
+    def _meta(self) -> dict[str, Any]:
+        return {
             "next_id": self.next_id,
-            "seq": self.seq,
-            "executors": list(self.executors),
+            "seq": self.fanout.seq,
+            "executors": sorted(self.fanout.executors),
             "restarts": self.restarts,
+            "leases": self.leases.snapshot(),
+            "detached": self.detached,
         }
-        _kv()[1](self._kv_key, pickle.dumps(state), overwrite=True)
 
     def _restore(self) -> None:
-        raw = _kv()[0](self._kv_key)
-        if not raw:
+        meta, ops = self.store.load()
+        if meta is None:
             return
-        state = pickle.loads(raw)
-        for op in state["ops"]:
+        for op in ops:
             try:
                 self.mirror.apply(op)
-                self.ops[op.id] = op
+                self._record(op)
             except Exception:
-                _log.exception("toolray: could not restore contribution %s", op.id)
-        self.next_id = state["next_id"]
-        self.seq = state["seq"] + 1  # executors resync on the gap
-        self.restarts = state.get("restarts", 0) + 1
-        for name in state["executors"]:
+                _log.debug("toolray: could not restore contribution %s", op.id, exc_info=True)
+        self.next_id = meta["next_id"]
+        self.fanout.seq = meta["seq"] + 1  # executors resync on the gap
+        self.restarts = meta.get("restarts", 0) + 1
+        self.leases = LeaseTable(list(meta.get("leases", [])))
+        for name in meta["executors"]:
             handle = get_named(name, self.namespace)
             if handle is not None:
-                self.executors[name] = handle
-        self._persist()
+                self.fanout.executors[name] = handle
+        self.store.put_meta(self._meta())
 
-    # ------------------------------------------------------------------ fan-out
+    async def _save_meta(self) -> None:
+        await self.store.a_put_meta(self._meta())
+
     async def _publish(self, delta: tuple[Any, ...]) -> None:
-        self.seq += 1
-        self._persist()
-        names = list(self.executors)
-        refs = [self.executors[n].invalidate.remote(self.seq, delta) for n in names]
-        outcomes = await asyncio.gather(
-            *(asyncio.wait_for(_as_future(ref), _FANOUT_TIMEOUT_S) for ref in refs),
-            return_exceptions=True,
-        )
-        for name, outcome in zip(names, outcomes, strict=True):
-            if isinstance(outcome, BaseException):
-                if is_actor_death(outcome):
-                    self.executors.pop(name, None)
-                else:  # a slow executor resyncs on the next sequence gap
-                    _log.warning("toolray: executor %s missed an invalidation: %r", name, outcome)
+        self.fanout.seq += 1
+        await self._save_meta()
+        await self.fanout.publish(delta)
+
+    # ------------------------------------------------------------------ leases
+    def _watch(self) -> None:
+        if self._watcher is None or self._watcher.done():
+            self._watcher = asyncio.ensure_future(self._watch_leases())
+
+    async def acquire_lease(self, lease_id: str, job_id: str, pid: int, host: str) -> int:
+        """Hold the namespace for one runtime; returns how many leases are held."""
+        if self._ending:
+            raise RuntimeUnavailableError(f"namespace {self.namespace!r} is ending")
+        self._watch()
+        async with self._lock:
+            held = self.leases.acquire(lease_id, job_id, pid, host)
+            await self._save_meta()
+        await asyncio.to_thread(self.store.clear_tombstone)
+        return held
+
+    async def release_lease(self, lease_id: str) -> bool:
+        """Let go; ``True`` if that ended a non-detached namespace (everything stops)."""
+        async with self._lock:
+            left = self.leases.release(lease_id)
+            await self._save_meta()
+        if left == 0 and not self.detached:
+            await self._end("its last runtime shut down", forget=True)
+            return True
+        return False
+
+    def lease_list(self) -> list[Lease]:
+        """The live leases."""
+        return self.leases.snapshot()
+
+    async def _watch_leases(self) -> None:
+        while not self._ending:
+            await asyncio.sleep(_WATCH_EVERY_S)
+            try:
+                dead = await asyncio.to_thread(dead_jobs, self.leases.job_ids())
+            except Exception:
+                _log.debug("toolray: job table unavailable", exc_info=True)
+                continue
+            if not dead:
+                continue
+            async with self._lock:
+                self.leases.drop_jobs(dead)
+                await self._save_meta()
+            if not self.leases.leases and not self.detached:
+                await self._end("every driver holding it exited", forget=True)
+                return
+
+    async def teardown(self) -> bool:
+        """Stop every actor of the namespace for everyone and forget its state."""
+        await self._end("it was torn down (rt.teardown())", forget=True)
+        return True
+
+    async def _end(self, why: str, *, forget: bool) -> None:
+        self._ending = True
+        async with self._lock:
+            await self._stop_others()
+            if forget:
+                await asyncio.to_thread(self.store.forget)
+                await asyncio.to_thread(self.store.tombstone, why)
+        # Exit after this reply has left (the caller must not see our death).
+        asyncio.get_running_loop().call_later(0.2, kill_self)
+
+    async def _stop_others(self) -> None:
+        names = await asyncio.to_thread(named_actors, self.namespace)
+        pools = [n for n in names if n.startswith("toolray:pool:")]
+        others = [n for n in names if n not in pools and n != "toolray:registry"]
+        for name in pools:  # each pool kills its own workers first
+            handle = get_named(name, self.namespace)
+            if handle is not None:
+                try:
+                    await asyncio.wait_for(
+                        asyncio.wrap_future(handle.shutdown.remote().future()), 5
+                    )
+                except Exception:
+                    _log.debug("toolray: pool %s did not shut down cleanly", name, exc_info=True)
+                kill(handle)
+        for name in others:
+            handle = get_named(name, self.namespace)
+            if handle is not None:
+                kill(handle)
+        self.fanout.executors.clear()
 
     # ------------------------------------------------------------------ writes
+    def _live_registration(self, op: Op) -> Op | None:
+        op_id = self.index.registrations.get((op.key, op.name))
+        return self.ops.get(op_id) if op_id is not None else None
+
+    def _record(self, op: Op) -> None:
+        self.ops[op.id] = op
+        self.index.add(op)
+
+    def _forget(self, op_id: int) -> Op | None:
+        op = self.ops.pop(op_id, None)
+        if op is not None:
+            self.index.remove(op)
+        return op
+
     async def apply(self, op: Op) -> int:
-        """Validate and record one contribution; returns its id."""
+        """Validate and record one contribution; returns its id (idempotent registration)."""
         async with self._lock:
-            op = replace(op, id=self.next_id)
-            self.mirror.apply(op)  # raises the core's error, leaving nothing behind
+            if op.kind == "register":
+                live = self._live_registration(op)
+                if live is not None and op.replace:
+                    return await self._swap(live, op)
+                if live is not None and live.fingerprint == op.fingerprint:
+                    held = replace(live, holders=live.holders + 1)
+                    self.ops[live.id] = held
+                    await self.store.a_put_op(held)
+                    return live.id
+            op = replace(op, id=self.next_id, replace=False)
+            try:
+                self.mirror.apply(op)  # raises the core's error, leaving nothing behind
+            except ValueError as err:
+                if op.kind == "register" and "already registered" in str(err):
+                    raise ValueError(f"{err}; pass replace=True to swap it") from None
+                raise
             self.next_id += 1
-            self.ops[op.id] = op
+            self._record(op)
+            await self.store.a_put_op(op)
             await self._publish(("add", op))
             return op.id
+
+    async def _swap(self, live: Op, op: Op) -> int:
+        new = replace(op, id=self.next_id, replace=False)
+        self.mirror.swap(live.id, new)
+        self.next_id += 1
+        self._forget(live.id)
+        self._record(new)
+        await self.store.a_del_op(live.id)
+        await self.store.a_put_op(new)
+        await self._publish(("swap", live.id, new))
+        return new.id
 
     async def ensure_scope(self, key: str, parent: str | None) -> None:
         """Create a scope (and its chain) if new; a conflicting parent raises ValueError."""
         async with self._lock:
             reg = self.mirror.registry
-            known = key in reg._scopes
+            known = self.mirror.has_scope(key)
             reg.scope(key, parent=parent)
             if known:
                 return
-            op = Op(id=self.next_id, kind="scope", key=key, parent=reg._parents.get(key))
-            self.next_id += 1
-            self.ops[op.id] = op
-            await self._publish(("add", op))
+            chain = reg.chain(key)
+            for k in chain:  # ancestors created on the way get their own scope ops
+                if k in self.index.scopes:
+                    continue
+                op = Op(id=self.next_id, kind="scope", key=k, parent=self.mirror.parent_of(k))
+                self.next_id += 1
+                self._record(op)
+                await self.store.a_put_op(op)
+                await self._publish(("add", op))
 
     async def dispose(self, op_id: int) -> bool:
-        """Lift one contribution; ``False`` if it was already gone."""
+        """Drop one holder of a contribution; ``False`` if it was already gone."""
         async with self._lock:
-            return await self._dispose(op_id)
-
-    async def _dispose(self, op_id: int) -> bool:
-        if self.ops.pop(op_id, None) is None:
-            return False
-        self.mirror.remove(op_id)
-        await self._publish(("remove", op_id))
-        return True
+            op = self.ops.get(op_id)
+            if op is None:
+                return False
+            if op.holders > 1:
+                held = replace(op, holders=op.holders - 1)
+                self.ops[op_id] = held
+                await self.store.a_put_op(held)
+                return True
+            self._forget(op_id)
+            self.mirror.remove(op_id)
+            await self.store.a_del_op(op_id)
+            await self._publish(("remove", op_id))
+            return True
 
     async def dispose_scope(self, key: str) -> int:
-        """Lift everything contributed through ``key``, last first."""
+        """Lift everything contributed through ``key`` and forget the scope itself."""
         async with self._lock:
-            owned = [i for i, op in self.ops.items() if op.key == key and op.kind != "scope"]
-            for op_id in reversed(owned):
-                await self._dispose(op_id)
-            return len(owned)
+            owned = sorted(self.index.by_key.get(key, ()))
+            for op_id in owned:
+                self._forget(op_id)
+                await self.store.a_del_op(op_id)
+            self.mirror.dispose_scope(key, owned)
+            await self._publish(("dispose_scope", key, tuple(owned)))
+        if self.per_scope:  # a disposed scope's own executor exits
+            name = executor_name(key)
+            self.fanout.executors.pop(name, None)
+            handle = get_named(name, self.namespace)
+            if handle is not None:
+                kill(handle)
+        return len(owned)
 
     # ------------------------------------------------------------------ executors
     async def attach_executor(self, name: str) -> tuple[int, list[Op]]:
@@ -155,15 +315,15 @@ class RegistryActor:
         async with self._lock:
             handle = get_named(name, self.namespace)
             if handle is not None:
-                self.executors[name] = handle
-                self._persist()
-            return self.seq, list(self.ops.values())
+                self.fanout.executors[name] = handle
+                await self._save_meta()
+            return self.fanout.seq, list(self.ops.values())
 
     async def detach_executor(self, name: str) -> None:
         """Stop sending invalidations to ``name``."""
         async with self._lock:
-            self.executors.pop(name, None)
-            self._persist()
+            self.fanout.executors.pop(name, None)
+            await self._save_meta()
 
     async def snapshot(self) -> tuple[int, list[Op]]:
         """The sequence number and every live contribution, in order.
@@ -171,7 +331,7 @@ class RegistryActor:
         Lock-free on purpose: an executor resyncing inside ``invalidate`` calls it while a
         write holds the lock and awaits that very executor.
         """
-        return self.seq, list(self.ops.values())
+        return self.fanout.seq, list(self.ops.values())
 
     # ------------------------------------------------------------------ reads
     async def schemas(self, scope: str | None) -> list[dict[str, Any]]:
@@ -195,14 +355,22 @@ class RegistryActor:
         return self.mirror.registry.known_names(scope)
 
     async def info(self) -> dict[str, Any]:
-        """Counters: contributions, sequence, executors, restarts."""
+        """Counters: contributions, sequence, executors, restarts, leases."""
         return {
             "contributions": len(self.ops),
-            "seq": self.seq,
-            "executors": sorted(self.executors),
+            "seq": self.fanout.seq,
+            "executors": sorted(self.fanout.executors),
             "restarts": self.restarts,
+            "leases": len(self.leases.leases),
+            "scopes": self.mirror.scope_count(),
+            "pid": os.getpid(),
         }
 
+    async def actor_stats(self) -> ActorStats:
+        """This actor's identity and footprint (``scopes``: the scopes it knows)."""
+        return actor_stats("registry", "toolray:registry", self.mirror.scope_count())
+
     async def ping(self) -> bool:
-        """Liveness."""
+        """Liveness (and starts the lease watchdog)."""
+        self._watch()
         return True

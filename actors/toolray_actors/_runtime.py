@@ -1,10 +1,14 @@
-"""``RayRuntime``: start or attach to Ray, then hand out the registry, scopes and executors.
+"""``RayRuntime``: attach to (or start) Ray, hold a lease on a namespace, hand out clients.
 
 Example:
-    >>> rt = RayRuntime.start()                      # doctest: +SKIP
-    >>> rt.registry.register(my_tool)                # doctest: +SKIP
-    >>> result = rt.executor("agent-7").execute_batch_sync(batch)  # doctest: +SKIP
-    >>> rt.shutdown()                                # doctest: +SKIP
+    >>> with RayRuntime.start(address="local") as rt:       # doctest: +SKIP
+    ...     rt.registry.register(my_tool)
+    ...     result = rt.executor("agent-7").execute_batch_sync(batch)
+
+Many drivers share one namespace. Each runtime holds a lease: ``shutdown()`` releases it
+and stops only what no other live runtime holds; the last lease of a non-detached namespace
+(or the death of every holder's driver) ends the namespace's actors. ``teardown()`` ends
+them for everyone and forgets the persisted state.
 """
 
 from __future__ import annotations
@@ -12,36 +16,28 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
-from dataclasses import dataclass
-from pathlib import Path
+import time
+import uuid
+from types import TracebackType
 from typing import Any
 
 import ray
+import ray.exceptions as rex
 
-from ._client import ExecutorHandle, RemoteRegistry, RemoteScope
 from ._config import RuntimeConfig, load_config
-from ._handles import create_registry, get_named, kill, pool_name, registry_name
+from ._connection import Connection
+from ._errors import RuntimeUnavailableError, is_actor_death, translate
+from ._executor_handle import ExecutorHandle
+from ._handles import control_options, create_registry
+from ._portal import Portal
+from ._quiet import install as install_quiet
+from ._ray_init import StartError, connect_ray
 from ._registry_actor import RegistryActor
+from ._remote_registry import RemoteRegistry, RemoteScope
+from ._stats import RuntimeStats
+from ._stats_collect import collect_stats
 
 __all__ = ("RayRuntime", "RuntimeStats", "StartError")
-
-
-class StartError(RuntimeError):
-    """Ray could not be started or reached (the message says how to fix it)."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RuntimeStats:
-    """Workers, in-flight calls, kills and restarts across the runtime."""
-
-    workers: int
-    spares: int
-    in_flight: int
-    kills: int
-    workers_lost: int
-    replacements: int
-    registry_restarts: int
-    executors: tuple[str, ...]
 
 
 def _config(config: RuntimeConfig | str | os.PathLike[str] | None) -> RuntimeConfig:
@@ -51,15 +47,20 @@ def _config(config: RuntimeConfig | str | os.PathLike[str] | None) -> RuntimeCon
 
 
 class RayRuntime:
-    """The Ray layer's entry point (one per driver; several drivers share the actors)."""
+    """The Ray layer's entry point: one per driver; the drivers of a namespace share it."""
 
-    def __init__(self, config: RuntimeConfig, registry_actor: Any, started_ray: bool) -> None:
+    def __init__(
+        self, config: RuntimeConfig, conn: Connection, initialized_ray: bool, lease_id: str
+    ) -> None:
         self.config = config
-        self._registry_actor = registry_actor
-        self._started_ray = started_ray
+        self._conn = conn
+        self._initialized_ray = initialized_ray
+        self._lease_id = lease_id
         self._executors: dict[str | None, ExecutorHandle] = {}
-        self.registry = RemoteRegistry(registry_actor, self)
+        self._closed = False
+        self.registry = RemoteRegistry(conn, self.executor)
 
+    # ------------------------------------------------------------------ start
     @classmethod
     def start(
         cls,
@@ -67,140 +68,132 @@ class RayRuntime:
         *,
         address: str | None = None,
     ) -> RayRuntime:
-        """``ray.init`` when Ray is not up (quiet, no dashboard), or attach to ``address``."""
-        cfg = _config(config)
-        started = False
-        if address or cfg.address:
-            _probe(address or cfg.address or "")  # a refused host:port fails in one line
-        if not ray.is_initialized():
-            _init_ray(cfg, address or cfg.address)
-            started = True
-        actor = create_registry(RegistryActor, cfg.namespace, cfg.detached, cfg.namespace)
-        ray.get(actor.ping.remote())
-        return cls(cfg, actor, started)
+        """Attach to Ray (or start it), then hold a lease on the config's namespace.
 
+        With no address this behaves like ``ray.init()``: a Ray already initialised in this
+        process, else the cluster Ray finds (``RAY_ADDRESS``, or one started with
+        ``ray start`` on this machine), else a fresh local instance. ``address="local"``
+        always starts a fresh embedded instance.
+        """
+        cfg = _config(config)
+        if address is not None:
+            cfg = cfg.model_copy(update={"address": address})
+        install_quiet()
+        initialized = connect_ray(cfg)
+        try:
+            return cls._attach(cfg, initialized)
+        except BaseException:
+            if initialized:
+                ray.shutdown()
+            raise
+
+    @classmethod
+    def _attach(cls, cfg: RuntimeConfig, initialized: bool) -> RayRuntime:
+        _check_control_resource(cfg)
+        per_scope = cfg.executors.mode == "per_scope"
+
+        def create() -> Any:
+            return create_registry(
+                RegistryActor,
+                cfg.namespace,
+                control_options(cfg.control_resource),
+                cfg.namespace,
+                cfg.detached,
+                per_scope,
+            )
+
+        lease_id = uuid.uuid4().hex
+        job_id = ray.get_runtime_context().get_job_id()
+        deadline = time.monotonic() + 60
+        while True:
+            actor = create()
+            try:
+                ray.get(
+                    actor.acquire_lease.remote(lease_id, job_id, os.getpid(), socket.gethostname())
+                )
+                break
+            except rex.RayError as err:
+                # Two drivers racing on creation, or a namespace that is just ending.
+                retry = is_actor_death(err) or isinstance(
+                    translate(err, ""), RuntimeUnavailableError
+                )
+                if not retry or time.monotonic() > deadline:
+                    raise StartError(
+                        f"the toolray registry of namespace {cfg.namespace!r} could not start: "
+                        f"{translate(err, 'the registry actor')}"
+                    ) from None
+                time.sleep(0.3)
+        conn = Connection(cfg, actor, create, Portal())
+        return cls(cfg, conn, initialized, lease_id)
+
+    # ------------------------------------------------------------------ clients
     def scope(self, key: str, parent: str | None = None) -> RemoteScope:
-        """The remote scoped context of ``key``."""
+        """The remote scoped context of ``key`` (created on first use)."""
         return self.registry.scope(key, parent=parent)
 
     def executor(self, scope: str | None) -> ExecutorHandle:
         """The handle on ``scope``'s executor actor (the actor starts on first use)."""
         handle = self._executors.get(scope)
         if handle is None:
-            handle = self._executors[scope] = ExecutorHandle(self, scope)
+            handle = self._executors[scope] = ExecutorHandle(self._conn, scope)
         return handle
 
     def stats(self) -> RuntimeStats:
-        """A snapshot across the pool, the executors this driver used, and the registry."""
-        ns = self.config.namespace
-        pools = [get_named(pool_name(k), ns) for k in ("default",)]
-        pool_stats = [ray.get(p.stats.remote()) for p in pools if p is not None]
-        info = self.registry.info()
-        in_flight = kills = lost = 0
-        for handle in self._executors.values():
-            actor = get_named(handle.name, ns)
-            if actor is None:
-                continue
-            try:
-                st = ray.get(actor.statistics.remote(), timeout=10)
-            except Exception:
-                continue
-            in_flight += st.in_flight
-            kills += st.kills
-            lost += st.workers_lost
-        return RuntimeStats(
-            workers=sum(p.workers for p in pool_stats),
-            spares=sum(p.spares for p in pool_stats),
-            in_flight=in_flight,
-            kills=kills,
-            workers_lost=lost,
-            replacements=sum(p.replacements for p in pool_stats),
-            registry_restarts=int(info.get("restarts", 0)),
-            executors=tuple(info.get("executors", ())),
-        )
+        """A snapshot of every live actor of the namespace, and the runtime's counters."""
+        self._conn._check_open()
+        return self._conn.portal.run(collect_stats(self._conn))
 
+    # ------------------------------------------------------------------ lifetime
     def shutdown(self) -> None:
-        """Stop this runtime's actors (unless detached) and Ray itself if we started it."""
-        if not ray.is_initialized():
+        """Release this runtime's lease; stop Ray only if this runtime started it.
+
+        Other drivers of the namespace keep working. The last lease of a non-detached
+        namespace ends its actors. Idempotent, quiet.
+        """
+        if self._closed:
             return
-        ns = self.config.namespace
-        if not self.config.detached:
-            names = list(self.registry.info().get("executors", ()))
-            for name in names:
-                actor = get_named(name, ns)
-                if actor is not None:
-                    kill(actor)
-            pool = get_named(pool_name("default"), ns)
-            if pool is not None:
-                with contextlib.suppress(Exception):
-                    ray.get(pool.shutdown.remote(), timeout=10)
-                kill(pool)
-            registry = get_named(registry_name(), ns)
-            if registry is not None:
-                kill(registry)
-                _forget_state(ns)
-        if self._started_ray:
+        self._closed = True
+        try:
+            if ray.is_initialized() and not self._conn.closed:
+                self._conn.call("release_lease", self._lease_id)
+        except Exception:  # the namespace is already gone (teardown, cluster down)
+            pass
+        self._conn.closed = True
+        self._conn.portal.close()
+        if self._initialized_ray and ray.is_initialized():
             ray.shutdown()
 
-
-def _forget_state(namespace: str) -> None:
-    try:
-        from ray.experimental import internal_kv
-
-        internal_kv._internal_kv_del(f"toolray:{namespace}:registry".encode())
-    except Exception:
-        pass
-
-
-def _probe(address: str) -> None:
-    """Fail fast, in one line, when a ``host:port`` address refuses connections.
-
-    Ray itself would retry for a minute before saying so.
-    """
-    target = address.split("://", 1)[-1]
-    host, _, port = target.rpartition(":")
-    if not host or not port.isdigit():
-        return  # "auto", "local" or a form Ray resolves itself
-    try:
-        with socket.create_connection((host, int(port)), timeout=5):
+    def teardown(self) -> None:
+        """Stop every actor of the namespace for everyone, forget its state, shut down."""
+        if self._closed:
             return
-    except OSError as err:
-        raise StartError(f"cannot reach the Ray cluster at {address!r}: {err}") from None
+        with contextlib.suppress(RuntimeUnavailableError):
+            self._conn.call("teardown")
+        self._conn.closed = True
+        self.shutdown()
+
+    def __enter__(self) -> RayRuntime:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.shutdown()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return f"<RayRuntime namespace={self.config.namespace!r} {state}>"
 
 
-def _init_ray(cfg: RuntimeConfig, address: str | None) -> None:
-    # Token authentication stays on: choosing it explicitly is what silences Ray's
-    # "enabled by default" warning (RAY-NOTES §2); we never opt out of it.
-    if "RAY_AUTH_MODE" not in os.environ:
-        os.environ["RAY_AUTH_MODE"] = "token"
-        try:  # Ray caches its config at import; refresh it as Ray itself does
-            from ray._raylet import Config
-
-            Config.initialize("")
-        except Exception:
-            pass
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    # Workers import the driver's modules (tools defined in a script or a test module).
-    paths = [p for p in (os.getcwd(), str(Path.cwd())) if p]
-    existing = os.environ.get("PYTHONPATH", "")
-    os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys([*paths, *existing.split(os.pathsep)]))
-    kwargs: dict[str, Any] = {
-        "namespace": cfg.namespace,
-        "log_to_driver": cfg.ray.log_to_driver,
-        "ignore_reinit_error": True,
-    }
-    if address:
-        try:
-            ray.init(address=address, **kwargs)
-        except Exception as err:
-            raise StartError(f"cannot reach the Ray cluster at {address!r}: {err}") from None
+def _check_control_resource(cfg: RuntimeConfig) -> None:
+    name = cfg.control_resource
+    if name is None:
         return
-    kwargs["include_dashboard"] = cfg.ray.include_dashboard
-    if cfg.ray.num_cpus is not None:
-        kwargs["num_cpus"] = cfg.ray.num_cpus
-    if cfg.ray.object_store_memory_mb is not None:
-        kwargs["object_store_memory"] = cfg.ray.object_store_memory_mb * 2**20
-    try:
-        ray.init(**kwargs)
-    except Exception as err:
-        raise StartError(f"cannot start a local Ray instance: {err}") from None
+    if not any(n.get("Alive") and name in n.get("Resources", {}) for n in ray.nodes()):
+        raise StartError(
+            f"no live node offers the control resource {name!r} (control_resource in the "
+            "config): start a node with --resources or clear the setting"
+        )

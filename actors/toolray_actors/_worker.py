@@ -18,6 +18,7 @@ import ctypes
 import inspect
 import os
 import threading
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,11 +26,19 @@ from typing import Any
 import cloudpickle
 
 from toolray import AbortController, AbortError, HarnessError, ToolRunContext
-from toolray._json import is_json
+from toolray.lowlevel import is_json
+
+from ._stats import ActorStats, actor_stats
 
 __all__ = ("ToolInterrupted", "ToolWorker", "WorkerStatus")
 
 _INTERRUPTED = "the worker interrupted the tool's thread"
+
+_MAX_DEFS = 256
+"""Cached tool bodies per worker (least recently used go first; the executor resends)."""
+
+_MAX_EARLY = 4096
+"""Aborts remembered for calls not arrived yet (a call that never arrives is forgotten)."""
 
 
 class ToolInterrupted(AbortError):
@@ -90,9 +99,9 @@ class ToolWorker:
     """Runs ``execute(args, ctx)`` for the executor actors that dispatch to it."""
 
     def __init__(self, threads: int = 64) -> None:
-        self._defs: dict[str, Any] = {}
+        self._defs: OrderedDict[str, Any] = OrderedDict()  # LRU, at most _MAX_DEFS
         self._running: dict[str, _Running] = {}
-        self._early_aborts: dict[str, Any] = {}
+        self._early_aborts: OrderedDict[str, Any] = OrderedDict()  # at most _MAX_EARLY
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max(1, threads), thread_name_prefix="toolray-body")
         self._runs = 0
@@ -111,6 +120,10 @@ class ToolWorker:
                 return ("missing",)
             execute = cloudpickle.loads(blob).execute
             self._defs[key] = execute
+            if len(self._defs) > _MAX_DEFS:
+                self._defs.popitem(last=False)
+        else:
+            self._defs.move_to_end(key)
         running = _Running(AbortController(), asyncio.get_running_loop(), asyncio.current_task())
         with self._lock:
             self._running[token] = running
@@ -183,8 +196,10 @@ class ToolWorker:
         """Fire the body's signal (cooperative step); ``False`` if the call is not here yet."""
         with self._lock:
             running = self._running.get(token)
-            if running is None:
+            if running is None:  # the call is on its way: it starts aborted
                 self._early_aborts[token] = reason
+                if len(self._early_aborts) > _MAX_EARLY:
+                    self._early_aborts.popitem(last=False)
                 return False
         running.controller.abort(reason)
         return True
@@ -211,6 +226,10 @@ class ToolWorker:
                 runs=self._runs,
                 cached_definitions=len(self._defs),
             )
+
+    async def actor_stats(self) -> ActorStats:
+        """This worker's identity and footprint."""
+        return actor_stats("worker", f"worker:{os.getpid()}", 0)
 
     async def health(self) -> int:
         """The worker's pid (it answers even while bodies run)."""

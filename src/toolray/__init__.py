@@ -123,6 +123,7 @@ from .errors import TOOL_ABORTED_BEFORE_DISPATCH as TOOL_ABORTED_BEFORE_DISPATCH
 from .errors import TOOL_TIMEOUT as TOOL_TIMEOUT
 from .errors import AbortError as AbortError
 from .errors import CodeRunFailedError as CodeRunFailedError
+from .errors import ExecutorLostError as ExecutorLostError
 from .errors import ExecutorUnavailableError as ExecutorUnavailableError
 from .errors import HarnessError as HarnessError
 from .errors import JsonSchemaError as JsonSchemaError
@@ -166,6 +167,7 @@ __all__ = (
     "EventLog",
     "ExecutionMode",
     "ExecutionToken",
+    "ExecutorLostError",
     "ExecutorUnavailableError",
     "FileDiff",
     "FileLocation",

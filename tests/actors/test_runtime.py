@@ -63,8 +63,11 @@ async def test_scoped_registration_and_restriction_through_the_actor(
 
 def test_core_validation_errors_cross_unchanged(rt: Any) -> None:
     rt.owned.append(rt.registry.register(echo_tool("rt_dup")))
-    with pytest.raises(ValueError, match='tool "rt_dup" is already registered'):
-        rt.registry.register(echo_tool("rt_dup"))
+    with pytest.raises(
+        ValueError,
+        match=r'tool "rt_dup" is already registered.*; pass replace=True to swap it$',
+    ):
+        rt.registry.register(echo_tool("rt_dup", safe=False))
     with pytest.raises(ValueError, match="requires a scoped context"):
         rt.registry.restrict(deny=["rt_dup"])
 

@@ -58,6 +58,7 @@ def test_api_names_are_exported() -> None:
         "ToolTimeoutError",
         "NotJsonError",
         "ToolWorkerLostError",
+        "ExecutorLostError",
         "ExecutorUnavailableError",
         "CodeRunFailedError",
         "ToolBatchExecutionError",

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from ._rawray import GroupShape, stages_of
 
 if TYPE_CHECKING:
-    from toolray_actors._runtime import RayRuntime
+    from toolray_actors import RayRuntime
 
     from ._rawray import RawBaseline
 
@@ -129,7 +129,7 @@ class _Side:
             for i, ex in enumerate(flags)
         ]
         self.stages = stages_of(flags)
-        self.cap = opts.cap or handle.runtime.config.max_parallel_tool_calls
+        self.cap = opts.cap or handle.config.max_parallel_tool_calls
         self.walls: dict[str, list[float]] = {"toolray": [], "raw": []}
         self.latencies: dict[str, list[float]] = {"toolray": [], "raw": []}
 
@@ -183,7 +183,7 @@ def runtime_with(base: RayRuntime, workers: int) -> Iterator[RayRuntime]:
     if base.config.pool.size == workers:
         yield base
         return
-    from toolray_actors._runtime import RayRuntime
+    from toolray_actors import RayRuntime
 
     cfg = base.config.model_copy(
         update={
@@ -441,8 +441,8 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from toolray_actors import RayRuntime
     from toolray_actors._config import load_config
-    from toolray_actors._runtime import RayRuntime
 
     options = _options(args)
     options.check()  # before Ray starts
@@ -469,7 +469,7 @@ def run(args: argparse.Namespace) -> int:
     )
     with progress:
         task = progress.add_task("starting Ray", total=steps(options, len(options.workers)))
-        runtime = RayRuntime.start(cfg)
+        runtime = RayRuntime.start(cfg, address=cfg.address or "local")
         try:
             report = run_bench(
                 runtime,

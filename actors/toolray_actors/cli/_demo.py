@@ -194,7 +194,8 @@ def open_session(cfg: RuntimeConfig, workspace: Path) -> Iterator[DemoSession]:
     t0 = time.perf_counter()
     ray_was_up = ray.is_initialized()
     try:
-        rt = RayRuntime.start(cfg)
+        # a fresh embedded Ray unless the config names a cluster: works beside `ray start`
+        rt = RayRuntime.start(cfg, address=cfg.address or "local")
     except BaseException:
         if not ray_was_up and ray.is_initialized():  # Ray started, then the registry failed
             ray.shutdown()

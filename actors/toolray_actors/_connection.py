@@ -1,0 +1,111 @@
+"""A driver's connection to one namespace: the registry actor, routing, and the portal.
+
+The client objects (``RemoteRegistry``, ``RemoteScope``, ``ExecutorHandle``) hold this, not
+the runtime, so they know nothing of how Ray was started. Every call to the registry goes
+through :meth:`Connection.call` (sync) or :meth:`Connection.acall` (async), the error
+boundary: a lost registry actor is looked up again (Ray restarts it from the persisted
+state), a namespace that was torn down raises ``RuntimeUnavailableError`` saying so, and no
+Ray exception type escapes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import zlib
+from collections.abc import Callable
+from typing import Any
+
+import ray
+import ray.exceptions as rex
+
+from ._config import RuntimeConfig
+from ._errors import RuntimeUnavailableError, is_actor_death, task_cause, translate
+from ._handles import executor_name, get_named, registry_name, shard_name
+from ._portal import Portal
+from ._store import Store
+
+__all__ = ("Connection",)
+
+_ATTEMPTS = 4
+
+
+class Connection:
+    """What every client object of one runtime shares."""
+
+    def __init__(
+        self,
+        config: RuntimeConfig,
+        registry: Any,
+        create_registry: Callable[[], Any],
+        portal: Portal,
+    ) -> None:
+        self.config = config
+        self.namespace = config.namespace
+        self._registry = registry
+        self._create_registry = create_registry
+        self.portal = portal
+        self.closed = False
+        self.recoveries = 0
+
+    @property
+    def what(self) -> str:
+        """The registry actor, named for messages."""
+        return f"the toolray registry actor of namespace {self.namespace!r}"
+
+    # ------------------------------------------------------------------ routing
+    def executor_target(self, scope: str | None) -> tuple[str, str | None]:
+        """``(actor name, the scope it is created for)``: per scope, or a stable shard."""
+        ex = self.config.executors
+        if ex.mode == "per_scope":
+            return executor_name(scope), scope
+        key = "" if scope is None else scope
+        return shard_name(zlib.crc32(key.encode()) % ex.shards), None
+
+    # ------------------------------------------------------------------ the registry
+    def _check_open(self) -> None:
+        if self.closed:
+            raise RuntimeUnavailableError(
+                f"this RayRuntime of namespace {self.namespace!r} was shut down; "
+                "RayRuntime.start() gives a new one"
+            )
+
+    def _recover(self, err: BaseException) -> None:
+        why = Store(self.namespace).read_tombstone()
+        if why is not None:
+            raise RuntimeUnavailableError(
+                f"the toolray namespace {self.namespace!r} ended: {why}; "
+                "RayRuntime.start() creates it anew"
+            ) from None
+        handle = get_named(registry_name(), self.namespace)
+        self._registry = handle if handle is not None else self._create_registry()
+        self.recoveries += 1
+
+    def call(self, method: str, *args: Any) -> Any:
+        """Call a registry method and wait (any thread, any loop); errors mapped."""
+        self._check_open()
+        for attempt in range(_ATTEMPTS):
+            try:
+                return ray.get(getattr(self._registry, method).remote(*args))
+            except rex.RayError as err:
+                if not is_actor_death(err) or attempt == _ATTEMPTS - 1:
+                    raise translate(err, self.what) from None
+                self._recover(err)
+        raise AssertionError("unreachable")
+
+    async def acall(self, method: str, *args: Any) -> Any:
+        """:meth:`call` for coroutines."""
+        self._check_open()
+        for attempt in range(_ATTEMPTS):
+            try:
+                return await getattr(self._registry, method).remote(*args)
+            except rex.RayError as err:
+                if not is_actor_death(err) or attempt == _ATTEMPTS - 1:
+                    raise translate(err, self.what) from None
+                self._recover(err)
+                await asyncio.sleep(0.05 * (attempt + 1))
+        raise AssertionError("unreachable")
+
+    @staticmethod
+    def user_error(err: BaseException) -> BaseException:
+        """The remote method's own exception, unwrapped."""
+        return task_cause(err)

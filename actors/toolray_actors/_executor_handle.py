@@ -1,0 +1,243 @@
+"""``ExecutorHandle``: the driver's handle on the executor actor serving one scope.
+
+A batch streams back as it commits (records and results together, see ``ExecutorActor``),
+so whatever happens the caller gets one result per call, in model order:
+
+- the executor actor dies under the batch: the results committed before the death stay as
+  they were, every other call fails with ``EXECUTOR_LOST`` (``ExecutorLostError``), and the
+  log holds every record committed before the death plus the synthetic ones for the rest;
+- the caller's task is cancelled (or a stream is closed early): the remote batch is aborted
+  exactly as its signal would be, with the ``CancelledError`` as the reason, and the
+  cancellation propagates;
+- the actor was reaped, killed or crashed between batches: the next call recreates it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import ray.exceptions as rex
+
+from toolray import (
+    ToolBatchInput,
+    ToolBatchResult,
+    ToolCall,
+    ToolCallResult,
+    ToolExecutionInput,
+    ToolExecutionResult,
+)
+
+from ._batch_stream import Accumulator
+from ._config import RuntimeConfig
+from ._connection import Connection
+from ._errors import is_actor_death, translate, wire_reason
+from ._executor_actor import BatchSpec, ExecutorActor, ExecutorStats
+from ._handles import control_options, create_executor, get_named
+
+__all__ = ("ExecutorHandle",)
+
+_ENSURE_ATTEMPTS = 60
+
+
+class ExecutorHandle:
+    """The driver's handle on one scope's executor actor (created on first use)."""
+
+    def __init__(self, conn: Connection, scope: str | None) -> None:
+        self._conn = conn
+        self.scope = scope
+        self.name, self._created_for = conn.executor_target(scope)
+        self._actor: Any = None
+        self.recreated = 0
+        self.last_trace: list[dict[str, Any]] = []
+        """The trace of the last batch this handle ran (spans per call, stage instants)."""
+
+    @property
+    def config(self) -> RuntimeConfig:
+        """The runtime's configuration."""
+        return self._conn.config
+
+    @property
+    def _what(self) -> str:
+        return f"the executor actor {self.name!r}"
+
+    # ------------------------------------------------------------------ the actor
+    def _create(self) -> Any:
+        cfg = self._conn.config
+        return create_executor(
+            ExecutorActor,
+            self.name,
+            cfg.namespace,
+            control_options(cfg.control_resource),
+            self.name,
+            self._created_for,
+            cfg.namespace,
+            cfg.model_dump(),
+        )
+
+    async def _ensure(self) -> Any:
+        if self._actor is not None:
+            return self._actor
+        self._conn._check_open()
+        for attempt in range(_ENSURE_ATTEMPTS):
+            actor = get_named(self.name, self._conn.namespace) or self._create()
+            try:
+                await actor.ready.remote()
+            except rex.RayError as err:
+                # A reaped or killed executor's name can outlive it for a moment.
+                if not is_actor_death(err) or attempt == _ENSURE_ATTEMPTS - 1:
+                    raise translate(err, self._what) from None
+                await asyncio.sleep(min(0.02 * (attempt + 1), 0.5))
+                continue
+            if self._actor is None:
+                self._actor = actor
+                self.recreated += 1
+            return self._actor
+        raise AssertionError("unreachable")
+
+    def _lost(self) -> None:
+        self._actor = None
+
+    async def _reserved(self, batch_id: str) -> Any:
+        """An executor that has accepted ``batch_id``.
+
+        Nothing has started if this fails, so a dead actor is replaced and the reservation
+        retried (never the batch).
+        """
+        for attempt in range(5):
+            actor = await self._ensure()
+            try:
+                await actor.reserve.remote(batch_id)
+            except rex.RayError as err:
+                if not is_actor_death(err) or attempt == 4:
+                    raise translate(err, self._what) from None
+                self._lost()
+                continue
+            return actor
+        raise AssertionError("unreachable")
+
+    # ------------------------------------------------------------------ batches
+    def _spec(self, batch: ToolBatchInput, batch_id: str) -> BatchSpec:
+        if not isinstance(batch, ToolBatchInput):
+            raise TypeError(f"execute_batch() takes a ToolBatchInput, not {type(batch).__name__}")
+        if batch.scope != self.scope:
+            raise ValueError(f"batch scope {batch.scope!r} is not this executor's {self.scope!r}")
+        log = batch.log
+        return BatchSpec(
+            batch_id=batch_id,
+            calls=tuple(batch.calls),
+            scope=batch.scope,
+            max_parallel_tool_calls=batch.max_parallel_tool_calls,
+            log=(log.turn, log.step) if log is not None else None,
+            aborted=batch.signal.aborted,
+            reason=wire_reason(batch.signal.reason) if batch.signal.aborted else None,
+            tool_set=batch.tool_set,
+        )
+
+    async def _entries(
+        self, batch: ToolBatchInput, acc: Accumulator
+    ) -> AsyncIterator[tuple[int, ToolCallResult]]:
+        batch_id = uuid.uuid4().hex
+        spec = self._spec(batch, batch_id)
+        actor = await self._reserved(batch_id)
+        signal = batch.signal
+        stop = signal.add_listener(
+            lambda: actor.cancel.remote(batch_id, wire_reason(signal.reason))
+        )
+        reason: Any = "the batch stream was closed"
+        try:
+            stream = actor.run_batch.options(num_returns="streaming").remote(spec)
+            async for ref in stream:
+                item = await ref
+                if item[0] == "end":
+                    acc.finish(item[1], item[2])
+                    self.last_trace = item[3]
+                    continue
+                for committed in acc.take(item[1]):
+                    yield committed
+        except asyncio.CancelledError as err:
+            reason = err
+            raise
+        except rex.RayError as err:
+            if not is_actor_death(err):
+                raise translate(err, self._what) from None
+            self._lost()
+            for committed in acc.lose(err):
+                yield committed
+        finally:
+            stop()
+            if not acc.done:
+                actor.cancel.remote(batch_id, wire_reason(reason))
+            acc.sync()
+        if not acc.done:  # the stream ended without its end record: the actor went away
+            self._lost()
+            for committed in acc.lose(None):
+                yield committed
+
+    async def execute_batch(self, batch: ToolBatchInput) -> ToolBatchResult:
+        """Run ``batch``: one result per call, in model order, whatever happens."""
+        acc = Accumulator(batch)
+        async for _ in self._entries(batch, acc):
+            pass
+        return acc.result()
+
+    async def stream_batch(
+        self, batch: ToolBatchInput
+    ) -> AsyncIterator[tuple[int, ToolCallResult]]:
+        """Yield ``(index, ToolCallResult)`` as each result commits (model order)."""
+        acc = Accumulator(batch)
+        async for item in self._entries(batch, acc):
+            yield item
+
+    def execute_batch_sync(self, batch: ToolBatchInput) -> ToolBatchResult:
+        """``execute_batch`` from a script or from inside a running loop (Jupyter)."""
+        return self._conn.portal.run(self.execute_batch(batch))
+
+    # ------------------------------------------------------------------ one call
+    async def execute(self, inp: ToolExecutionInput) -> ToolExecutionResult:
+        """One call through the executor actor's pipeline."""
+        if not isinstance(inp, ToolExecutionInput):
+            raise TypeError(f"execute() takes a ToolExecutionInput, not {type(inp).__name__}")
+        call = ToolCall(inp.call_id, inp.name, inp.arguments)
+        key = uuid.uuid4().hex
+        batch = ToolBatchInput([call], inp.signal, scope=inp.scope)
+        acc = Accumulator(batch, log=False)
+        actor = await self._reserved(key)
+        signal = inp.signal
+        stop = signal.add_listener(lambda: actor.cancel.remote(key, wire_reason(signal.reason)))
+        try:
+            return await actor.execute.remote(  # type: ignore[no-any-return]
+                call,
+                inp.scope,
+                key,
+                signal.aborted,
+                wire_reason(signal.reason) if signal.aborted else None,
+            )
+        except asyncio.CancelledError as err:
+            actor.cancel.remote(key, wire_reason(err))
+            raise
+        except rex.RayError as err:
+            if not is_actor_death(err):
+                raise translate(err, self._what) from None
+            self._lost()
+            return next(iter(acc.lose(err)))[1].result
+        finally:
+            stop()
+
+    def execute_sync(self, inp: ToolExecutionInput) -> ToolExecutionResult:
+        """``execute`` from a script or from inside a running loop."""
+        return self._conn.portal.run(self.execute(inp))
+
+    async def statistics(self) -> ExecutorStats:
+        """The executor actor's ``ExecutorStats`` (the actor starts if it is not running)."""
+        for attempt in range(3):
+            actor = await self._ensure()
+            try:
+                return await actor.statistics.remote()  # type: ignore[no-any-return]
+            except rex.RayError as err:
+                if not is_actor_death(err) or attempt == 2:
+                    raise translate(err, self._what) from None
+                self._lost()
+        raise AssertionError("unreachable")

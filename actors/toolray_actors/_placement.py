@@ -1,0 +1,82 @@
+"""Which worker pool runs a tool: a stable key per placement, and the pool's actor options.
+
+Tools with equal placements share one pool. The key is a digest every process computes
+alike (not ``hash()``, which differs per process) and covers ``runtime_env`` too, so two
+tools whose placements differ only in their environment never share workers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from ._config import PoolConfig, RuntimeConfig
+
+__all__ = ("PoolPlan", "placement_key", "pool_plan")
+
+
+def placement_key(placement: Any) -> str:
+    """``"default"``, the placement's named pool, or ``"p-<digest>"``."""
+    if placement is None:
+        return "default"
+    if getattr(placement, "pool", None):
+        return str(placement.pool)
+    fields = {
+        name: getattr(placement, name, None)
+        for name in (
+            "num_cpus",
+            "num_gpus",
+            "resources",
+            "runtime_env",
+            "size",
+            "spare",
+            "max_concurrency",
+        )
+    }
+    text = json.dumps(fields, sort_keys=True, default=repr)
+    return "p-" + hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PoolPlan:
+    """How to build one pool: sizes and the worker actors' options."""
+
+    key: str
+    size: int
+    spare: int
+    max_concurrency: int
+    options: dict[str, Any]
+
+
+def pool_plan(placement: Any, config: RuntimeConfig) -> PoolPlan:
+    """The plan of ``placement``'s pool.
+
+    A named pool takes its ``[pools.<name>]`` table; otherwise the default pool's settings,
+    overridden by the placement's own fields. A special placement keeps one worker and no
+    spare unless it says otherwise (``num_gpus=1`` must not ask for three GPUs).
+    """
+    key = placement_key(placement)
+    base: PoolConfig = config.pool
+    name = getattr(placement, "pool", None) if placement is not None else None
+    if name:
+        base = config.pools.get(str(name), base)
+    options: dict[str, Any] = {"num_cpus": base.num_cpus}
+    if base.resources:
+        options["resources"] = dict(base.resources)
+    if base.runtime_env:
+        options["runtime_env"] = base.runtime_env
+    size, spare, conc = base.size, base.spare, base.max_concurrency
+    if placement is not None:
+        for attr in ("num_cpus", "num_gpus", "resources", "runtime_env"):
+            value = getattr(placement, attr, None)
+            if value is not None:
+                options[attr] = value
+        own_size = getattr(placement, "size", None)
+        own_spare = getattr(placement, "spare", None)
+        special = key != "default" and not name
+        size = own_size if own_size is not None else (1 if special else size)
+        spare = own_spare if own_spare is not None else (0 if special else spare)
+        conc = getattr(placement, "max_concurrency", None) or conc
+    return PoolPlan(key=key, size=size, spare=spare, max_concurrency=conc, options=options)

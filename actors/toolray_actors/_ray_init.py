@@ -1,0 +1,108 @@
+"""Where Ray comes from: the process's Ray, a cluster Ray finds, or a fresh local one.
+
+With no address, ``connect_ray`` behaves like ``ray.init()``: a Ray already initialised in
+this process (a notebook's ``ray.init()``) is used as it is; else the cluster Ray finds
+(``RAY_ADDRESS``, or the last ``ray start`` on this machine) is attached to, without the
+config's local-start options; else a local instance starts with them. ``"local"`` always
+starts a fresh embedded instance. Only a local start chooses an auth mode (token, which is
+what silences Ray 2.59+'s "enabled by default" warning); a cluster we did not start keeps
+its own.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+from typing import Any
+
+import ray
+
+from ._config import RuntimeConfig
+
+__all__ = ("StartError", "connect_ray", "probe")
+
+
+class StartError(RuntimeError):
+    """Ray could not be started or reached (the message says how to fix it)."""
+
+
+def probe(address: str) -> None:
+    """Fail fast, in one line, when a ``host:port`` address refuses connections.
+
+    Ray itself would retry for a minute before saying so.
+    """
+    target = address.split("://", 1)[-1]
+    host, _, port = target.rpartition(":")
+    if not host or not port.isdigit():
+        return  # "auto", "local" or a form Ray resolves itself
+    try:
+        with socket.create_connection((host, int(port)), timeout=5):
+            return
+    except OSError as err:
+        raise StartError(f"cannot reach the Ray cluster at {address!r}: {err}") from None
+
+
+def _found_cluster() -> str | None:
+    """The address ``ray.init()`` would attach to, or ``None`` (it would start one)."""
+    try:
+        from ray._private.services import canonicalize_bootstrap_address
+
+        return canonicalize_bootstrap_address(None)
+    except Exception:
+        return None
+
+
+def connect_ray(cfg: RuntimeConfig) -> bool:
+    """Make sure this process is connected to Ray; ``True`` if this call initialised it."""
+    if cfg.address not in (None, "auto", "local"):
+        probe(cfg.address)  # a refused host:port fails in one line, before anything else
+    if ray.is_initialized():
+        return False
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    kwargs: dict[str, Any] = {
+        "namespace": cfg.namespace,
+        "log_to_driver": cfg.ray.log_to_driver,
+    }
+    address = cfg.address
+    if address in (None, "auto"):
+        found = _found_cluster()
+        if found is None and address == "auto":
+            raise StartError(
+                "address='auto' found no running Ray cluster (start one with `ray start "
+                "--head`, set RAY_ADDRESS, or use address='local')"
+            )
+        address = found
+    if address is not None and address != "local":
+        probe(address)
+        try:
+            ray.init(address=address, **kwargs)
+        except Exception as err:
+            raise StartError(f"cannot reach the Ray cluster at {address!r}: {err}") from None
+        return True
+    _start_local(cfg, kwargs)
+    return True
+
+
+def _start_local(cfg: RuntimeConfig, kwargs: dict[str, Any]) -> None:
+    if "RAY_AUTH_MODE" not in os.environ:
+        os.environ["RAY_AUTH_MODE"] = "token"
+        try:  # Ray caches its config at import; refresh it as Ray itself does
+            from ray._raylet import Config
+
+            Config.initialize("")
+        except Exception:
+            pass
+    # Workers import the driver's modules (tools defined in a script or a test module).
+    existing = os.environ.get("PYTHONPATH", "")
+    paths = [str(Path.cwd()), *existing.split(os.pathsep)]
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in dict.fromkeys(paths) if p)
+    kwargs["include_dashboard"] = cfg.ray.include_dashboard
+    if cfg.ray.num_cpus is not None:
+        kwargs["num_cpus"] = cfg.ray.num_cpus
+    if cfg.ray.object_store_memory_mb is not None:
+        kwargs["object_store_memory"] = cfg.ray.object_store_memory_mb * 2**20
+    try:
+        ray.init(address="local", **kwargs)
+    except Exception as err:
+        raise StartError(f"cannot start a local Ray instance: {err}") from None

@@ -1,0 +1,153 @@
+"""Many drivers, one namespace (API-v2 §12): leases, shutdown, death, teardown, recovery.
+
+A head started by ``ray.cluster_utils.Cluster`` in a host subprocess (its own ports, shut
+down by the test) and driver subprocesses attaching to it, each driven line by line; every
+answer carries the exception's module, so no ``ray.exceptions`` type can reach a caller
+unnoticed.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.actors._procs import Child, DriverProc, child_env
+
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
+
+_ns = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[str]:
+    host = Child(["tests.actors._cluster_host"], child_env())
+    try:
+        yield host.expect("ADDRESS ", timeout=180)
+    finally:
+        host.close(timeout=120)
+
+
+@pytest.fixture
+def drivers(cluster: str) -> Iterator[Any]:
+    started: list[DriverProc] = []
+    namespace = f"farm-{os.getpid()}-{next(_ns)}"
+
+    def new() -> DriverProc:
+        proc = DriverProc(cluster, namespace, child_env())
+        started.append(proc)
+        return proc
+
+    yield new
+    for proc in started:
+        proc.close(timeout=60)
+
+
+def _no_ray_types(*answers: dict[str, Any]) -> None:
+    for out in answers:
+        assert not str(out.get("module", "")).startswith("ray"), out
+
+
+def _wait_namespace_empty(observer: DriverProc, within: float) -> list[str]:
+    deadline = time.monotonic() + within
+    while True:
+        names = observer.ok("actors")["names"]
+        if not names or time.monotonic() > deadline:
+            return list(names)
+        time.sleep(0.25)  # polling the cluster's state (bounded): the thing waited for is remote
+
+
+@pytest.mark.timeout(400)
+def test_two_drivers_start_together_share_registrations_and_outlive_each_other(
+    drivers: Any,
+) -> None:
+    a, b = drivers(), drivers()
+    a.send("start")
+    b.send("start")  # both race to create the namespace's registry actor
+    assert a.answer(180)["ok"]
+    assert b.answer(180)["ok"]
+    a.ok("register echo")
+    b.ok("register echo")  # identical: shares the registration
+    assert a.ok("batch agent-a")["values"] == ["t0", "t1", "t2"]
+    assert b.ok("batch agent-b")["values"] == ["t0", "t1", "t2"]
+    a.ok("shutdown")  # releases a's lease only
+    assert b.ok("batch agent-b")["values"] == ["t0", "t1", "t2"]
+    assert b.ok("names")["names"] == ["echo"]
+    different = b.ask("register shout")
+    assert not different["ok"]
+    assert different["type"] == "ValueError"
+    assert different["message"].endswith("; pass replace=True to swap it")
+    b.ok("register shout yes")
+    assert b.ok("batch agent-b 1")["values"] == ["T0"]
+    b.ok("shutdown")  # the last lease of a non-detached namespace: everything stops
+    observer = drivers()
+    observer.ok("connect")
+    assert _wait_namespace_empty(observer, within=15) == []
+    _no_ray_types(different)
+
+
+@pytest.mark.timeout(400)
+def test_a_driver_that_dies_breaks_no_other_and_the_last_death_ends_the_namespace(
+    drivers: Any,
+) -> None:
+    a, b = drivers(), drivers()
+    a.ok("start", 180)
+    b.ok("start", 180)
+    a.ok("register echo")
+    assert a.ok("batch agent-a")["values"] == ["t0", "t1", "t2"]
+    a.send("exit 0")  # os._exit: no shutdown, no lease release
+    assert a.proc.wait(timeout=60) == 0
+    assert b.ok("batch agent-b")["values"] == ["t0", "t1", "t2"]
+    assert b.ok("names")["names"] == ["echo"]
+    observer = drivers()
+    observer.ok("connect")
+    assert "toolray:registry" in observer.ok("actors")["names"]
+    b.send("exit 0")
+    assert b.proc.wait(timeout=60) == 0
+    # every holder's driver exited: noticed within 10 s, then the actors exit
+    assert _wait_namespace_empty(observer, within=20) == []
+
+
+@pytest.mark.timeout(400)
+def test_teardown_stops_the_namespace_for_everyone_with_a_clear_error(drivers: Any) -> None:
+    a, b = drivers(), drivers()
+    a.ok("start", 180)
+    b.ok("start", 180)
+    a.ok("register echo")
+    assert b.ok("batch agent-b")["values"] == ["t0", "t1", "t2"]
+    a.ok("teardown")
+    after = [b.ask("batch agent-b"), b.ask("names"), b.ask("register echo"), b.ask("stats")]
+    for out in after:
+        assert not out["ok"], out
+        assert out["type"] == "RuntimeUnavailableError", out
+        assert out["code"] == "RUNTIME_UNAVAILABLE", out
+        assert "torn down" in out["message"], out
+    _no_ray_types(*after)
+    b.ok("shutdown")  # after teardown: a quiet no-op
+    observer = drivers()
+    observer.ok("connect")
+    assert _wait_namespace_empty(observer, within=15) == []
+
+
+@pytest.mark.timeout(400)
+def test_every_public_call_survives_a_sigkill_of_its_actor(drivers: Any) -> None:
+    a = drivers()
+    a.ok("start", 180)
+    a.ok("register echo")
+    assert a.ok("batch agent-k")["values"] == ["t0", "t1", "t2"]
+    pids = a.ok("pids")
+    os.kill(pids["toolray:executor:agent-k"], signal.SIGKILL)
+    answers = [a.ask("batch agent-k"), a.ask("stats")]
+    assert answers[0]["values"] == ["t0", "t1", "t2"], answers[0]
+    os.kill(pids["toolray:registry"], signal.SIGKILL)  # restarted from the persisted state
+    answers += [a.ask("names"), a.ask("batch agent-k"), a.ask("register echo"), a.ask("stats")]
+    for out in answers:
+        assert out["ok"], out
+    assert answers[2]["names"] == ["echo"]
+    assert answers[3]["values"] == ["t0", "t1", "t2"]
+    _no_ray_types(*answers)
