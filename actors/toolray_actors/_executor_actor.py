@@ -44,6 +44,7 @@ from ._placement import pool_plan
 from ._pool import PoolClient, PoolManager
 from ._runner import RayBodyRunner
 from ._stats import ActorStats, actor_stats
+from ._store import Store
 
 __all__ = ("BatchSpec", "ExecutorActor", "ExecutorStats")
 
@@ -152,9 +153,14 @@ class ExecutorActor:
         """Attach to the registry (once) and mirror its state."""
         if not self._attached:
             registry = get_named(registry_name(), self.namespace)
-            if registry is None:
+            if registry is None:  # the namespace ended: say why, and do not linger
+                asyncio.get_running_loop().call_later(0.2, kill_self)
+                why = await asyncio.to_thread(Store(self.namespace).read_tombstone)
                 raise RuntimeUnavailableError(
-                    f"the toolray registry actor of namespace {self.namespace!r} is not "
+                    f"the toolray namespace {self.namespace!r} ended: {why}; "
+                    "RayRuntime.start() creates it anew"
+                    if why
+                    else f"the toolray registry actor of namespace {self.namespace!r} is not "
                     "running; RayRuntime.start() recreates it"
                 )
             seq, ops = await registry.attach_executor.remote(self.name)

@@ -140,7 +140,7 @@ class RayRuntime:
 
     def stats(self) -> RuntimeStats:
         """A snapshot of every live actor of the namespace, and the runtime's counters."""
-        self._conn._check_open()
+        self._conn.call("ping")  # a namespace that ended says why
         return self._conn.portal.run(collect_stats(self._conn))
 
     # ------------------------------------------------------------------ lifetime

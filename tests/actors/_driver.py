@@ -21,7 +21,7 @@ from typing import Any
 from toolray import AbortController, ToolBatchInput, ToolCall, ToolOutput, define_tool, text_block
 from toolray_actors import RayRuntime, RuntimeConfig
 
-_OUT = ToolOutput(schema={}, render=lambda a, v: [text_block(json.dumps(v))])
+_OUT = ToolOutput(schema={"type": "json"}, render=lambda a, v: [text_block(json.dumps(v))])
 
 
 def echo(args: Any, ctx: Any) -> Any:
