@@ -281,9 +281,9 @@ class ExecutorActor:
         if aborted:
             ctrl.abort(reason)
         self.scopes_seen.add(scope)
-        inp = ToolExecutionInput(
-            call.id, call.name, parse_arguments(call.arguments), ctrl.signal, scope=scope
-        )
+        raw = call.arguments
+        arguments = parse_arguments(raw) if isinstance(raw, str) else raw
+        inp = ToolExecutionInput(call.id, call.name, arguments, ctrl.signal, scope=scope)
         try:
             return await run_pipeline(self.mirror.registry, inp, self.runner)
         finally:

@@ -10,7 +10,7 @@ import pytest
 import ray
 
 from tests.ray_tools import echo_tool
-from toolray import AbortController, ToolBatchInput, ToolCall
+from toolray import AbortController, ToolBatchInput, ToolCall, ToolExecutionInput
 from toolray_actors import PoolConfig, RayRuntime, RuntimeConfig
 
 pytestmark = pytest.mark.ray
@@ -46,9 +46,18 @@ async def test_an_idle_executor_is_reaped_and_the_next_batch_gets_a_new_one(
             assert time.monotonic() < deadline, "the idle executor was never reaped"
             await asyncio.sleep(0.1)
         assert "toolray:executor:idle-agent" not in rt.registry.info()["executors"]
-        ex._actor = None  # the handle's actor is gone; the next batch starts a new one
+        # the handle still holds the reaped actor: every call recreates it transparently
+        one = await ex.execute(
+            ToolExecutionInput(
+                "e1", "reap_echo", {"text": "b"}, AbortController().signal, scope="idle-agent"
+            )
+        )
+        assert one.value["text"] == "b"
         second = await ex.execute_batch(batch)
         assert second.results[0].result.value["text"] == "a"
         assert (await ex.statistics()).pid != pid
+        assert rt.registry.names("idle-agent") == ["reap_echo"]
+        assert rt.registry.get("reap_echo", "idle-agent") is not None
+        assert rt.registry.info()["leases"] >= 1
     finally:
         rt.shutdown()

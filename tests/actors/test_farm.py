@@ -1,0 +1,136 @@
+"""The farm runtime on the session cluster (API-v2 §12): executor crashes (real SIGKILLs),
+driver-side cancellation, blocking calls inside a running loop, recreation after a reap."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.ray_tools import cooperative_tool, echo_tool
+from toolray import AbortController, JsonlEventLog, LogStep, ToolBatchInput, ToolCall, read_jsonl
+
+pytestmark = pytest.mark.ray
+
+
+def _batch(calls: list[ToolCall], scope: str, **kw: Any) -> ToolBatchInput:
+    return ToolBatchInput(calls, AbortController().signal, scope=scope, **kw)
+
+
+async def _until(predicate: Any, within: float = 30.0) -> None:
+    deadline = time.monotonic() + within
+    while not await predicate():
+        assert time.monotonic() < deadline, "condition never held"
+        await asyncio.sleep(0.02)
+
+
+async def test_an_executor_sigkilled_mid_batch_keeps_what_committed_and_loses_the_rest(
+    rt: Any, scope_key: str, tmp_path: Path
+) -> None:
+    rt.owned.append(rt.registry.register(echo_tool("farm_echo")))
+    rt.owned.append(rt.registry.register(cooperative_tool("farm_hold")))
+    ex = rt.executor(scope_key)
+    path = tmp_path / "session.jsonl"
+    calls = [
+        ToolCall("c1", "farm_echo", '{"text": "kept"}'),
+        ToolCall("c2", "farm_hold", "{}"),
+        ToolCall("c3", "farm_echo", '{"text": "never"}'),
+    ]
+    seen: list[tuple[int, Any]] = []
+    with JsonlEventLog(path) as log:
+        batch = _batch(calls, scope_key, log=LogStep(1, 2, log), max_parallel_tool_calls=2)
+        async for index, item in ex.stream_batch(batch):
+            seen.append((index, item))
+            if index == 0:  # c1 committed, c2 is running: kill the executor's process
+                os.kill((await ex.statistics()).pid, signal.SIGKILL)
+    assert [i for i, _ in seen] == [0, 1, 2]
+    assert seen[0][1].result.value["text"] == "kept"
+    for _, lost in seen[1:]:
+        assert lost.result.error.info.code == "EXECUTOR_LOST"
+        assert lost.result.error.info.name == "ExecutorLostError"
+        assert "not re-run" in lost.result.error.message
+    records = read_jsonl(path)
+    pairs = [(r["type"], r["callId"]) for r in records]
+    for call in calls:  # one tool/call and one tool/result per call, whatever happened
+        assert pairs.count(("tool/call", call.id)) == 1
+        assert pairs.count(("tool/result", call.id)) == 1
+    assert records[pairs.index(("tool/result", "c1"))]["result"]["isError"] is False
+    assert all(r["turn"] == 1 and r["step"] == 2 for r in records)
+    again = await ex.execute_batch(
+        _batch([ToolCall("c9", "farm_echo", '{"text": "x"}')], scope_key)
+    )
+    assert again.results[0].result.value["text"] == "x"
+
+
+async def test_execute_batch_returns_executor_lost_results_instead_of_raising(
+    rt: Any, scope_key: str
+) -> None:
+    rt.owned.append(rt.registry.register(cooperative_tool("farm_hold2")))
+    ex = rt.executor(scope_key)
+    task = asyncio.ensure_future(
+        ex.execute_batch(_batch([ToolCall("h1", "farm_hold2", "{}")], scope_key))
+    )
+
+    async def running() -> bool:
+        return (await ex.statistics()).in_flight == 1
+
+    await _until(running)
+    os.kill((await ex.statistics()).pid, signal.SIGKILL)
+    out = await asyncio.wait_for(task, timeout=60)
+    assert [r.call_id for r in out.results] == ["h1"]
+    assert out.results[0].result.error.info.code == "EXECUTOR_LOST"
+
+
+async def test_an_executor_sigkilled_between_batches_is_recreated(rt: Any, scope_key: str) -> None:
+    rt.owned.append(rt.registry.register(echo_tool("farm_echo2")))
+    ex = rt.executor(scope_key)
+    batch = _batch([ToolCall("c1", "farm_echo2", '{"text": "a"}')], scope_key)
+    await ex.execute_batch(batch)
+    pid = (await ex.statistics()).pid
+    os.kill(pid, signal.SIGKILL)
+    out = await ex.execute_batch(batch)
+    assert out.results[0].result.value["text"] == "a"
+    assert (await ex.statistics()).pid != pid
+
+
+async def test_cancelling_the_awaiting_task_aborts_the_remote_batch(
+    rt: Any, scope_key: str
+) -> None:
+    rt.owned.append(rt.registry.register(cooperative_tool("farm_hold3")))
+    ex = rt.executor(scope_key)
+    task = asyncio.ensure_future(
+        ex.execute_batch(_batch([ToolCall("h1", "farm_hold3", "{}")], scope_key))
+    )
+
+    async def running() -> bool:
+        return (await ex.statistics()).in_flight == 1
+
+    await _until(running)
+    before = (await ex.statistics()).aborts
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    cancelled_at = time.monotonic()
+
+    async def settled() -> bool:
+        return (await ex.statistics()).in_flight == 0
+
+    await _until(settled, within=rt.config.kill_grace_ms / 1000 + 1.0)
+    assert time.monotonic() - cancelled_at <= rt.config.kill_grace_ms / 1000 + 1.0
+    assert (await ex.statistics()).aborts == before + 1  # the body's signal fired
+
+
+async def test_execute_batch_sync_works_inside_a_running_event_loop(
+    rt: Any, scope_key: str
+) -> None:
+    rt.owned.append(rt.registry.register(echo_tool("farm_sync")))
+    asyncio.get_running_loop()  # as in Jupyter: a loop is running in this thread
+    out = rt.executor(scope_key).execute_batch_sync(
+        _batch([ToolCall("c1", "farm_sync", '{"text": "nb"}')], scope_key)
+    )
+    assert out.results[0].result.value["text"] == "nb"
