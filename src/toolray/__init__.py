@@ -26,9 +26,9 @@ Example:
 from __future__ import annotations
 
 from ._admission import ResolvedToolSet as ResolvedToolSet
+from ._arguments import parse_arguments as parse_arguments
 from ._batch import BatchExecutor as BatchExecutor
 from ._batch import BatchStatistics as BatchStatistics
-from ._batch_run import parse_arguments as parse_arguments
 from ._batch_types import LogStep as LogStep
 from ._batch_types import ToolBatchInput as ToolBatchInput
 from ._batch_types import ToolBatchResult as ToolBatchResult
@@ -123,6 +123,7 @@ from .errors import TOOL_ABORTED_BEFORE_DISPATCH as TOOL_ABORTED_BEFORE_DISPATCH
 from .errors import TOOL_TIMEOUT as TOOL_TIMEOUT
 from .errors import AbortError as AbortError
 from .errors import CodeRunFailedError as CodeRunFailedError
+from .errors import ExecutorLostError as ExecutorLostError
 from .errors import ExecutorUnavailableError as ExecutorUnavailableError
 from .errors import HarnessError as HarnessError
 from .errors import JsonSchemaError as JsonSchemaError
@@ -166,6 +167,7 @@ __all__ = (
     "EventLog",
     "ExecutionMode",
     "ExecutionToken",
+    "ExecutorLostError",
     "ExecutorUnavailableError",
     "FileDiff",
     "FileLocation",

@@ -12,11 +12,11 @@ the started ones and raises ``ToolBatchExecutionError`` (B-ERR).
 from __future__ import annotations
 
 import asyncio
-import json
 from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ._arguments import logged_arguments, parse_arguments
 from ._batch_types import ToolBatchInput, ToolBatchResult, ToolCall, ToolCallResult
 from ._content import UserMessage
 from ._dispatch import BodyRunner
@@ -30,27 +30,10 @@ from .errors import ToolBatchExecutionError
 if TYPE_CHECKING:
     from ._registry import ToolRegistry
 
-__all__ = ("BatchRun", "parse_arguments")
+__all__ = ("BatchRun",)
 
 
 _YIELD_EVERY = 16
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def parse_arguments(text: str) -> Any:
-    """``""`` → ``{}``; valid JSON → its value; invalid JSON → the raw string (P-ARGS-15).
-
-    ``NaN`` and ``Infinity`` are not JSON (Python's parser would accept them).
-    """
-    if text == "":
-        return {}
-    try:
-        return json.loads(text, parse_constant=_reject_constant)
-    except (ValueError, RecursionError):
-        return text
 
 
 class BatchRun:
@@ -107,9 +90,10 @@ class BatchRun:
 
     def _log_call(self, k: int) -> None:
         call = self.calls[k]
-        self._log(
-            {"type": "tool/call", "callId": call.id, "name": call.name, "arguments": call.arguments}
-        )
+        raw = call.arguments  # the model's text; a parsed mapping is logged as its JSON text
+        arguments = raw if type(raw) is str else logged_arguments(raw)
+        event = {"type": "tool/call", "callId": call.id, "name": call.name, "arguments": arguments}
+        self._log(event)
 
     def _record(self, k: int, result: ToolExecutionResult) -> None:
         self.results[k] = result

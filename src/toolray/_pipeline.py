@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from ._arguments import InvalidArguments
 from ._dispatch import BodyRunner, run_dispatch
 from ._execution import ExecutionToken, ToolDispatchExecution, ToolExecutionInput
 from ._finish import finish
@@ -59,22 +60,37 @@ def _visible_definition(registry: ToolRegistry, inp: ToolExecutionInput) -> Any:
         return None
 
 
+def _unusable_arguments(
+    registry: ToolRegistry,
+    inp: ToolExecutionInput,
+    token: ExecutionToken,
+    result: ToolExecutionResult,
+    finalizer: Any,
+    project: Any,
+) -> Call:
+    """A call whose arguments cannot be snapshotted: ``result`` is final (P-ARGS-4/5)."""
+    execution = ToolDispatchExecution(inp, None, token, registry)
+    return Call(registry, inp, execution, finalizer, project).settle("final", result)
+
+
 async def prepare(registry: ToolRegistry, inp: ToolExecutionInput) -> Call:
     """Snapshot the arguments and run every gate; returns where the call goes next."""
     visible = _visible_definition(registry, inp)
     finalizer = getattr(visible, "finalize_content", None)
     project = getattr(visible, "project_content", None)
     token = ExecutionToken()
+    raw = inp.arguments
+    if type(raw) is InvalidArguments:  # neither JSON text nor a mapping
+        failure = failure_from(raw.error)
+        return _unusable_arguments(registry, inp, token, failure, finalizer, project)
     try:
-        arguments = snapshot_json(inp.arguments)
+        arguments = snapshot_json(raw)
     except NotJsonError:
-        execution = ToolDispatchExecution(inp, None, token, registry)
-        call = Call(registry, inp, execution, finalizer, project)
-        return call.settle("final", fail(ARGS_NOT_JSON))
+        failure = fail(ARGS_NOT_JSON)
+        return _unusable_arguments(registry, inp, token, failure, finalizer, project)
     except Exception as exc:  # a hostile value whose inspection raises
-        execution = ToolDispatchExecution(inp, None, token, registry)
-        call = Call(registry, inp, execution, finalizer, project)
-        return call.settle("final", failure_from(exc))
+        failure = failure_from(exc)
+        return _unusable_arguments(registry, inp, token, failure, finalizer, project)
     execution = ToolDispatchExecution(inp, arguments, token, registry)
     call = Call(registry, inp, execution, finalizer, project)
     caller = inp.signal

@@ -14,6 +14,7 @@ pickles with its fields intact (a result crossing a process keeps its error)::
     │   ├── NotJsonError                  NOT_JSON             (.path)
     │   ├── ToolWorkerLostError           WORKER_LOST
     │   ├── ExecutorUnavailableError      EXECUTOR_UNAVAILABLE
+    │   ├── ExecutorLostError             EXECUTOR_LOST
     │   └── CodeRunFailedError            CODE_RUN_FAILED
     └── ToolBatchExecutionError           a scheduler failure (not a tool outcome)
 
@@ -31,6 +32,7 @@ __all__ = (
     "TOOL_TIMEOUT",
     "AbortError",
     "CodeRunFailedError",
+    "ExecutorLostError",
     "ExecutorUnavailableError",
     "HarnessError",
     "JsonSchemaError",
@@ -164,6 +166,15 @@ class ExecutorUnavailableError(HarnessError):
     """No batch executor is selected for the scope (nor a deployment default)."""
 
     default_code = "EXECUTOR_UNAVAILABLE"
+
+
+class ExecutorLostError(HarnessError):
+    """The executor actor died under a batch: the failure of every call it had not committed.
+
+    The calls committed before the death keep their results (API-v2.md §12).
+    """
+
+    default_code = "EXECUTOR_LOST"
 
 
 class CodeRunFailedError(HarnessError):
