@@ -75,21 +75,34 @@ class WriteSide:
         assert layer is not None
         return layer
 
-    def _commit(self, layer: Layer, undo: Callable[[], None], *, emit: bool) -> Disposer:
-        """Publish a contribution; a throwing change listener rolls it back (R-EVT-09)."""
+    def _commit(
+        self,
+        layer: Layer,
+        undo: Callable[[], bool | None],
+        *,
+        emit: bool,
+        rollback: Callable[[], None] | None = None,
+    ) -> Disposer:
+        """Publish a contribution; a throwing change listener rolls it back (R-EVT-09).
+
+        ``undo`` lifts the contribution when its disposer runs (returning ``False`` when
+        there was nothing left to lift: no version bump, no event); ``rollback`` restores
+        the state before the contribution (``undo`` unless given).
+        """
         reg = self._registry
         reg._touch(layer)
         if emit:
             try:
                 reg._emit_change()
             except Exception:
-                undo()
+                (rollback or undo)()
                 reg._touch(layer)
                 reg._emit_change()  # a second failure replaces the first
                 raise
 
         def dispose() -> None:
-            undo()
+            if undo() is False:
+                return
             reg._touch(layer)
             if emit:
                 reg._emit_change_contained()
@@ -102,15 +115,26 @@ class WriteSide:
 
     # ------------------------------------------------------------------ tools
     def register(
-        self, definition: ToolDefinition, *, when: Callable[[Any], Any] | None = None
+        self,
+        definition: ToolDefinition,
+        *,
+        when: Callable[[Any], Any] | None = None,
+        replace: bool = False,
     ) -> Disposer:
-        """Register ``definition`` in this context's layer; ``when`` makes it conditional."""
+        """Register ``definition`` in this context's layer; ``when`` makes it conditional.
+
+        A name is unique per layer: a second registration raises ``ValueError``, unless
+        ``replace=True``, which swaps the live registration of that name (keeping its
+        position) in one change event. The returned disposer lifts the new registration;
+        the replaced one's disposer no longer lifts anything.
+        """
         check_registration(definition)
         if when is not None and not callable(when):
             raise TypeError(f'tool "{definition.name}" when must be callable')
         layer = self._layer()
         name = definition.name
-        if name in layer.tools:
+        previous = layer.tools.get(name)
+        if previous is not None and not replace:
             self._discard_if_empty(layer)
             if self._key is None:
                 raise ValueError(
@@ -120,13 +144,25 @@ class WriteSide:
             raise ValueError(f'tool "{name}" is already registered in this scope')
         entry = Entry(definition=definition, when=when, layer_key=self._key)
         layer.tools[name] = entry
+        if previous is not None:
+            previous.alive = False
 
-        def undo() -> None:
+        def undo() -> bool:
             entry.alive = False
-            if layer.tools.get(name) is entry:
-                del layer.tools[name]
+            if layer.tools.get(name) is not entry:
+                return False  # replaced (or already lifted): nothing of it is live
+            del layer.tools[name]
+            return True
 
-        return self._commit(layer, undo, emit=True)
+        def rollback() -> None:
+            entry.alive = False
+            if previous is None:
+                layer.tools.pop(name, None)
+            else:
+                previous.alive = True
+                layer.tools[name] = previous
+
+        return self._commit(layer, undo, emit=True, rollback=rollback)
 
     def restrict(
         self, *, allow: Iterable[str] | None = None, deny: Iterable[str] | None = None
