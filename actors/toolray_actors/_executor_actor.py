@@ -32,7 +32,7 @@ from toolray import (
     ToolExecutionResult,
     ToolRegistry,
 )
-from toolray._pipeline import run_pipeline
+from toolray.lowlevel import run_pipeline
 
 from ._config import RuntimeConfig
 from ._handles import create_pool, executor_name, get_named, kill_self, registry_name

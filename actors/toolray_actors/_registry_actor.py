@@ -16,6 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from toolray import ToolRegistry
+from toolray.lowlevel import has_scope, scope_parent
 
 from ._errors import is_actor_death
 from ._handles import get_named
@@ -120,11 +121,11 @@ class RegistryActor:
         """Create a scope (and its chain) if new; a conflicting parent raises ValueError."""
         async with self._lock:
             reg = self.mirror.registry
-            known = key in reg._scopes
+            known = has_scope(reg, key)
             reg.scope(key, parent=parent)
             if known:
                 return
-            op = Op(id=self.next_id, kind="scope", key=key, parent=reg._parents.get(key))
+            op = Op(id=self.next_id, kind="scope", key=key, parent=scope_parent(reg, key))
             self.next_id += 1
             self.ops[op.id] = op
             await self._publish(("add", op))

@@ -25,7 +25,7 @@ from typing import Any
 import cloudpickle
 
 from toolray import AbortController, AbortError, HarnessError, ToolRunContext
-from toolray._json import is_json
+from toolray.lowlevel import is_json
 
 __all__ = ("ToolInterrupted", "ToolWorker", "WorkerStatus")
 

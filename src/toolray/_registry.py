@@ -29,7 +29,14 @@ if TYPE_CHECKING:
     from ._execution import ToolExecution, ToolExecutionInput
     from ._results import ActivationContext, ApprovalService, ToolExecutionResult
 
-__all__ = ("MODES", "ExecutionMode", "RegistryStatistics", "ToolRegistry")
+__all__ = (
+    "MODES",
+    "ExecutionMode",
+    "RegistryStatistics",
+    "ToolRegistry",
+    "has_scope",
+    "scope_parent",
+)
 
 _log = logging.getLogger("toolray")
 
@@ -65,6 +72,7 @@ def _projected_parameters(entry: Entry) -> Any:
 
 
 _INCLUDE: dict[str, Callable[[Entry], bool]] = {"all": _all, "unconditional": _unconditional}
+_STRANGER_VIEWS = 256  # cached views of keys read without a scope() (bounded, oldest evicted)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -104,12 +112,14 @@ class ToolRegistry(WriteSide):
         self.clock: Clock = clock if clock is not None else system_clock
         self._layers: dict[str | None, Layer] = {None: Layer(None)}
         self._parents: dict[str, str | None] = {}
+        self._children: dict[str, int] = {}  # how many scopes name each key as their parent
         self._scopes: dict[str, ScopedTools] = {}
         self._change_listeners: list[Callable[[], Any]] = []
         self._epoch = 0
         self._cache: dict[
             tuple[str | None, str], tuple[int, tuple[int, ...], dict[str, Entry]]
         ] = {}
+        self._strangers: dict[tuple[str | None, str], None] = {}
         self._approval: list[ApprovalService] = []
         self._default_executor: ToolExecutor | None = None
         self._default_replaced = False
@@ -146,6 +156,11 @@ class ToolRegistry(WriteSide):
                 raise ValueError(f'scope parent "{parent}" would make a cycle through "{key}"')
             if parent not in self._scopes:
                 self.scope(parent)
+        previous = self._parents.get(key)
+        if previous is not None:
+            self._children[previous] -= 1
+        if parent is not None:
+            self._children[parent] = self._children.get(parent, 0) + 1
         self._parents[key] = parent
         self._chains.clear()
         self._epoch += 1  # a new chain changes what the key sees (R-VIS-32), with no event
@@ -172,7 +187,22 @@ class ToolRegistry(WriteSide):
         return chain
 
     def _forget_scope(self, key: str) -> None:
+        """Drop a disposed scope: its context, cached views, chain and parent binding.
+
+        The parent binding stays while a live scope still inherits through it.
+        """
         self._scopes.pop(key, None)
+        node: str | None = key
+        while node is not None and node not in self._scopes and not self._children.get(node):
+            parent = self._parents.pop(node, None)
+            self._children.pop(node, None)
+            for variant in _INCLUDE:
+                self._cache.pop((node, variant), None)
+            if parent is not None:
+                self._children[parent] -= 1
+            node = parent
+        self._chains.clear()
+        self._epoch += 1
 
     # ------------------------------------------------------------------ layer plumbing
     def _layer_of(self, key: str | None, *, create: bool = False) -> Layer | None:
@@ -226,7 +256,18 @@ class ToolRegistry(WriteSide):
             return cached[2]
         view = self._build(scope, _INCLUDE[variant])
         self._cache[key] = (self._epoch, versions, view)
+        if scope is not None and scope not in self._parents:
+            self._remember_stranger(key)
         return view
+
+    def _remember_stranger(self, key: tuple[str | None, str]) -> None:
+        """Views of keys that are no scope (reads never create one) stay few: oldest go."""
+        strangers = self._strangers
+        strangers[key] = None
+        if len(strangers) > _STRANGER_VIEWS:
+            oldest = next(iter(strangers))
+            del strangers[oldest]
+            self._cache.pop(oldest, None)
 
     def _build(self, scope: str | None, include: Callable[[Entry], bool]) -> dict[str, Entry]:
         if scope is None:
@@ -430,3 +471,13 @@ class ToolRegistry(WriteSide):
     async def execute_batch(self, batch: ToolBatchInput) -> ToolBatchResult:
         """Delegate a raw model batch to the selected executor."""
         return await self.executor_for(batch.scope).execute(batch)
+
+
+def has_scope(registry: ToolRegistry, key: str) -> bool:
+    """Whether ``key`` is a live scope of ``registry`` (created and not disposed)."""
+    return key in registry._scopes
+
+
+def scope_parent(registry: ToolRegistry, key: str) -> str | None:
+    """The parent ``key`` is bound to, or ``None`` (no parent, or no such scope)."""
+    return registry._parents.get(key)
