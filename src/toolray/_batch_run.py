@@ -14,21 +14,20 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ._arguments import logged_arguments, parse_arguments
 from ._batch_types import ToolBatchInput, ToolBatchResult, ToolCall, ToolCallResult
+from ._call import Call
 from ._content import UserMessage
 from ._dispatch import BodyRunner
 from ._execution import ToolExecutionInput
+from ._lookup import ToolLookup
 from ._normalize import aborted, materialize
-from ._pipeline import Call, complete, dispatch, prepare
+from ._outcomes import ToolExecutionResult
+from ._pipeline import complete, dispatch, prepare
 from ._plan import next_stage
-from ._results import ToolExecutionResult
 from .errors import ToolBatchExecutionError
-
-if TYPE_CHECKING:
-    from ._registry import ToolRegistry
 
 __all__ = ("BatchRun",)
 
@@ -41,7 +40,7 @@ class BatchRun:
 
     def __init__(
         self,
-        registry: ToolRegistry,
+        registry: ToolLookup,
         batch: ToolBatchInput,
         cap: int,
         runner: BodyRunner,
@@ -135,7 +134,7 @@ class BatchRun:
         if self.trace is not None:
             self._span(k, mode)
         call = await prepare(self.registry, self.inputs[k])
-        if call.stage == "dispatch":
+        if call.step == "dispatch":
             task = asyncio.ensure_future(dispatch(call, self.runner))
             self.in_flight[task] = k
             task.add_done_callback(self._on_settled)

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from ._content import UserMessage
-from ._results import ToolExecutionResult
+from ._definition import ToolDefinition
+from ._eventlog import EventLog
+from ._execution import ToolSet
+from ._outcomes import ToolExecutionResult
 from ._signals import AbortSignal
-
-if TYPE_CHECKING:
-    from ._admission import ResolvedToolSet
-    from ._definition import ToolDefinition
-    from ._eventlog import EventLog
 
 __all__ = (
     "LogStep",
@@ -81,7 +79,7 @@ class ToolBatchInput:
     _: KW_ONLY
     max_parallel_tool_calls: int | None = None
     scope: str | None = None
-    tool_set: ResolvedToolSet | None = None
+    tool_set: ToolSet | None = None
     log: LogStep | None = None
 
     def __post_init__(self) -> None:

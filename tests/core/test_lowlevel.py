@@ -8,7 +8,9 @@ from toolray import ToolRegistry
 
 EXPECTED = {
     "BodyRunner",
+    "Call",
     "Entry",
+    "ToolLookup",
     "has_scope",
     "is_json",
     "run_body_inline",
@@ -48,3 +50,9 @@ def test_json_helpers() -> None:
     assert type(thawed["a"]) is list
     assert lowlevel.is_json({"a": [1.5]})
     assert not lowlevel.is_json({"a": (1,)})
+
+
+def test_a_registry_is_a_tool_lookup() -> None:
+    """``run_pipeline`` runs over any ``ToolLookup``; the core registry is one."""
+    reg: lowlevel.ToolLookup = ToolRegistry()
+    assert reg.execution_mode is not None
