@@ -29,10 +29,10 @@ def ray_runtime() -> Any:
     """One Ray cluster for the whole session (small, no dashboard), shared by Ray tests."""
     import cloudpickle
 
-    from tests import ray_tools
+    from tests import tools
     from toolray_actors import RayRuntime
 
-    cloudpickle.register_pickle_by_value(ray_tools)
+    cloudpickle.register_pickle_by_value(tools)
     runtime = RayRuntime.start("configs/ci.toml", address="local")
     yield runtime
     runtime.shutdown()

@@ -14,6 +14,7 @@ from typing import Any
 import cloudpickle
 
 from toolray import Disposer, ToolRegistry
+from toolray.lowlevel import has_scope, scope_parent
 
 __all__ = ("Mirror", "Op", "dumps_named")
 
@@ -60,7 +61,7 @@ class Mirror:
     keys: dict[int, str] = field(default_factory=dict)  # id(definition) -> cache key
     owners: dict[int, int] = field(default_factory=dict)  # op id -> id(definition)
 
-    def apply(self, op: Op) -> None:
+    def apply(self, op: Op, *, replace: bool = False) -> None:
         """Replay one contribution (raises what the core raises)."""
         reg = self.registry
         if op.kind == "scope":
@@ -73,7 +74,7 @@ class Mirror:
             assert op.blob is not None
             definition = cloudpickle.loads(op.blob)
             when = cloudpickle.loads(op.when) if op.when is not None else None
-            disposer = ctx.register(definition, when=when)
+            disposer = ctx.register(definition, when=when, replace=replace)
             self.blobs[op.id] = op.blob
             self.keys[id(definition)] = f"def:{op.id}"
             self.owners[op.id] = id(definition)
@@ -98,20 +99,24 @@ class Mirror:
             raise ValueError(f"unknown contribution kind {op.kind!r}")
         self.disposers[op.id] = disposer
 
-    def remove(self, op_id: int) -> None:
-        """Undo one contribution (idempotent)."""
+    def _forget(self, op_id: int) -> Disposer | None:
         disposer = self.disposers.pop(op_id, None)
         self.blobs.pop(op_id, None)
         owner = self.owners.pop(op_id, None)
         if owner is not None:
             self.keys.pop(owner, None)
+        return disposer
+
+    def remove(self, op_id: int) -> None:
+        """Undo one contribution (idempotent)."""
+        disposer = self._forget(op_id)
         if disposer is not None:
             disposer()
 
     def swap(self, old_id: int, op: Op) -> None:
-        """Replace registration ``old_id`` by ``op`` (a ``replace=True`` registration)."""
-        self.remove(old_id)
-        self.apply(op)
+        """Replace registration ``old_id`` by ``op`` in one change event (``replace=True``)."""
+        self._forget(old_id)  # the core's replace lifts the old registration itself
+        self.apply(op, replace=True)
 
     def dispose_scope(self, key: str, op_ids: list[int] | tuple[int, ...]) -> None:
         """Forget scope ``key``: its contributions unwind and the core drops the scope."""
@@ -122,15 +127,15 @@ class Mirror:
 
     def has_scope(self, key: str) -> bool:
         """Whether the core registry knows scope ``key``."""
-        return key in self.registry._scopes
+        return has_scope(self.registry, key)
 
     def parent_of(self, key: str) -> str | None:
         """The parent of scope ``key``."""
-        return self.registry._parents.get(key)
+        return scope_parent(self.registry, key)
 
     def scope_count(self) -> int:
         """How many scopes the core registry holds."""
-        return len(self.registry._scopes)
+        return self.registry.statistics().scopes
 
     def key_of(self, definition: Any) -> tuple[str, bytes] | None:
         """The worker cache key and blob of a registered definition."""

@@ -18,9 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from toolray import AbortError, ToolRunContext, ToolWorkerLostError
-from toolray._dispatch import run_body_inline
-from toolray._json import thaw_json
-from toolray._layers import Entry
+from toolray.lowlevel import Entry, run_body_inline, thaw_json
 
 from ._errors import is_actor_death, is_cancelled, task_cause, wire_reason
 from ._handles import cancel, kill

@@ -25,10 +25,15 @@ Example:
 
 from __future__ import annotations
 
+from ._activation import ActivationContext as ActivationContext
+from ._activation import ModelSelection as ModelSelection
 from ._admission import ResolvedToolSet as ResolvedToolSet
+from ._approval import ApprovalOutcome as ApprovalOutcome
+from ._approval import ApprovalRequest as ApprovalRequest
+from ._approval import ApprovalService as ApprovalService
+from ._arguments import parse_arguments as parse_arguments
 from ._batch import BatchExecutor as BatchExecutor
 from ._batch import BatchStatistics as BatchStatistics
-from ._batch_run import parse_arguments as parse_arguments
 from ._batch_types import LogStep as LogStep
 from ._batch_types import ToolBatchInput as ToolBatchInput
 from ._batch_types import ToolBatchResult as ToolBatchResult
@@ -42,6 +47,15 @@ from ._content import ContentBlock as ContentBlock
 from ._content import UserMessage as UserMessage
 from ._content import text_block as text_block
 from ._context import ScopedTools as ScopedTools
+from ._decisions import Accept as Accept
+from ._decisions import Allow as Allow
+from ._decisions import Ask as Ask
+from ._decisions import Block as Block
+from ._decisions import Cancel as Cancel
+from ._decisions import Deny as Deny
+from ._decisions import PostToolDecision as PostToolDecision
+from ._decisions import PreToolDecision as PreToolDecision
+from ._decisions import ReplaceValue as ReplaceValue
 from ._decorator import tool as tool
 from ._definition import RESERVED_TOOL_NAME as RESERVED_TOOL_NAME
 from ._definition import Placement as Placement
@@ -62,6 +76,12 @@ from ._json import FrozenDict as FrozenDict
 from ._json import FrozenList as FrozenList
 from ._json import JsonValue as JsonValue
 from ._json import snapshot_json as snapshot_json
+from ._outcomes import ToolErrorInfo as ToolErrorInfo
+from ._outcomes import ToolExecutionFailure as ToolExecutionFailure
+from ._outcomes import ToolExecutionResult as ToolExecutionResult
+from ._outcomes import ToolExecutionSuccess as ToolExecutionSuccess
+from ._outcomes import ToolFailure as ToolFailure
+from ._plan import ExecutionMode as ExecutionMode
 from ._plan import Stage as Stage
 from ._plan import next_stage as next_stage
 from ._plan import plan_stages as plan_stages
@@ -86,28 +106,7 @@ from ._presentation import ToolResultView as ToolResultView
 from ._presentation import WebFetchResultView as WebFetchResultView
 from ._presentation import WebSearchResultView as WebSearchResultView
 from ._presentation import WebSource as WebSource
-from ._registry import ExecutionMode as ExecutionMode
-from ._registry import RegistryStatistics as RegistryStatistics
 from ._registry import ToolRegistry as ToolRegistry
-from ._results import Accept as Accept
-from ._results import ActivationContext as ActivationContext
-from ._results import Allow as Allow
-from ._results import ApprovalOutcome as ApprovalOutcome
-from ._results import ApprovalRequest as ApprovalRequest
-from ._results import ApprovalService as ApprovalService
-from ._results import Ask as Ask
-from ._results import Block as Block
-from ._results import Cancel as Cancel
-from ._results import Deny as Deny
-from ._results import ModelSelection as ModelSelection
-from ._results import PostToolDecision as PostToolDecision
-from ._results import PreToolDecision as PreToolDecision
-from ._results import ReplaceValue as ReplaceValue
-from ._results import ToolErrorInfo as ToolErrorInfo
-from ._results import ToolExecutionFailure as ToolExecutionFailure
-from ._results import ToolExecutionResult as ToolExecutionResult
-from ._results import ToolExecutionSuccess as ToolExecutionSuccess
-from ._results import ToolFailure as ToolFailure
 from ._schema import assert_object_json_schema as assert_object_json_schema
 from ._schema import assert_supported_json_schema as assert_supported_json_schema
 from ._schema import compile_validator as compile_validator
@@ -118,6 +117,7 @@ from ._schema import value_schema_to_json_schema as value_schema_to_json_schema
 from ._signals import AbortController as AbortController
 from ._signals import AbortSignal as AbortSignal
 from ._signals import TimeoutReason as TimeoutReason
+from ._state import RegistryStatistics as RegistryStatistics
 from .errors import TOOL_ABORTED as TOOL_ABORTED
 from .errors import TOOL_ABORTED_BEFORE_DISPATCH as TOOL_ABORTED_BEFORE_DISPATCH
 from .errors import TOOL_TIMEOUT as TOOL_TIMEOUT

@@ -14,16 +14,13 @@ import asyncio
 import inspect
 from collections.abc import Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, final
+from typing import Any, final
 
+from ._activation import ActivationContext
 from ._definition import ToolDefinition
 from ._layers import Entry
-from ._view import build_view
+from ._state import RegistryState
 from .errors import AbortError
-
-if TYPE_CHECKING:
-    from ._registry import ToolRegistry
-    from ._results import ActivationContext
 
 __all__ = ("ResolvedToolSet", "resolve_tool_set")
 
@@ -32,30 +29,30 @@ __all__ = ("ResolvedToolSet", "resolve_tool_set")
 class ResolvedToolSet:
     """One step's admitted registrations for one scope."""
 
-    __slots__ = ("_admitted", "_cache", "_disposed", "_registry", "scope")
+    __slots__ = ("_admitted", "_cache", "_disposed", "_scope", "_state")
 
-    def __init__(self, registry: ToolRegistry, scope: str | None, admitted: set[int]) -> None:
-        self._registry = registry
-        self.scope = scope
+    def __init__(self, state: RegistryState, scope: str | None, admitted: set[int]) -> None:
+        self._state = state
+        self._scope = scope
         self._admitted = admitted
         self._disposed = False
         self._cache: tuple[int, dict[str, Entry]] | None = None
 
+    @property
+    def scope(self) -> str | None:
+        """The scope the set was resolved for (it admits nothing for any other)."""
+        return self._scope
+
     def entries(self, scope: str | None) -> dict[str, Entry]:
         """Admitted entries still visible in their original scope (empty for other scopes)."""
-        if self._disposed or scope != self.scope:
+        if self._disposed or scope != self._scope:
             return {}
-        reg = self._registry
-        if self._cache is not None and self._cache[0] == reg._epoch:
+        state = self._state
+        if self._cache is not None and self._cache[0] == state.epoch:
             return self._cache[1]
         admitted = self._admitted
-        if scope is None:
-            glob = reg._layers[None]
-            view = {n: e for n, e in glob.tools.items() if e.serial in admitted}
-        else:
-            ancestors, own = reg._chain_layers(scope)
-            view = build_view(reg._layers[None], ancestors, own, lambda e: e.serial in admitted)
-        self._cache = (reg._epoch, view)
+        view = state.build(scope, lambda e: e.serial in admitted)
+        self._cache = (state.epoch, view)
         return view
 
     def entry(self, scope: str | None, name: str) -> Entry | None:
@@ -88,12 +85,10 @@ class ResolvedToolSet:
         self.dispose()
 
 
-def _chain_entries(registry: ToolRegistry, scope: str | None) -> list[Entry]:
+def _chain_entries(state: RegistryState, scope: str | None) -> list[Entry]:
     entries: list[Entry] = []
-    for key in (None, *registry.chain(scope)):
-        layer = registry._layers.get(key)
-        if layer is not None:
-            entries.extend(layer.tools.values())
+    for layer in state.layers_on_chain(scope):
+        entries.extend(layer.tools.values())
     return entries
 
 
@@ -103,12 +98,12 @@ def _raise_aborted(reason: Any) -> None:
     raise AbortError("tool resolution was aborted")
 
 
-async def resolve_tool_set(registry: ToolRegistry, context: ActivationContext) -> ResolvedToolSet:
+async def resolve_tool_set(state: RegistryState, context: ActivationContext) -> ResolvedToolSet:
     """Evaluate conditions once for a step; see the module docstring."""
     signal = context.signal
     if signal.aborted:
         _raise_aborted(signal.reason)
-    entries = _chain_entries(registry, context.scope)
+    entries = _chain_entries(state, context.scope)
     conditional = [e for e in entries if e.when is not None]
     verdicts: dict[int, Any] = {}
     pending: dict[int, asyncio.Future[Any]] = {}
@@ -131,7 +126,7 @@ async def resolve_tool_set(registry: ToolRegistry, context: ActivationContext) -
     admitted = {
         e.serial for e in entries if e.alive and (e.when is None or bool(verdicts.get(e.serial)))
     }
-    return ResolvedToolSet(registry, context.scope, admitted)
+    return ResolvedToolSet(state, context.scope, admitted)
 
 
 async def _settle(

@@ -6,7 +6,7 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, final
+from typing import Any, final
 
 from ._batch_run import BatchRun
 from ._batch_types import (
@@ -19,9 +19,7 @@ from ._batch_types import (
 from ._definition import ToolDefinition
 from ._dispatch import BodyRunner, inline_runner
 from ._json import snapshot_json, thaw_json
-
-if TYPE_CHECKING:
-    from ._registry import ToolRegistry
+from ._lookup import ToolLookup
 
 __all__ = ("BatchExecutor", "BatchStatistics")
 
@@ -105,7 +103,7 @@ class BatchExecutor:
 
     def __init__(
         self,
-        registry: ToolRegistry,
+        registry: ToolLookup,
         *,
         max_parallel_tool_calls: int = 10,
         runner: BodyRunner | None = None,

@@ -12,45 +12,27 @@ the started ones and raises ``ToolBatchExecutionError`` (B-ERR).
 from __future__ import annotations
 
 import asyncio
-import json
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from ._arguments import logged_arguments, parse_arguments
 from ._batch_types import ToolBatchInput, ToolBatchResult, ToolCall, ToolCallResult
+from ._call import Call
 from ._content import UserMessage
 from ._dispatch import BodyRunner
 from ._execution import ToolExecutionInput
+from ._lookup import ToolLookup
 from ._normalize import aborted, materialize
-from ._pipeline import Call, complete, dispatch, prepare
+from ._outcomes import ToolExecutionResult
+from ._pipeline import complete, dispatch, prepare
 from ._plan import next_stage
-from ._results import ToolExecutionResult
 from .errors import ToolBatchExecutionError
 
-if TYPE_CHECKING:
-    from ._registry import ToolRegistry
-
-__all__ = ("BatchRun", "parse_arguments")
+__all__ = ("BatchRun",)
 
 
 _YIELD_EVERY = 16
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def parse_arguments(text: str) -> Any:
-    """``""`` → ``{}``; valid JSON → its value; invalid JSON → the raw string (P-ARGS-15).
-
-    ``NaN`` and ``Infinity`` are not JSON (Python's parser would accept them).
-    """
-    if text == "":
-        return {}
-    try:
-        return json.loads(text, parse_constant=_reject_constant)
-    except (ValueError, RecursionError):
-        return text
 
 
 class BatchRun:
@@ -58,7 +40,7 @@ class BatchRun:
 
     def __init__(
         self,
-        registry: ToolRegistry,
+        registry: ToolLookup,
         batch: ToolBatchInput,
         cap: int,
         runner: BodyRunner,
@@ -107,9 +89,10 @@ class BatchRun:
 
     def _log_call(self, k: int) -> None:
         call = self.calls[k]
-        self._log(
-            {"type": "tool/call", "callId": call.id, "name": call.name, "arguments": call.arguments}
-        )
+        raw = call.arguments  # the model's text; a parsed mapping is logged as its JSON text
+        arguments = raw if type(raw) is str else logged_arguments(raw)
+        event = {"type": "tool/call", "callId": call.id, "name": call.name, "arguments": arguments}
+        self._log(event)
 
     def _record(self, k: int, result: ToolExecutionResult) -> None:
         self.results[k] = result
@@ -151,7 +134,7 @@ class BatchRun:
         if self.trace is not None:
             self._span(k, mode)
         call = await prepare(self.registry, self.inputs[k])
-        if call.stage == "dispatch":
+        if call.step == "dispatch":
             task = asyncio.ensure_future(dispatch(call, self.runner))
             self.in_flight[task] = k
             task.add_done_callback(self._on_settled)

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from ._content import UserMessage
-from ._results import ToolExecutionResult
+from ._definition import ToolDefinition
+from ._eventlog import EventLog
+from ._execution import ToolSet
+from ._outcomes import ToolExecutionResult
 from ._signals import AbortSignal
-
-if TYPE_CHECKING:
-    from ._admission import ResolvedToolSet
-    from ._definition import ToolDefinition
-    from ._eventlog import EventLog
 
 __all__ = (
     "LogStep",
@@ -36,11 +34,31 @@ def check_cap(value: Any, what: str = "max_parallel_tool_calls") -> int:
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
-    """One raw model call: ``arguments`` is the model's JSON text (``""`` means ``{}``)."""
+    """One raw model call, as the model emitted it.
+
+    ``arguments`` is the model's JSON text (``""`` means ``{}``; invalid JSON is passed on as
+    the raw string) or a ``Mapping`` already parsed (Anthropic's ``tool_use.input``). Any
+    other value is accepted here and becomes that call's ``INVALID_ARGS`` failure when the
+    batch runs: one bad call never breaks a batch (API-v2.md §12).
+
+    Example:
+        >>> ToolCall("c1", "echo", {"text": "hi"}).arguments
+        {'text': 'hi'}
+        >>> ToolCall(1, "echo", "{}")
+        Traceback (most recent call last):
+        ...
+        TypeError: ToolCall.id must be a str, not int
+    """
 
     id: str
     name: str
-    arguments: str
+    arguments: str | Mapping[str, Any]
+
+    def __post_init__(self) -> None:
+        for field in ("id", "name"):
+            value = getattr(self, field)
+            if not isinstance(value, str):
+                raise TypeError(f"ToolCall.{field} must be a str, not {type(value).__name__}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +79,7 @@ class ToolBatchInput:
     _: KW_ONLY
     max_parallel_tool_calls: int | None = None
     scope: str | None = None
-    tool_set: ResolvedToolSet | None = None
+    tool_set: ToolSet | None = None
     log: LogStep | None = None
 
     def __post_init__(self) -> None:

@@ -1,25 +1,22 @@
 """The write side, shared by the global context and every scoped context.
 
-Each contribution lands in its context's layer and returns the exact :class:`Disposer` that
-lifts it (R-REG-17). A scoped context owns its disposers and unwinds them in reverse order
-when the scope is disposed (R-REG-16, R-EVT-07).
+Each contribution lands in its context's layer of the
+:class:`~toolray._state.RegistryState` and returns the exact :class:`Disposer` that lifts
+it (R-REG-17). A scoped context owns its disposers and unwinds them in reverse order when
+the scope is disposed (R-REG-16, R-EVT-07); then the state forgets the scope.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ._definition import RESERVED_TOOL_NAME, ToolDefinition, check_registration
 from ._disposer import Disposer
-from ._layers import Entry, GuardEntry, HookKind, Layer, Restriction
+from ._layers import Entry, GuardEntry, Hook, HookKind, Layer, Restriction
+from ._state import MODES, RegistryState
 
-if TYPE_CHECKING:
-    from ._registry import ToolRegistry
-
-__all__ = ("Hook", "ScopedTools", "WriteSide")
-
-_MODES = ("native", "code", "both")
+__all__ = ("ScopedTools", "Scopes", "WriteSide")
 _RESTRICT_UNSCOPED = (
     "restrict() requires a scoped context (registry.scope(key)): a context-global restriction "
     "would mask every agent — deny the tool for the intended agent instead"
@@ -38,15 +35,6 @@ _PRESENT_UNSCOPED = (
 )
 
 
-class Hook:
-    """One hook registration (the same function may be registered twice, independently)."""
-
-    __slots__ = ("fn",)
-
-    def __init__(self, fn: Callable[..., Any]) -> None:
-        self.fn = fn
-
-
 def _names(value: Any, side: str) -> list[str] | None:
     if value is None:
         return None
@@ -62,8 +50,8 @@ def _names(value: Any, side: str) -> list[str] | None:
 class WriteSide:
     """Registration methods of one context (``key=None`` is the global layer)."""
 
-    def __init__(self, registry: ToolRegistry, key: str | None) -> None:
-        self._registry = registry
+    def __init__(self, state: RegistryState, key: str | None) -> None:
+        self._state = state
         self._key = key
 
     # ------------------------------------------------------------------ plumbing
@@ -71,47 +59,65 @@ class WriteSide:
         return disposer
 
     def _layer(self) -> Layer:
-        layer = self._registry._layer_of(self._key, create=True)
-        assert layer is not None
-        return layer
+        return self._state.layer_for_write(self._key)
 
-    def _commit(self, layer: Layer, undo: Callable[[], None], *, emit: bool) -> Disposer:
-        """Publish a contribution; a throwing change listener rolls it back (R-EVT-09)."""
-        reg = self._registry
-        reg._touch(layer)
+    def _commit(
+        self,
+        layer: Layer,
+        undo: Callable[[], bool | None],
+        *,
+        emit: bool,
+        rollback: Callable[[], None] | None = None,
+    ) -> Disposer:
+        """Publish a contribution; a throwing change listener rolls it back (R-EVT-09).
+
+        ``undo`` lifts the contribution when its disposer runs (returning ``False`` when
+        there was nothing left to lift: no version bump, no event); ``rollback`` restores
+        the state before the contribution (``undo`` unless given).
+        """
+        state = self._state
+        state.touch(layer)
         if emit:
             try:
-                reg._emit_change()
+                state.emit_change()
             except Exception:
-                undo()
-                reg._touch(layer)
-                reg._emit_change()  # a second failure replaces the first
+                (rollback or undo)()
+                state.touch(layer)
+                state.emit_change()  # a second failure replaces the first
                 raise
 
         def dispose() -> None:
-            undo()
-            reg._touch(layer)
+            if undo() is False:
+                return
+            state.touch(layer)
             if emit:
-                reg._emit_change_contained()
+                state.emit_change_contained()
 
         return self._own(Disposer(dispose))
 
-    def _discard_if_empty(self, layer: Layer) -> None:
-        if layer.key is not None and layer.empty:
-            self._registry._layers.pop(layer.key, None)
-
     # ------------------------------------------------------------------ tools
     def register(
-        self, definition: ToolDefinition, *, when: Callable[[Any], Any] | None = None
+        self,
+        definition: ToolDefinition,
+        *,
+        when: Callable[[Any], Any] | None = None,
+        replace: bool = False,
     ) -> Disposer:
-        """Register ``definition`` in this context's layer; ``when`` makes it conditional."""
+        """Register ``definition`` in this context's layer; ``when`` makes it conditional.
+
+        A name is unique per layer: a second registration raises ``ValueError``, unless
+        ``replace=True``, which swaps the live registration of that name (keeping its
+        position) in one change event. The returned disposer lifts the new registration;
+        the replaced one's disposer no longer lifts anything.
+        """
         check_registration(definition)
         if when is not None and not callable(when):
             raise TypeError(f'tool "{definition.name}" when must be callable')
         layer = self._layer()
         name = definition.name
-        if name in layer.tools:
-            self._discard_if_empty(layer)
+        previous = layer.tools.get(name)
+        if previous is not None and not replace:
+            self._state.discard_if_empty(layer)
             if self._key is None:
                 raise ValueError(
                     f'tool "{name}" is already registered (for a per-agent variant, register '
@@ -120,13 +126,25 @@ class WriteSide:
             raise ValueError(f'tool "{name}" is already registered in this scope')
         entry = Entry(definition=definition, when=when, layer_key=self._key)
         layer.tools[name] = entry
+        if previous is not None:
+            previous.alive = False
 
-        def undo() -> None:
+        def undo() -> bool:
             entry.alive = False
-            if layer.tools.get(name) is entry:
-                del layer.tools[name]
+            if layer.tools.get(name) is not entry:
+                return False  # replaced (or already lifted): nothing of it is live
+            del layer.tools[name]
+            return True
 
-        return self._commit(layer, undo, emit=True)
+        def rollback() -> None:
+            entry.alive = False
+            if previous is None:
+                layer.tools.pop(name, None)
+            else:
+                previous.alive = True
+                layer.tools[name] = previous
+
+        return self._commit(layer, undo, emit=True, rollback=rollback)
 
     def restrict(
         self, *, allow: Iterable[str] | None = None, deny: Iterable[str] | None = None
@@ -140,7 +158,7 @@ class WriteSide:
         named = [*(allow_names or ()), *(deny_names or ())]
         if RESERVED_TOOL_NAME in named:
             raise ValueError(_RESTRICT_RESERVED)
-        known = self._registry._restrictable(self._key)
+        known = self._state.restrictable(self._key)
         unknown = [n for n in named if n not in known]
         if unknown:
             listed = ", ".join(f'"{n}"' for n in unknown)
@@ -166,7 +184,7 @@ class WriteSide:
         """Declare this scope's presentation mode (``native``, ``code`` or ``both``)."""
         if self._key is None:
             raise ValueError(_PRESENT_UNSCOPED)
-        if mode not in _MODES:
+        if mode not in MODES:
             raise ValueError('present_as() mode must be one of "native", "code", "both"')
         layer = self._layer()
         if layer.mode is not None:
@@ -232,21 +250,14 @@ class WriteSide:
         """``() -> None`` after every registration change, never scope-filtered (R-EVT-08)."""
         if not callable(listener):
             raise TypeError("on_change() takes a callable")
-        listeners = self._registry._change_listeners
-        listeners.append(listener)
-
-        def dispose() -> None:
-            if listener in listeners:
-                listeners.remove(listener)
-
-        return self._own(Disposer(dispose))
+        return self._own(Disposer(self._state.add_change_listener(listener)))
 
     def set_executor(self, executor: Any) -> Disposer:
         """Select the batch executor for this context (global = the deployment default)."""
         layer = self._layer()
         layer.executors.append(executor)
         if self._key is None:
-            self._registry._default_replaced = True
+            self._state.default_replaced = True
 
         def undo() -> None:
             if executor in layer.executors:
@@ -258,10 +269,11 @@ class WriteSide:
 class ScopedTools(WriteSide):
     """The scoped context of one agent scope: its own layer on top of its chain."""
 
-    def __init__(self, registry: ToolRegistry, key: str) -> None:
-        super().__init__(registry, key)
+    def __init__(self, state: RegistryState, key: str, forget: Callable[[str], None]) -> None:
+        super().__init__(state, key)
         self._owned: list[Disposer] = []
         self._disposed = False
+        self._forget = forget
 
     @property
     def key(self) -> str:
@@ -272,7 +284,7 @@ class ScopedTools(WriteSide):
     @property
     def parent(self) -> str | None:
         """The parent scope key, if any."""
-        return self._registry._parents.get(self.key)
+        return self._state.parent_of(self.key)
 
     @property
     def disposed(self) -> bool:
@@ -289,13 +301,35 @@ class ScopedTools(WriteSide):
         return super()._layer()
 
     def dispose(self) -> None:
-        """Unwind everything registered through this scope, last first."""
+        """Unwind everything registered through this scope, last first; forget the scope."""
         if self._disposed:
             return
         self._disposed = True
         while self._owned:
             self._owned.pop()()
-        self._registry._forget_scope(self.key)
+        self._forget(self.key)
 
     def __repr__(self) -> str:
         return f"<ScopedTools {self.key!r} parent={self.parent!r}>"
+
+
+class Scopes:
+    """The scoped contexts of one registry: created on first use, forgotten on dispose."""
+
+    def __init__(self, state: RegistryState) -> None:
+        self._state = state
+        self._contexts: dict[str, ScopedTools] = {}
+
+    def scope(self, key: str, parent: str | None = None) -> ScopedTools:
+        """The scoped context of ``key`` (created on first use, with ``parent``'s chain)."""
+        if not isinstance(key, str):
+            raise TypeError("a scope key is a str")
+        self._state.open_scope(key, parent)
+        context = self._contexts.get(key)
+        if context is None:
+            context = self._contexts[key] = ScopedTools(self._state, key, self._forget)
+        return context
+
+    def _forget(self, key: str) -> None:
+        self._contexts.pop(key, None)
+        self._state.close_scope(key)

@@ -19,8 +19,8 @@ from .errors import ToolArgsError
 
 if TYPE_CHECKING:
     from ._execution import ToolExecution, ToolRunContext
+    from ._outcomes import ToolExecutionResult
     from ._presentation import ToolCallView, ToolResult, ToolResultView
-    from ._results import ToolExecutionResult
 
 __all__ = (
     "RESERVED_TOOL_NAME",

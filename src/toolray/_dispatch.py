@@ -13,21 +13,19 @@ import functools
 import inspect
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import Any, TypeAlias
 
+from ._call import Call
 from ._execution import ToolRunContext
 from ._layers import Entry
 from ._normalize import NOT_LOSSLESS, aborted, fail, failure_from, normalize_value, unknown_tool
-from ._results import ToolExecutionFailure, ToolExecutionResult, ToolExecutionSuccess
+from ._outcomes import ToolExecutionFailure, ToolExecutionResult, ToolExecutionSuccess
 from ._signals import AbortSignal
 from ._waterfall import run_waterfall
 
-if TYPE_CHECKING:
-    from ._pipeline import Call
-
 __all__ = ("BodyRunner", "inline_runner", "run_body_inline", "run_dispatch")
 
-BodyRunner: TypeAlias = Callable[["Call", Entry, ToolRunContext], Awaitable[Any]]
+BodyRunner: TypeAlias = Callable[[Call, Entry, ToolRunContext], Awaitable[Any]]
 """Runs a body and returns its raw value (or raises): in-process, or on a Ray worker."""
 
 

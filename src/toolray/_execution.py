@@ -5,27 +5,74 @@ pre-execute, guards, around-dispatch, post-execute and the result observers (P-A
 fields are read-only, and the whole object is frozen just before the observers see it. The
 around-dispatch view (``ToolDispatchExecution``) is that same object with a writable
 ``signal``.
+
+This layer knows nothing above it: a step's admitted set travels as a :class:`ToolSet`, and
+the runtime running a call is seen only through :class:`ExecutionHost` (its clock and the
+caller's view of the tools), never as a registry.
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import KW_ONLY, dataclass
-from typing import TYPE_CHECKING, Any, final
+from typing import Any, Protocol, final, runtime_checkable
 
+from ._clock import Clock
 from ._content import UserMessage
 from ._signals import AbortSignal
 
-if TYPE_CHECKING:
-    from ._admission import ResolvedToolSet
-
 __all__ = (
+    "ExecutionHost",
     "ExecutionToken",
     "ToolDispatchExecution",
     "ToolExecution",
     "ToolExecutionInput",
     "ToolRunContext",
+    "ToolSet",
 )
+
+
+@runtime_checkable
+class ToolSet(Protocol):
+    """One step's admitted registrations, as an execution carries them.
+
+    ``ResolvedToolSet`` is the implementation; the registry's lookups read it through this
+    protocol. Its values are registrations and definitions, which sit above execution
+    identity, hence ``Any`` here.
+    """
+
+    @property
+    def scope(self) -> str | None:
+        """The scope the set was resolved for (it admits nothing for any other)."""
+        ...
+
+    def entries(self, scope: str | None) -> Mapping[str, Any]:
+        """The admitted registrations ``scope`` still sees, by name, in view order."""
+        ...
+
+    def view(self, scope: str | None) -> Mapping[str, Any]:
+        """The admitted definitions ``scope`` still sees, by name, in view order."""
+        ...
+
+
+@runtime_checkable
+class ExecutionHost(Protocol):
+    """The runtime running a call, as policies see it through ``execution.host``.
+
+    A registry (in-process, or the mirror inside a Ray executor actor) is a host; a
+    policy reads the clock it runs on and the definition the caller sees, so the same
+    policy object works wherever the call runs.
+    """
+
+    @property
+    def clock(self) -> Clock:
+        """The clock deadlines run on."""
+        ...
+
+    def get(self, name: str, scope: str | None = None, tool_set: ToolSet | None = None) -> Any:
+        """The definition ``scope`` sees under ``name``, or ``None``."""
+        ...
 
 
 @final
@@ -70,7 +117,7 @@ class ToolExecutionInput:
     root_call_id: str | None = None
     schema: Any = None
     scope: str | None = None
-    tool_set: ResolvedToolSet | None = None
+    tool_set: ToolSet | None = None
     parent: ExecutionToken | None = None
 
 
@@ -81,14 +128,14 @@ class ToolExecution:
         "__weakref__",
         "_arguments",
         "_frozen",
+        "_host",
         "_input",
-        "_registry",
         "_root_call_id",
         "_signal",
         "_token",
     )
 
-    _registry: Any
+    _host: ExecutionHost | None
     _input: ToolExecutionInput
     _arguments: Any
     _token: ExecutionToken
@@ -101,10 +148,10 @@ class ToolExecution:
         inp: ToolExecutionInput,
         arguments: Any,
         token: ExecutionToken,
-        registry: Any = None,
+        host: ExecutionHost | None = None,
     ) -> None:
         init = object.__setattr__
-        init(self, "_registry", registry)  # the registry running this call (policies read it)
+        init(self, "_host", host)
         init(self, "_input", inp)
         init(self, "_arguments", arguments)
         init(self, "_token", token)
@@ -121,6 +168,9 @@ class ToolExecution:
     arguments = property(lambda self: self._arguments, doc="Frozen argument snapshot.")
     token = property(lambda self: self._token, doc="This execution's opaque token.")
     root_call_id = property(lambda self: self._root_call_id, doc="The root model call id.")
+    host = property(
+        lambda self: self._host, doc="The runtime running this call (its clock and tools)."
+    )
 
     @property
     def signal(self) -> AbortSignal:

@@ -11,13 +11,11 @@ import dataclasses
 import functools
 import inspect
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from ._call import Call
 from ._normalize import failure_from, materialize, message_of
-from ._results import ToolExecutionResult
-
-if TYPE_CHECKING:
-    from ._pipeline import Call
+from ._outcomes import ToolExecutionResult
 
 __all__ = ("finish",)
 

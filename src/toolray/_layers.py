@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from ._definition import ToolDefinition
 
-__all__ = ("Entry", "GuardEntry", "HookKind", "Layer", "Restriction")
+__all__ = ("HOOK_KINDS", "Entry", "GuardEntry", "Hook", "HookKind", "Layer", "Restriction")
 
 HookKind = Literal["pre", "execute", "post", "result", "dispatch_log"]
 HOOK_KINDS: tuple[HookKind, ...] = ("pre", "execute", "post", "result", "dispatch_log")
@@ -57,6 +57,15 @@ class GuardEntry:
     active: bool = True
 
 
+class Hook:
+    """One hook registration (the same function may be registered twice, independently)."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+
+
 class Layer:
     """The contributions of one context."""
 
@@ -79,7 +88,7 @@ class Layer:
         self.guards: list[GuardEntry] = []
         self.iterating = 0
         self.mode: str | None = None
-        self.hooks: dict[HookKind, list[Any]] = {kind: [] for kind in HOOK_KINDS}
+        self.hooks: dict[HookKind, list[Hook]] = {kind: [] for kind in HOOK_KINDS}
         self.executors: list[Any] = []
         self.version = 0
 

@@ -11,7 +11,7 @@ from typing import Any, TypeGuard
 
 from ._content import UserMessage, text_block
 from ._json import FrozenDict, FrozenList, snapshot_json
-from ._results import (
+from ._outcomes import (
     ToolErrorInfo,
     ToolExecutionFailure,
     ToolExecutionResult,

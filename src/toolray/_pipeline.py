@@ -9,72 +9,63 @@ fixed checkpoints of P-CANCEL-1 and only ever replaces a success.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any
 
+from ._arguments import InvalidArguments
+from ._call import Call
 from ._dispatch import BodyRunner, run_dispatch
 from ._execution import ExecutionToken, ToolDispatchExecution, ToolExecutionInput
 from ._finish import finish
 from ._json import snapshot_json
+from ._lookup import ToolLookup
 from ._normalize import aborted, fail, failure_from, unknown_tool
+from ._outcomes import ToolExecutionResult
 from ._policy import run_post_execute, run_pre_execute
-from ._results import ToolExecutionResult
 from .errors import NotJsonError
 
-if TYPE_CHECKING:
-    from ._registry import ToolRegistry
-
-__all__ = ("Call", "complete", "dispatch", "prepare", "run_pipeline")
+__all__ = ("ARGS_NOT_JSON", "complete", "dispatch", "prepare", "run_pipeline")
 
 ARGS_NOT_JSON = "tool execution arguments must be losslessly JSON-serializable"
 
-Stage = Literal["dispatch", "post", "final"]
 
-
-@dataclass(eq=False, slots=True)
-class Call:
-    """One call between stages: its execution, what comes next, and its result so far."""
-
-    registry: ToolRegistry
-    input: ToolExecutionInput
-    execution: ToolDispatchExecution
-    finalizer: Any
-    project: Any
-    stage: Stage = "final"
-    result: ToolExecutionResult | None = None
-    body_invoked: bool = False
-    notes: dict[str, Any] = field(default_factory=dict)  # runner details for traces
-
-    def settle(self, stage: Stage, result: ToolExecutionResult | None = None) -> Call:
-        """Move to ``stage`` with ``result``."""
-        self.stage = stage
-        self.result = result
-        return self
-
-
-def _visible_definition(registry: ToolRegistry, inp: ToolExecutionInput) -> Any:
+def _visible_definition(registry: ToolLookup, inp: ToolExecutionInput) -> Any:
     try:
         return registry.executable(inp.name, inp.scope, inp.tool_set)
     except Exception:
         return None
 
 
-async def prepare(registry: ToolRegistry, inp: ToolExecutionInput) -> Call:
+def _unusable_arguments(
+    registry: ToolLookup,
+    inp: ToolExecutionInput,
+    token: ExecutionToken,
+    result: ToolExecutionResult,
+    finalizer: Any,
+    project: Any,
+) -> Call:
+    """A call whose arguments cannot be snapshotted: ``result`` is final (P-ARGS-4/5)."""
+    execution = ToolDispatchExecution(inp, None, token, registry)
+    return Call(registry, inp, execution, finalizer, project).settle("final", result)
+
+
+async def prepare(registry: ToolLookup, inp: ToolExecutionInput) -> Call:
     """Snapshot the arguments and run every gate; returns where the call goes next."""
     visible = _visible_definition(registry, inp)
     finalizer = getattr(visible, "finalize_content", None)
     project = getattr(visible, "project_content", None)
     token = ExecutionToken()
+    raw = inp.arguments
+    if type(raw) is InvalidArguments:  # neither JSON text nor a mapping
+        failure = failure_from(raw.error)
+        return _unusable_arguments(registry, inp, token, failure, finalizer, project)
     try:
-        arguments = snapshot_json(inp.arguments)
+        arguments = snapshot_json(raw)
     except NotJsonError:
-        execution = ToolDispatchExecution(inp, None, token, registry)
-        call = Call(registry, inp, execution, finalizer, project)
-        return call.settle("final", fail(ARGS_NOT_JSON))
+        failure = fail(ARGS_NOT_JSON)
+        return _unusable_arguments(registry, inp, token, failure, finalizer, project)
     except Exception as exc:  # a hostile value whose inspection raises
-        execution = ToolDispatchExecution(inp, None, token, registry)
-        call = Call(registry, inp, execution, finalizer, project)
-        return call.settle("final", failure_from(exc))
+        failure = failure_from(exc)
+        return _unusable_arguments(registry, inp, token, failure, finalizer, project)
     execution = ToolDispatchExecution(inp, arguments, token, registry)
     call = Call(registry, inp, execution, finalizer, project)
     caller = inp.signal
@@ -95,22 +86,22 @@ async def prepare(registry: ToolRegistry, inp: ToolExecutionInput) -> Call:
 
 
 async def dispatch(call: Call, runner: BodyRunner | None = None) -> Call:
-    """Run the around-dispatch waterfall and the body (only for ``stage == "dispatch"``)."""
-    if call.stage != "dispatch":
+    """Run the around-dispatch waterfall and the body (only for ``step == "dispatch"``)."""
+    if call.step != "dispatch":
         return call
     return await run_dispatch(call, runner)
 
 
 async def complete(call: Call) -> ToolExecutionResult:
     """Post-execute (when the outcome enters it), then ``finish``; returns the final result."""
-    if call.stage == "post":
+    if call.step == "post":
         await run_post_execute(call)
     assert call.result is not None
     return finish(call)
 
 
 async def run_pipeline(
-    registry: ToolRegistry, inp: ToolExecutionInput, runner: BodyRunner | None = None
+    registry: ToolLookup, inp: ToolExecutionInput, runner: BodyRunner | None = None
 ) -> ToolExecutionResult:
     """The whole pipeline for one call."""
     call = await prepare(registry, inp)

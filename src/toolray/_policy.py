@@ -10,26 +10,14 @@ aborted becomes ``ABORTED`` (body ran) or ``ABORTED_BEFORE_DISPATCH``.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from ._approval import ApprovalRequest
+from ._call import Call
+from ._decisions import Accept, Allow, Ask, Block, Cancel, Deny, ReplaceValue
 from ._normalize import aborted, block_message, fail, failure_from, normalize_value, unknown_tool
-from ._results import (
-    Accept,
-    Allow,
-    ApprovalRequest,
-    Ask,
-    Block,
-    Cancel,
-    Deny,
-    ReplaceValue,
-    ToolExecutionFailure,
-    ToolExecutionResult,
-    ToolExecutionSuccess,
-)
+from ._outcomes import ToolExecutionFailure, ToolExecutionResult, ToolExecutionSuccess
 from ._waterfall import maybe_await, run_waterfall
-
-if TYPE_CHECKING:
-    from ._pipeline import Call
 
 __all__ = ("run_post_execute", "run_pre_execute")
 

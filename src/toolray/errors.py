@@ -169,7 +169,10 @@ class ExecutorUnavailableError(HarnessError):
 
 
 class ExecutorLostError(HarnessError):
-    """The executor actor running a batch died before the call's result committed."""
+    """The executor actor died under a batch: the failure of every call it had not committed.
+
+    The calls committed before the death keep their results (API-v2.md §12).
+    """
 
     default_code = "EXECUTOR_LOST"
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.ray_tools import cooperative_tool, stubborn_tool
+from tests.tools import cooperative_tool, stubborn_tool
 from toolray import AbortController, TimeoutPolicy, ToolBatchInput, ToolCall
 
 pytestmark = pytest.mark.ray

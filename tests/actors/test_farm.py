@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.ray_tools import cooperative_tool, echo_tool
+from tests.tools import cooperative_tool, text_echo_tool
 from toolray import AbortController, JsonlEventLog, LogStep, ToolBatchInput, ToolCall, read_jsonl
 
 pytestmark = pytest.mark.ray
@@ -32,7 +32,7 @@ async def _until(predicate: Any, within: float = 30.0) -> None:
 async def test_an_executor_sigkilled_mid_batch_keeps_what_committed_and_loses_the_rest(
     rt: Any, scope_key: str, tmp_path: Path
 ) -> None:
-    rt.owned.append(rt.registry.register(echo_tool("farm_echo")))
+    rt.owned.append(rt.registry.register(text_echo_tool("farm_echo")))
     rt.owned.append(rt.registry.register(cooperative_tool("farm_hold")))
     ex = rt.executor(scope_key)
     path = tmp_path / "session.jsonl"
@@ -87,7 +87,7 @@ async def test_execute_batch_returns_executor_lost_results_instead_of_raising(
 
 
 async def test_an_executor_sigkilled_between_batches_is_recreated(rt: Any, scope_key: str) -> None:
-    rt.owned.append(rt.registry.register(echo_tool("farm_echo2")))
+    rt.owned.append(rt.registry.register(text_echo_tool("farm_echo2")))
     ex = rt.executor(scope_key)
     batch = _batch([ToolCall("c1", "farm_echo2", '{"text": "a"}')], scope_key)
     await ex.execute_batch(batch)
@@ -128,7 +128,7 @@ async def test_cancelling_the_awaiting_task_aborts_the_remote_batch(
 async def test_execute_batch_sync_works_inside_a_running_event_loop(
     rt: Any, scope_key: str
 ) -> None:
-    rt.owned.append(rt.registry.register(echo_tool("farm_sync")))
+    rt.owned.append(rt.registry.register(text_echo_tool("farm_sync")))
     asyncio.get_running_loop()  # as in Jupyter: a loop is running in this thread
     out = rt.executor(scope_key).execute_batch_sync(
         _batch([ToolCall("c1", "farm_sync", '{"text": "nb"}')], scope_key)

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import ray
 
-from tests.ray_tools import cooperative_tool, crash_tool, echo_tool, failing_tool
+from tests.tools import cooperative_tool, crash_tool, failing_tool, text_echo_tool
 from toolray import AbortController, ToolBatchInput, ToolCall
 
 pytestmark = pytest.mark.ray
@@ -20,7 +20,7 @@ def _batch(calls: list[ToolCall], scope: str) -> ToolBatchInput:
 
 async def test_a_raising_body_is_one_failure_and_the_batch_goes_on(rt: Any, scope_key: str) -> None:
     rt.owned.append(rt.registry.register(failing_tool("rt_fail")))
-    rt.owned.append(rt.registry.register(echo_tool("rt_after_fail")))
+    rt.owned.append(rt.registry.register(text_echo_tool("rt_after_fail")))
     out = await rt.executor(scope_key).execute_batch(
         _batch([ToolCall("c1", "rt_fail", "{}"), ToolCall("c2", "rt_after_fail", "{}")], scope_key)
     )
@@ -35,7 +35,7 @@ async def test_a_worker_that_dies_gives_worker_lost_and_is_replaced(
     rt: Any, scope_key: str
 ) -> None:
     rt.owned.append(rt.registry.register(crash_tool("rt_crash")))
-    rt.owned.append(rt.registry.register(echo_tool("rt_after_crash")))
+    rt.owned.append(rt.registry.register(text_echo_tool("rt_after_crash")))
     before = rt.stats()
     out = await rt.executor(scope_key).execute_batch(
         _batch([ToolCall("c1", "rt_crash", "{}")], scope_key)
@@ -62,7 +62,7 @@ async def test_an_executor_killed_mid_batch_gives_executor_lost_and_the_next_bat
     rt: Any, scope_key: str
 ) -> None:
     rt.owned.append(rt.registry.register(cooperative_tool("rt_hold")))
-    rt.owned.append(rt.registry.register(echo_tool("rt_fresh")))
+    rt.owned.append(rt.registry.register(text_echo_tool("rt_fresh")))
     ex = rt.executor(scope_key)
     task = asyncio.ensure_future(
         ex.execute_batch(_batch([ToolCall("c1", "rt_hold", "{}")], scope_key))
@@ -80,9 +80,9 @@ async def test_an_executor_killed_mid_batch_gives_executor_lost_and_the_next_bat
 
 
 async def test_the_registry_actor_restarts_with_its_state(rt: Any, scope_key: str) -> None:
-    rt.owned.append(rt.registry.register(echo_tool("rt_survivor")))
+    rt.owned.append(rt.registry.register(text_echo_tool("rt_survivor")))
     scope = rt.scope(scope_key)
-    rt.owned.append(scope.register(echo_tool("rt_scoped_survivor")))
+    rt.owned.append(scope.register(text_echo_tool("rt_scoped_survivor")))
     ex = rt.executor(scope_key)
     await ex.execute_batch(_batch([ToolCall("c0", "rt_survivor", "{}")], scope_key))
     restarts = rt.registry.info()["restarts"]
@@ -100,7 +100,7 @@ async def test_the_registry_actor_restarts_with_its_state(rt: Any, scope_key: st
     assert "rt_survivor" in names
     assert "rt_scoped_survivor" in names
     # writes after the restart still reach the executor's mirror
-    rt.owned.append(rt.registry.register(echo_tool("rt_after_restart")))
+    rt.owned.append(rt.registry.register(text_echo_tool("rt_after_restart")))
     out = await ex.execute_batch(
         _batch([ToolCall("c1", "rt_after_restart", '{"text": "r"}')], scope_key)
     )

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import ray
 
-from tests.ray_tools import echo_tool
+from tests.tools import text_echo_tool
 from toolray import AbortController, ToolBatchInput, ToolCall, ToolExecutionInput
 from toolray_actors import PoolConfig, RayRuntime, RuntimeConfig
 
@@ -26,7 +26,7 @@ async def test_an_idle_executor_is_reaped_and_the_next_batch_gets_a_new_one(
     )
     rt = RayRuntime.start(config)  # Ray is already up: this attaches, in its own namespace
     try:
-        rt.registry.register(echo_tool("reap_echo"))
+        rt.registry.register(text_echo_tool("reap_echo"))
         ex = rt.executor("idle-agent")
         batch = ToolBatchInput(
             [ToolCall("c1", "reap_echo", '{"text": "a"}')],

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.ray_tools import echo_tool
+from tests.tools import text_echo_tool
 from toolray import AbortController, ToolBatchInput, ToolCall, ToolOutput, define_tool, text_block
 
 pytestmark = pytest.mark.ray
@@ -25,7 +25,7 @@ async def test_register_is_visible_to_the_next_call_and_dispose_hides_it(
         _batch([ToolCall("c1", "rt_echo_a", '{"text": "x"}')], scope_key)
     )
     assert first.results[0].result.error.info.code == "UNKNOWN_TOOL"
-    dispose = rt.registry.register(echo_tool("rt_echo_a"))
+    dispose = rt.registry.register(text_echo_tool("rt_echo_a"))
     try:
         after = await ex.execute_batch(
             _batch([ToolCall("c1", "rt_echo_a", '{"text": "x"}')], scope_key)
@@ -40,9 +40,9 @@ async def test_register_is_visible_to_the_next_call_and_dispose_hides_it(
 async def test_scoped_registration_and_restriction_through_the_actor(
     rt: Any, scope_key: str
 ) -> None:
-    rt.owned.append(rt.registry.register(echo_tool("rt_glob")))
+    rt.owned.append(rt.registry.register(text_echo_tool("rt_glob")))
     scope = rt.scope(scope_key)
-    rt.owned.append(scope.register(echo_tool("rt_local")))
+    rt.owned.append(scope.register(text_echo_tool("rt_local")))
     names = [s["name"] for s in rt.registry.schemas(scope_key)]
     assert "rt_glob" in names
     assert "rt_local" in names
@@ -62,12 +62,12 @@ async def test_scoped_registration_and_restriction_through_the_actor(
 
 
 def test_core_validation_errors_cross_unchanged(rt: Any) -> None:
-    rt.owned.append(rt.registry.register(echo_tool("rt_dup")))
+    rt.owned.append(rt.registry.register(text_echo_tool("rt_dup")))
     with pytest.raises(
         ValueError,
         match=r'tool "rt_dup" is already registered.*; pass replace=True to swap it$',
     ):
-        rt.registry.register(echo_tool("rt_dup", safe=False))
+        rt.registry.register(text_echo_tool("rt_dup", safe=False))
     with pytest.raises(ValueError, match="requires a scoped context"):
         rt.registry.restrict(deny=["rt_dup"])
 
@@ -92,7 +92,7 @@ def test_an_unpicklable_definition_fails_register_naming_the_tool(rt: Any) -> No
 
 
 async def test_stream_batch_yields_each_result_in_model_order(rt: Any, scope_key: str) -> None:
-    rt.owned.append(rt.registry.register(echo_tool("rt_stream")))
+    rt.owned.append(rt.registry.register(text_echo_tool("rt_stream")))
     calls = [ToolCall(f"c{i}", "rt_stream", f'{{"text": "t{i}"}}') for i in range(4)]
     seen = [
         (i, r.call_id, r.result.value["text"])
@@ -102,7 +102,7 @@ async def test_stream_batch_yields_each_result_in_model_order(rt: Any, scope_key
 
 
 def test_execute_batch_sync_and_single_execute(rt: Any, scope_key: str) -> None:
-    rt.owned.append(rt.registry.register(echo_tool("rt_sync")))
+    rt.owned.append(rt.registry.register(text_echo_tool("rt_sync")))
     result = rt.executor(scope_key).execute_batch_sync(
         _batch([ToolCall("c1", "rt_sync", '{"text": "s"}')], scope_key)
     )
@@ -110,7 +110,7 @@ def test_execute_batch_sync_and_single_execute(rt: Any, scope_key: str) -> None:
 
 
 async def test_remote_registry_runs_batches_and_lists_definitions(rt: Any, scope_key: str) -> None:
-    rt.owned.append(rt.registry.register(echo_tool("rt_via_registry")))
+    rt.owned.append(rt.registry.register(text_echo_tool("rt_via_registry")))
     out = await rt.registry.execute_batch(
         _batch([ToolCall("c1", "rt_via_registry", '{"text": "r"}')], scope_key)
     )
@@ -130,7 +130,7 @@ async def test_a_remote_approval_service_answers_ask_in_the_executor(
 ) -> None:
     from toolray import Allow, Ask
 
-    rt.owned.append(rt.registry.register(echo_tool("rt_needs_ok")))
+    rt.owned.append(rt.registry.register(text_echo_tool("rt_needs_ok")))
 
     async def ask_for_rt_needs_ok(execution: Any, next_: Any) -> Any:
         return Ask("check") if execution.name == "rt_needs_ok" else Allow()

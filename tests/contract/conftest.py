@@ -29,7 +29,7 @@ from typing import Any
 import cloudpickle
 import pytest
 
-from tests.contract import _tools
+from tests import tools
 from toolray import (
     AbortController,
     AbortSignal,
@@ -45,7 +45,7 @@ from toolray import (
     UserMessage,
 )
 
-cloudpickle.register_pickle_by_value(_tools)
+cloudpickle.register_pickle_by_value(tools)
 
 SCOPES = ("contract-a", "contract-b")
 """Scope keys shared by every test (one executor actor each on Ray)."""

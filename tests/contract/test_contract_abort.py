@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from tests.contract import _tools
+from tests import tools
 from tests.contract.conftest import (
     NO_VALUE,
     SCOPES,
@@ -46,9 +46,9 @@ async def test_a_pre_aborted_batch_gets_only_synthetic_aborted_before_dispatch(
     backend: Backend, tmp_path: Path
 ) -> None:
     wait, echo, echo_x = backend.name("wait"), backend.name("echo"), backend.name("echo_x")
-    backend.register(_tools.waiting_tool(wait, str(tmp_path)))
-    backend.register(_tools.echo_tool(echo))
-    backend.register(_tools.echo_tool(echo_x, safe=False))
+    backend.register(tools.waiting_tool(wait, str(tmp_path)))
+    backend.register(tools.echo_tool(echo))
+    backend.register(tools.echo_tool(echo_x, safe=False))
     ctrl = AbortController()
     ctrl.abort("user cancelled")
     calls = [
@@ -94,9 +94,9 @@ async def test_an_abort_mid_batch_stops_started_calls_and_skips_the_rest(
     backend: Backend, tmp_path: Path
 ) -> None:
     wait, echo, echo_x = backend.name("wait"), backend.name("echo"), backend.name("echo_x")
-    backend.register(_tools.waiting_tool(wait, str(tmp_path)))
-    backend.register(_tools.echo_tool(echo))
-    backend.register(_tools.echo_tool(echo_x, safe=False))
+    backend.register(tools.waiting_tool(wait, str(tmp_path)))
+    backend.register(tools.echo_tool(echo))
+    backend.register(tools.echo_tool(echo_x, safe=False))
     calls = [
         ToolCall("c1", wait, '{"key": "k1"}'),
         ToolCall("c2", wait, '{"key": "k2"}'),
@@ -135,8 +135,8 @@ async def test_an_abort_during_an_exclusive_call_skips_the_later_ones(
     backend: Backend, tmp_path: Path
 ) -> None:
     wait_x, echo = backend.name("wait_x"), backend.name("echo")
-    backend.register(_tools.waiting_tool(wait_x, str(tmp_path), safe=False))
-    backend.register(_tools.echo_tool(echo))
+    backend.register(tools.waiting_tool(wait_x, str(tmp_path), safe=False))
+    backend.register(tools.echo_tool(echo))
     calls = [
         ToolCall("c1", echo, '{"text": "first"}'),
         ToolCall("c2", wait_x, '{"key": "k2"}'),
@@ -165,8 +165,8 @@ async def test_a_timeout_on_a_cooperative_body_is_tool_timeout(
 ) -> None:
     backend.install_timeouts()
     slow, quick = backend.name("slow"), backend.name("quick")
-    backend.register(_tools.waiting_tool(slow, str(tmp_path), timeout_ms=100))
-    backend.register(_tools.quick_tool(quick, timeout_ms=10_000))
+    backend.register(tools.waiting_tool(slow, str(tmp_path), timeout_ms=100))
+    backend.register(tools.quick_tool(quick, timeout_ms=10_000))
     calls = [
         ToolCall("c1", slow, '{"key": "t1"}'),
         ToolCall("c2", quick, "{}"),
@@ -180,7 +180,7 @@ async def test_a_timeout_on_a_cooperative_body_is_tool_timeout(
 
 async def test_deferred_contexts_survive_an_abort(backend: Backend, tmp_path: Path) -> None:
     wait = backend.name("wait")
-    backend.register(_tools.waiting_tool(wait, str(tmp_path)))
+    backend.register(tools.waiting_tool(wait, str(tmp_path)))
     calls = [
         ToolCall("c1", wait, '{"key": "k1", "note": "before the abort"}'),
         ToolCall("c2", wait, '{"key": "k2"}'),

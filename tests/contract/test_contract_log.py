@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.contract import _tools
+from tests import tools
 from tests.contract.conftest import SCOPES, Backend, failure, plain, success, wires
 from toolray import LogStep, MemoryEventLog, ToolCall
 
@@ -47,9 +47,9 @@ async def test_an_all_exclusive_batch_logs_call_result_pairs_in_model_order(
 ) -> None:
     echo_x, upper_x = backend.name("echo_x"), backend.name("upper_x")
     notes_x, nope = backend.name("notes_x"), backend.name("nope")
-    backend.register(_tools.echo_tool(echo_x, safe=False))
-    backend.register(_tools.upper_tool(upper_x, safe=False))
-    backend.register(_tools.context_tool(notes_x, safe=False))
+    backend.register(tools.echo_tool(echo_x, safe=False))
+    backend.register(tools.upper_tool(upper_x, safe=False))
+    backend.register(tools.context_tool(notes_x, safe=False))
     calls = [
         ToolCall("c1", echo_x, '{"text": "x"}'),
         ToolCall("c2", nope, '{"q": 1}'),  # unknown: exclusive (fail-closed)
@@ -89,7 +89,7 @@ async def test_an_all_exclusive_batch_logs_call_result_pairs_in_model_order(
 
 async def test_consecutive_batches_append_to_the_same_sink(backend: Backend) -> None:
     echo_x = backend.name("echo_x")
-    backend.register(_tools.echo_tool(echo_x, safe=False))
+    backend.register(tools.echo_tool(echo_x, safe=False))
     log = MemoryEventLog()
     first = [ToolCall("a1", echo_x, '{"text": "1"}'), ToolCall("a2", echo_x, '{"text": "2"}')]
     second = [ToolCall("b1", echo_x, '{"text": "3"}')]

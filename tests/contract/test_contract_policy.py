@@ -7,7 +7,7 @@ effects must read the same from the results.
 
 from __future__ import annotations
 
-from tests.contract import _tools
+from tests import tools
 from tests.contract.conftest import SCOPES, Backend, failure, success, values, wires
 from toolray import ToolCall
 
@@ -20,8 +20,8 @@ def _unknown(name: str) -> dict[str, object]:
 
 async def test_a_scoped_restriction_hides_a_tool_from_that_scope_only(backend: Backend) -> None:
     hidden, kept = backend.name("hidden"), backend.name("kept")
-    backend.register(_tools.constant_tool(hidden, "hidden-ran"))
-    backend.register(_tools.constant_tool(kept, "kept-ran"))
+    backend.register(tools.constant_tool(hidden, "hidden-ran"))
+    backend.register(tools.constant_tool(kept, "kept-ran"))
     calls = [ToolCall("c1", hidden, "{}"), ToolCall("c2", kept, "{}")]
 
     lift = backend.restrict(A, deny=[hidden])
@@ -37,8 +37,8 @@ async def test_a_scoped_restriction_hides_a_tool_from_that_scope_only(backend: B
 
 async def test_an_allow_list_restriction_hides_everything_else(backend: Backend) -> None:
     hidden, kept = backend.name("hidden"), backend.name("kept")
-    backend.register(_tools.constant_tool(hidden, "hidden-ran"))
-    backend.register(_tools.constant_tool(kept, "kept-ran"))
+    backend.register(tools.constant_tool(hidden, "hidden-ran"))
+    backend.register(tools.constant_tool(kept, "kept-ran"))
     backend.restrict(B, allow=[kept])
     result = await backend.run([ToolCall("c1", hidden, "{}"), ToolCall("c2", kept, "{}")], B)
     assert wires(result) == [("c1", _unknown(hidden)), ("c2", success("kept-ran"))]
@@ -47,8 +47,8 @@ async def test_an_allow_list_restriction_hides_everything_else(backend: Backend)
 
 async def test_a_scoped_shadow_wins_over_the_global_entry(backend: Backend) -> None:
     name = backend.name("shadowed")
-    backend.register(_tools.constant_tool(name, "global"))
-    backend.register(_tools.constant_tool(name, "scoped"), scope=A)
+    backend.register(tools.constant_tool(name, "global"))
+    backend.register(tools.constant_tool(name, "scoped"), scope=A)
     calls = [ToolCall("c1", name, "{}")]
     in_a = await backend.run(calls, A)
     assert wires(in_a) == [("c1", success("scoped"))]
@@ -60,7 +60,7 @@ async def test_a_scoped_shadow_wins_over_the_global_entry(backend: Backend) -> N
 
 async def test_a_scope_only_tool_is_unknown_elsewhere(backend: Backend) -> None:
     local = backend.name("local")
-    backend.register(_tools.constant_tool(local, "local-ran"), scope=A)
+    backend.register(tools.constant_tool(local, "local-ran"), scope=A)
     calls = [ToolCall("c1", local, "{}")]
     assert wires(await backend.run(calls, A)) == [("c1", success("local-ran"))]
     assert wires(await backend.run(calls, B)) == [("c1", _unknown(local))]
@@ -68,9 +68,9 @@ async def test_a_scope_only_tool_is_unknown_elsewhere(backend: Backend) -> None:
 
 async def test_a_global_guard_denies_a_call_with_its_reason(backend: Backend) -> None:
     guarded, free = backend.name("guarded"), backend.name("free")
-    backend.register(_tools.constant_tool(guarded, "guarded-ran"))
-    backend.register(_tools.constant_tool(free, "free-ran"))
-    backend.guard(_tools.deny_guard(guarded, "terminal policy"))
+    backend.register(tools.constant_tool(guarded, "guarded-ran"))
+    backend.register(tools.constant_tool(free, "free-ran"))
+    backend.guard(tools.deny_guard(guarded, "terminal policy"))
     calls = [
         ToolCall("c1", guarded, "{}"),
         ToolCall("c2", free, "{}"),
@@ -88,8 +88,8 @@ async def test_a_global_guard_denies_a_call_with_its_reason(backend: Backend) ->
 
 async def test_a_scoped_guard_applies_to_its_scope_only(backend: Backend) -> None:
     guarded = backend.name("guarded")
-    backend.register(_tools.constant_tool(guarded, "guarded-ran"))
-    backend.guard(_tools.deny_guard(guarded, "not in this scope"), scope=A)
+    backend.register(tools.constant_tool(guarded, "guarded-ran"))
+    backend.guard(tools.deny_guard(guarded, "not in this scope"), scope=A)
     calls = [ToolCall("c1", guarded, "{}")]
     assert wires(await backend.run(calls, A)) == [("c1", failure("not in this scope"))]
     assert wires(await backend.run(calls, B)) == [("c1", success("guarded-ran"))]

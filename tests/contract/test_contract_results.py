@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tests.contract import _tools
+from tests import tools
 from tests.contract.conftest import (
     NO_VALUE,
     SCOPES,
@@ -44,10 +44,10 @@ def _register_mixed(backend: Backend) -> dict[str, str]:
         "upper": backend.name("upper"),
         "upper_x": backend.name("upper_x"),
     }
-    backend.register(_tools.echo_tool(names["echo"], safe=True))
-    backend.register(_tools.echo_tool(names["echo_x"], safe=False))
-    backend.register(_tools.upper_tool(names["upper"], safe=True))
-    backend.register(_tools.upper_tool(names["upper_x"], safe=False))
+    backend.register(tools.echo_tool(names["echo"], safe=True))
+    backend.register(tools.echo_tool(names["echo_x"], safe=False))
+    backend.register(tools.upper_tool(names["upper"], safe=True))
+    backend.register(tools.upper_tool(names["upper_x"], safe=False))
     return names
 
 
@@ -93,7 +93,7 @@ async def test_an_empty_batch_settles_with_no_results(backend: Backend) -> None:
 
 async def test_unknown_tool_is_a_result_and_the_batch_goes_on(backend: Backend) -> None:
     echo = backend.name("echo")
-    backend.register(_tools.echo_tool(echo))
+    backend.register(tools.echo_tool(echo))
     nope = backend.name("nope")
     result = await backend.run(
         [ToolCall("c1", nope, "{}"), ToolCall("c2", echo, '{"text": "after"}')], A
@@ -107,9 +107,9 @@ async def test_unknown_tool_is_a_result_and_the_batch_goes_on(backend: Backend) 
 
 async def test_argument_text_parsing_and_validation(backend: Backend) -> None:
     echo, raw, upper = backend.name("echo"), backend.name("raw"), backend.name("upper")
-    backend.register(_tools.echo_tool(echo))
-    backend.register(_tools.raw_echo_tool(raw))
-    backend.register(_tools.upper_tool(upper))
+    backend.register(tools.echo_tool(echo))
+    backend.register(tools.raw_echo_tool(raw))
+    backend.register(tools.upper_tool(upper))
     not_object = failure(
         'invalid arguments: "arguments" must be an object', "ToolArgsError", "INVALID_ARGS"
     )
@@ -150,11 +150,11 @@ async def test_argument_text_parsing_and_validation(backend: Backend) -> None:
 async def test_body_errors_and_output_contract_violations(backend: Backend) -> None:
     harness, quota, plain_err = (backend.name(n) for n in ("harness", "quota", "plain"))
     bad, echo = backend.name("bad"), backend.name("echo")
-    backend.register(_tools.failing_tool(harness, "harness"))
-    backend.register(_tools.failing_tool(quota, "subclass"))
-    backend.register(_tools.failing_tool(plain_err, "plain"))
-    backend.register(_tools.bad_output_tool(bad))
-    backend.register(_tools.echo_tool(echo))
+    backend.register(tools.failing_tool(harness, "harness"))
+    backend.register(tools.failing_tool(quota, "subclass"))
+    backend.register(tools.failing_tool(plain_err, "plain"))
+    backend.register(tools.bad_output_tool(bad))
+    backend.register(tools.echo_tool(echo))
     calls = [
         ToolCall("c1", harness, "{}"),
         ToolCall("c2", quota, "{}"),
@@ -192,9 +192,9 @@ def _message(note: str, source: str) -> dict[str, Any]:
 
 async def test_deferred_contexts_in_fifo_order_and_conclude_turn(backend: Backend) -> None:
     notes, notes_x, fail = backend.name("notes"), backend.name("notes_x"), backend.name("fail")
-    backend.register(_tools.context_tool(notes, safe=True))
-    backend.register(_tools.context_tool(notes_x, safe=False))
-    backend.register(_tools.failing_tool(fail, "harness", defer="b1"))
+    backend.register(tools.context_tool(notes, safe=True))
+    backend.register(tools.context_tool(notes_x, safe=False))
+    backend.register(tools.failing_tool(fail, "harness", defer="b1"))
     calls = [
         ToolCall("c1", notes, '{"notes": ["a1", "a2"]}'),
         ToolCall("c2", fail, "{}"),
@@ -229,8 +229,8 @@ async def test_deferred_contexts_in_fifo_order_and_conclude_turn(backend: Backen
 
 async def test_body_contexts_come_before_post_execute_contexts(backend: Backend) -> None:
     notes = backend.name("notes")
-    backend.register(_tools.context_tool(notes))
-    backend.on_post_execute(_tools.post_note(notes, "from post"))
+    backend.register(tools.context_tool(notes))
+    backend.on_post_execute(tools.post_note(notes, "from post"))
     result = await backend.run(
         [ToolCall("c1", notes, '{"notes": ["b1", "b2"]}'), ToolCall("c2", notes, "{}")], A
     )

@@ -10,6 +10,7 @@ import toolray
 from toolray import (
     AbortError,
     CodeRunFailedError,
+    ExecutorLostError,
     ExecutorUnavailableError,
     HarnessError,
     JsonSchemaError,
@@ -41,6 +42,7 @@ ALL = [
     (NotJsonError("value is not lossless JSON", "value"), "NOT_JSON", "value is not lossless JSON"),
     (ToolWorkerLostError("worker died"), "WORKER_LOST", "worker died"),
     (ExecutorUnavailableError("none"), "EXECUTOR_UNAVAILABLE", "none"),
+    (ExecutorLostError("the executor died"), "EXECUTOR_LOST", "the executor died"),
     (CodeRunFailedError("code run failed (x): y"), "CODE_RUN_FAILED", "code run failed (x): y"),
     (HarnessError("disk full", "ENOSPC"), "ENOSPC", "disk full"),
 ]
@@ -118,3 +120,16 @@ async def test_every_result_pickles_with_its_fields() -> None:
     assert [r.result.to_wire() for r in back.results] == [r.result.to_wire() for r in batch.results]
     assert back.results[1].result.error.info.code == "UNKNOWN_TOOL"
     assert back.additional_contexts[0].source == "test"
+
+
+def test_the_docstring_tree_draws_every_error() -> None:
+    """STYLE.md: the error tree is drawn in the docstring of ``errors.py``."""
+    doc = toolray.errors.__doc__ or ""
+    classes = [c for c in vars(toolray.errors).values() if isinstance(c, type)]
+    coded = [c for c in classes if issubclass(c, HarnessError) and c is not HarnessError]
+    for cls in coded:
+        if cls.__name__.startswith("_"):
+            continue
+        assert f"{cls.__name__} " in doc
+        assert cls.default_code in doc
+    assert "ExecutorLostError             EXECUTOR_LOST" in doc

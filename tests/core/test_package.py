@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 
 import toolray
+import toolray.lowlevel
+import toolray.policies
 import toolray.testing
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -15,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_import_toolray_works_with_ray_unavailable() -> None:
     code = (
         "import sys; sys.modules['ray'] = None\n"
-        "import toolray, toolray.testing, toolray.policies\n"
+        "import toolray, toolray.testing, toolray.policies, toolray.lowlevel\n"
         "assert 'ray' not in [m for m in sys.modules if sys.modules[m] is not None]\n"
         "print('ok')"
     )
@@ -36,7 +38,7 @@ def test_core_sources_never_import_ray() -> None:
 
 
 def test_all_is_curated_and_resolvable() -> None:
-    for module in (toolray, toolray.testing, toolray.policies):
+    for module in (toolray, toolray.testing, toolray.policies, toolray.lowlevel):
         names = module.__all__
         assert isinstance(names, tuple)
         assert len(names) == len(set(names))

@@ -58,9 +58,9 @@ def _recording_raw(seen: list[Any]) -> Any:
     return raw_tool("raw", body)
 
 
-async def test_p_args_1_input_is_frozen_and_observed_as_given() -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_args_1_input_is_frozen_and_observed_as_given(
+    reg: ToolRegistry, probe: Probe
+) -> None:
     probe.register()
     token_parent = ExecutionToken()
     inp = call(call_id="c-1", scope="agent", parent=token_parent)
@@ -207,9 +207,9 @@ async def test_p_args_3_non_lossless_arguments_are_rejected(value: Any) -> None:
 @pytest.mark.parametrize(
     "value", [{1, 2}, _function, _Custom()], ids=["P-ARGS-4-set", "P-ARGS-4-fn", "P-ARGS-4-obj"]
 )
-async def test_p_args_4_non_json_arguments_skip_every_phase(value: Any) -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_args_4_non_json_arguments_skip_every_phase(
+    reg: ToolRegistry, probe: Probe, value: Any
+) -> None:
     probe.register()
     result = await reg.execute(call("echo", {"text": "x", "bad": value}))
     assert result.to_wire() == error_wire(ARGS_NOT_JSON)
@@ -246,18 +246,18 @@ async def test_p_args_5_raising_property_is_rejected_without_being_read() -> Non
     assert probe.counts["result"] == 1
 
 
-async def test_p_args_7_argument_failure_beats_a_pre_aborted_signal() -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_args_7_argument_failure_beats_a_pre_aborted_signal(
+    reg: ToolRegistry, probe: Probe
+) -> None:
     probe.register()
     result = await reg.execute(call("echo", {"bad": {1}}, signal=aborted_signal()))
     assert result.to_wire() == error_wire(ARGS_NOT_JSON)
     assert probe.counts["result"] == 1
 
 
-async def test_p_args_8_argument_failure_beats_the_code_mode_collapse() -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_args_8_argument_failure_beats_the_code_mode_collapse(
+    reg: ToolRegistry, probe: Probe
+) -> None:
     probe.register()
     reg.scope("agent").present_as("code")
     collapsed = await reg.execute(call("echo", {}, scope="agent"))
@@ -266,9 +266,9 @@ async def test_p_args_8_argument_failure_beats_the_code_mode_collapse() -> None:
     assert result.to_wire() == error_wire(ARGS_NOT_JSON)
 
 
-async def test_p_args_9_one_fresh_token_shared_across_the_pipeline() -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_args_9_one_fresh_token_shared_across_the_pipeline(
+    reg: ToolRegistry, probe: Probe
+) -> None:
     body_tokens: list[Any] = []
 
     async def body(args: Any, ctx: Any) -> str:
@@ -293,9 +293,9 @@ async def test_p_args_9_one_fresh_token_shared_across_the_pipeline() -> None:
 @pytest.mark.parametrize(
     ("root", "expected"), [(None, "c1"), ("root-7", "root-7")], ids=["P-ARGS-10-default", "given"]
 )
-async def test_p_args_10_root_call_id(root: str | None, expected: str) -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_args_10_root_call_id(
+    reg: ToolRegistry, probe: Probe, root: str | None, expected: str
+) -> None:
     roots: list[str] = []
 
     async def body(args: Any, ctx: Any) -> str:
@@ -309,9 +309,9 @@ async def test_p_args_10_root_call_id(root: str | None, expected: str) -> None:
     assert roots == [expected]
 
 
-async def test_p_args_11_one_execution_object_frozen_before_observers() -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_args_11_one_execution_object_frozen_before_observers(
+    reg: ToolRegistry, probe: Probe
+) -> None:
     contexts: list[Any] = []
     assignable: dict[str, bool] = {}
 
@@ -353,9 +353,9 @@ async def test_p_args_11_one_execution_object_frozen_before_observers() -> None:
         execution.arguments = {}
 
 
-async def test_p_args_12_optional_keys_absent_when_not_supplied() -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_args_12_optional_keys_absent_when_not_supplied(
+    reg: ToolRegistry, probe: Probe
+) -> None:
     probe.register()
     await reg.execute(call())
     execution = probe.seen["pre"][0]
@@ -413,9 +413,9 @@ def test_p_args_15_parse_arguments(text: str, parsed: Any) -> None:
     assert parse_arguments(text) == parsed
 
 
-async def test_p_args_15_invalid_json_reaches_a_typed_tool_as_invalid_args() -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_args_15_invalid_json_reaches_a_typed_tool_as_invalid_args(
+    reg: ToolRegistry, probe: Probe
+) -> None:
     probe.register()
     raw = parse_arguments("{not json")
     result = await reg.execute(call("echo", raw))

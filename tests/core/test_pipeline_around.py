@@ -85,9 +85,9 @@ async def test_p_around_1_runs_after_allow_and_around_the_body() -> None:
     assert trace == ["pre", "execute:before", "dispatch", "execute:after", "post"]
 
 
-async def test_p_around_2_3_body_throw_reaches_the_wrapper_normalized_and_post_runs() -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_around_2_3_body_throw_reaches_the_wrapper_normalized_and_post_runs(
+    reg: ToolRegistry, probe: Probe
+) -> None:
     seen: list[Any] = []
 
     async def body(args: Any, ctx: Any) -> str:
@@ -107,9 +107,9 @@ async def test_p_around_2_3_body_throw_reaches_the_wrapper_normalized_and_post_r
     assert probe.counts["post"] == 1
 
 
-async def test_p_around_4_10_short_circuit_is_re_rendered_and_keeps_contexts() -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_around_4_10_short_circuit_is_re_rendered_and_keeps_contexts(
+    reg: ToolRegistry, probe: Probe
+) -> None:
     probe.register()
     authored = ToolExecutionSuccess(
         "short-circuited",
@@ -126,9 +126,9 @@ async def test_p_around_4_10_short_circuit_is_re_rendered_and_keeps_contexts() -
     assert result.additional_contexts[0].source == "test"
 
 
-async def test_p_around_5_foreign_result_violating_the_schema_is_invalid_output() -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_around_5_foreign_result_violating_the_schema_is_invalid_output(
+    reg: ToolRegistry, probe: Probe
+) -> None:
     probe.register()
     cached = ToolExecutionSuccess({"not": "a string"}, [text_block("cached")])
     reg.on_execute(lambda execution, next_: cached)
@@ -182,9 +182,9 @@ async def test_p_around_6_canonical_result_passes_through_a_copy_is_re_normalize
     assert (len(renders), len(metas)) == (2, 2)
 
 
-async def test_p_around_7_wrapper_authored_failure_is_kept_verbatim() -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_around_7_wrapper_authored_failure_is_kept_verbatim(
+    reg: ToolRegistry, probe: Probe
+) -> None:
     probe.register()
     authored = ToolExecutionFailure(
         error=ToolFailure("wrapper denied", ToolErrorInfo("PolicyError", "WRAPPED")),
@@ -204,9 +204,9 @@ async def test_p_around_7_wrapper_authored_failure_is_kept_verbatim() -> None:
     assert probe.counts["post"] == 1
 
 
-async def test_p_around_8_wrapper_success_after_the_tool_disappeared_is_unknown_tool() -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_around_8_wrapper_success_after_the_tool_disappeared_is_unknown_tool(
+    reg: ToolRegistry, probe: Probe
+) -> None:
     dispose = probe.register()
 
     async def vanish(execution: Any, next_: Any) -> Any:
@@ -221,9 +221,9 @@ async def test_p_around_8_wrapper_success_after_the_tool_disappeared_is_unknown_
     assert probe.counts["post"] == 0
 
 
-async def test_p_around_9_throwing_wrapper_skips_post_and_drops_deferred_contexts() -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_around_9_throwing_wrapper_skips_post_and_drops_deferred_contexts(
+    reg: ToolRegistry, probe: Probe
+) -> None:
 
     async def body(args: Any, ctx: Any) -> str:
         ctx.defer_context(msg("deferred"))
@@ -303,9 +303,9 @@ async def test_p_around_12_replacement_is_re_fused_with_the_caller_signal() -> N
     await task
 
 
-async def test_p_around_13_body_gets_the_caller_signal_when_nothing_replaced_it() -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_around_13_body_gets_the_caller_signal_when_nothing_replaced_it(
+    reg: ToolRegistry, probe: Probe
+) -> None:
     signals: list[Any] = []
 
     async def body(args: Any, ctx: Any) -> str:
@@ -365,9 +365,9 @@ async def test_p_around_14_fusion_listeners_are_released_after_the_body() -> Non
 
 
 @pytest.mark.parametrize("name", ["echo", "nope"], ids=["P-AROUND-15-known", "P-AROUND-15-unknown"])
-async def test_p_around_15_aborted_wrapper_signal_skips_the_body(name: str) -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_around_15_aborted_wrapper_signal_skips_the_body(
+    reg: ToolRegistry, probe: Probe, name: str
+) -> None:
     probe.register()
 
     async def aborted(execution: Any, next_: Any) -> Any:
@@ -381,9 +381,9 @@ async def test_p_around_15_aborted_wrapper_signal_skips_the_body(name: str) -> N
     assert probe.counts["post"] == 1
 
 
-async def test_p_around_15_caller_abort_while_wrapper_waits_before_next() -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_around_15_caller_abort_while_wrapper_waits_before_next(
+    reg: ToolRegistry, probe: Probe
+) -> None:
     probe.register()
     caller = AbortController()
 
@@ -475,9 +475,9 @@ async def test_p_around_17_second_next_runs_the_body_again() -> None:
     assert result.content == [text_block("run-2")]
 
 
-async def test_p_around_18_the_same_wrapper_runs_for_concurrent_executions() -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_around_18_the_same_wrapper_runs_for_concurrent_executions(
+    reg: ToolRegistry, probe: Probe
+) -> None:
     probe.register()
     active, peak = [0], [0]
     both_in, release = asyncio.Event(), Gate()

@@ -53,9 +53,9 @@ META_OUT = ToolOutput(
 )
 
 
-async def test_p_body_1_body_gets_frozen_args_and_the_run_context() -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_body_1_body_gets_frozen_args_and_the_run_context(
+    reg: ToolRegistry, probe: Probe
+) -> None:
     seen: list[Any] = []
 
     async def body(args: Any, ctx: Any) -> str:
@@ -85,10 +85,8 @@ async def test_p_body_1_body_gets_frozen_args_and_the_run_context() -> None:
     ids=["P-BODY-2-invoked", "P-BODY-2-not-invoked"],
 )
 async def test_p_body_2_body_invoked_decides_aborted_vs_before_dispatch(
-    delegate: bool, expected: tuple[str, tuple[str, str]]
+    reg: ToolRegistry, probe: Probe, delegate: bool, expected: tuple[str, tuple[str, str]]
 ) -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
     probe.register()
     caller = AbortController()
 
@@ -103,9 +101,9 @@ async def test_p_body_2_body_invoked_decides_aborted_vs_before_dispatch(
     assert probe.counts["body"] == (1 if delegate else 0)
 
 
-async def test_p_body_3_name_not_visible_at_dispatch_is_unknown_tool() -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_body_3_name_not_visible_at_dispatch_is_unknown_tool(
+    reg: ToolRegistry, probe: Probe
+) -> None:
     dispose = probe.register("ephemeral")
     unknown = await reg.execute(call("nope"))
     assert unknown.to_wire() == error_wire(
@@ -124,9 +122,9 @@ async def test_p_body_3_name_not_visible_at_dispatch_is_unknown_tool() -> None:
     assert probe.counts["post"] == 2
 
 
-async def test_p_body_4_define_tool_validates_arguments_inside_the_body() -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_body_4_define_tool_validates_arguments_inside_the_body(
+    reg: ToolRegistry, probe: Probe
+) -> None:
     parameters = {"path": {"type": "string", "required": True}, "n": {"type": "integer"}}
     probe.register("read", parameters=parameters)
     missing = await reg.execute(call("read", {}))
@@ -374,9 +372,9 @@ async def test_p_body_12_nested_dispatch_has_no_meta_and_forwards_conclusion() -
     assert recovered.concludes_turn is False
 
 
-async def test_p_body_1_sync_body_gets_the_same_run_context_in_a_thread() -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_body_1_sync_body_gets_the_same_run_context_in_a_thread(
+    reg: ToolRegistry, probe: Probe
+) -> None:
     seen: list[Any] = []
 
     def body(args: Any, ctx: Any) -> str:

@@ -106,9 +106,9 @@ async def _checkpoint(point: int, reg: ToolRegistry, probe: Probe) -> Any:
         "P-CANCEL-1-after-post",
     ],
 )
-async def test_p_cancel_1_checkpoints(point: int, code: str, body: int) -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_cancel_1_checkpoints(
+    reg: ToolRegistry, probe: Probe, point: int, code: str, body: int
+) -> None:
     result = await _checkpoint(point, reg, probe)
     assert code_of(result) == code
     assert probe.counts["body"] == body
@@ -132,9 +132,9 @@ async def test_p_cancel_1_running_code_is_never_interrupted() -> None:
     assert code_of(result) == "ABORTED"
 
 
-async def test_p_cancel_1_gate_check_acts_after_guards_not_before() -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_cancel_1_gate_check_acts_after_guards_not_before(
+    reg: ToolRegistry, probe: Probe
+) -> None:
     probe.register()
     caller = AbortController()
 
@@ -174,17 +174,17 @@ async def _wrapper_short_overtaken(reg: ToolRegistry, probe: Probe) -> Any:
         "P-CANCEL-2-short-circuit",
     ],
 )
-async def test_p_cancel_2_before_dispatch_means_the_body_never_ran(scenario: Scenario) -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_cancel_2_before_dispatch_means_the_body_never_ran(
+    reg: ToolRegistry, probe: Probe, scenario: Scenario
+) -> None:
     result = await scenario(reg, probe)
     assert_failure(result, ABORTED_BEFORE, ABD_INFO)
     assert probe.counts["body"] == 0
 
 
-async def test_p_cancel_3_aborted_only_for_an_invoked_body_that_would_succeed() -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_cancel_3_aborted_only_for_an_invoked_body_that_would_succeed(
+    reg: ToolRegistry, probe: Probe
+) -> None:
     result = await h.sc_aborted_after_body(reg, probe)
     assert_failure(result, ABORTED_MSG, ABORTED_INFO)
     assert probe.counts["body"] == 1
@@ -247,10 +247,8 @@ async def _cancel_then(kind: str, reg: ToolRegistry, probe: Probe) -> Any:
     ],
 )
 async def test_p_cancel_4_specific_errors_beat_cancellation(
-    kind: str, message: str | None, code: str | None, body: int
+    reg: ToolRegistry, probe: Probe, kind: str, message: str | None, code: str | None, body: int
 ) -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
     result = await _cancel_then(kind, reg, probe)
     assert result.is_error
     assert code_of(result) == code
@@ -259,9 +257,7 @@ async def test_p_cancel_4_specific_errors_beat_cancellation(
     assert probe.counts["body"] == body
 
 
-async def test_p_cancel_4_invalid_args_beat_cancellation() -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_cancel_4_invalid_args_beat_cancellation(reg: ToolRegistry, probe: Probe) -> None:
     caller = AbortController()
     probe.register(parameters={"path": {"type": "string", "required": True}})
 
@@ -275,9 +271,9 @@ async def test_p_cancel_4_invalid_args_beat_cancellation() -> None:
     assert code_of(result) == "INVALID_ARGS"
 
 
-async def test_p_cancel_5_short_circuit_overtaken_keeps_wrapper_contexts() -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_cancel_5_short_circuit_overtaken_keeps_wrapper_contexts(
+    reg: ToolRegistry, probe: Probe
+) -> None:
     probe.register()
     caller = AbortController()
 

@@ -113,9 +113,9 @@ async def test_p_fin_1_replacement_definition_does_not_change_the_callback() -> 
     ],
     ids=lambda o: f"P-FIN-2-{o}",
 )
-async def test_p_fin_2_called_exactly_once_for_every_outcome(origin: str) -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_fin_2_called_exactly_once_for_every_outcome(
+    reg: ToolRegistry, probe: Probe, origin: str
+) -> None:
     probe.register()
     signal = aborted_signal() if origin == "pre-aborted" else None
     arguments: Any = {"bad": {1}} if origin == "args-snapshot" else {}
@@ -140,9 +140,9 @@ async def test_p_fin_2_called_exactly_once_for_every_outcome(origin: str) -> Non
     assert probe.counts["finalize"] == 1
 
 
-async def test_p_fin_3_not_called_when_no_definition_was_visible_at_start() -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_fin_3_not_called_when_no_definition_was_visible_at_start(
+    reg: ToolRegistry, probe: Probe
+) -> None:
 
     async def pre(execution: Any, next_: Any) -> Any:
         probe.register("late")  # visible at dispatch, not at start
@@ -160,9 +160,9 @@ async def test_p_fin_3_not_called_when_no_definition_was_visible_at_start() -> N
     [(False, 0), (True, 1)],
     ids=["P-FIN-3-collapse", "P-FIN-3-collapse-aborted"],
 )
-async def test_p_fin_3_code_mode_collapse(aborted: bool, expected: int) -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_fin_3_code_mode_collapse(
+    reg: ToolRegistry, probe: Probe, aborted: bool, expected: int
+) -> None:
     probe.register()
     reg.scope("agent").present_as("code")
     signal = aborted_signal() if aborted else None
@@ -170,9 +170,9 @@ async def test_p_fin_3_code_mode_collapse(aborted: bool, expected: int) -> None:
     assert probe.counts["finalize"] == expected
 
 
-async def test_p_fin_3_not_called_for_a_synthetic_skipped_call() -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_fin_3_not_called_for_a_synthetic_skipped_call(
+    reg: ToolRegistry, probe: Probe
+) -> None:
     probe.register()
     batch = ToolBatchInput([ToolCall("c1", "echo", "{}")], aborted_signal())
     out = await reg.execute_batch(batch)

@@ -23,9 +23,9 @@ from ._pipeline_helpers import (
 )
 
 
-async def test_p_guard_1_guards_run_after_pre_execute_and_cannot_be_bypassed() -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_guard_1_guards_run_after_pre_execute_and_cannot_be_bypassed(
+    reg: ToolRegistry, probe: Probe
+) -> None:
     probe.register()
     trace: list[str] = []
 
@@ -45,9 +45,9 @@ async def test_p_guard_1_guards_run_after_pre_execute_and_cannot_be_bypassed() -
     assert probe.counts["body"] == 0
 
 
-async def test_p_guard_1_guards_run_only_when_the_decision_is_allow() -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_guard_1_guards_run_only_when_the_decision_is_allow(
+    reg: ToolRegistry, probe: Probe
+) -> None:
     probe.register()
 
     async def deny(execution: Any, next_: Any) -> Any:
@@ -97,9 +97,9 @@ async def test_p_guard_2_abstaining_guard_cannot_allow_a_later_denial() -> None:
     assert result.to_wire() == error_wire("later denial")
 
 
-async def test_p_guard_3_guard_denial_shape_and_post_execute() -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_guard_3_guard_denial_shape_and_post_execute(
+    reg: ToolRegistry, probe: Probe
+) -> None:
     probe.register()
     reg.guard(lambda execution: "terminal policy")
     result = await reg.execute(call())
@@ -140,9 +140,9 @@ async def test_p_guard_5_guards_receive_the_frozen_arguments() -> None:
     assert seen[0] is not caller_args
 
 
-async def test_p_guard_6_throwing_guard_is_a_final_error_without_post_execute() -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_guard_6_throwing_guard_is_a_final_error_without_post_execute(
+    reg: ToolRegistry, probe: Probe
+) -> None:
     probe.register()
 
     def guard(execution: Any) -> None:
@@ -217,9 +217,9 @@ async def test_p_guard_9_duplicate_registrations_are_independent() -> None:
     assert lifted.content == [text_block("ok")]
 
 
-async def test_p_guard_10_guard_denial_beats_cancellation_during_the_gates() -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_guard_10_guard_denial_beats_cancellation_during_the_gates(
+    reg: ToolRegistry, probe: Probe
+) -> None:
     probe.register()
     ctrl = AbortController()
 
@@ -234,9 +234,9 @@ async def test_p_guard_10_guard_denial_beats_cancellation_during_the_gates() -> 
     assert probe.counts["post"] == 1
 
 
-async def test_p_guard_10_without_a_denial_the_gate_cancellation_applies() -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_guard_10_without_a_denial_the_gate_cancellation_applies(
+    reg: ToolRegistry, probe: Probe
+) -> None:
     probe.register()
     ctrl = AbortController()
     reg.guard(lambda execution: ctrl.abort("user"))  # aborts, then abstains
@@ -245,9 +245,7 @@ async def test_p_guard_10_without_a_denial_the_gate_cancellation_applies() -> No
     assert probe.counts["body"] == 0
 
 
-async def test_p_guard_11_empty_string_denies() -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_guard_11_empty_string_denies(reg: ToolRegistry, probe: Probe) -> None:
     probe.register()
     reg.guard(lambda execution: "")
     result = await reg.execute(call())

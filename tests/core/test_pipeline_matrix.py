@@ -141,18 +141,18 @@ MATRIX: list[tuple[str, Scenario, dict[str, int], str | None]] = [
     [row[1:] for row in MATRIX],
     ids=[f"stage-matrix-row{row[0]}" for row in MATRIX],
 )
-async def test_stage_matrix_row(scenario: Scenario, expected: dict[str, int], code: Any) -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_stage_matrix_row(
+    reg: ToolRegistry, probe: Probe, scenario: Scenario, expected: dict[str, int], code: Any
+) -> None:
     result = await scenario(reg, probe)
     assert probe.stages() == expected
     assert code_of(result) == code
     assert probe.results == [result]
 
 
-async def test_stage_matrix_row15_synthetic_skipped_call_runs_nothing() -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_stage_matrix_row15_synthetic_skipped_call_runs_nothing(
+    reg: ToolRegistry, probe: Probe
+) -> None:
     probe.register()
     batch = ToolBatchInput(
         [ToolCall("c1", "echo", "{}"), ToolCall("c2", "echo", "{}")], aborted_signal()
@@ -165,18 +165,18 @@ async def test_stage_matrix_row15_synthetic_skipped_call_runs_nothing() -> None:
 # ------------------------------------------------------------------ which outcome wins
 
 
-async def test_precedence_line1_argument_failure_beats_abort_and_collapse() -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_precedence_line1_argument_failure_beats_abort_and_collapse(
+    reg: ToolRegistry, probe: Probe
+) -> None:
     probe.register()
     reg.scope("agent").present_as("code")
     result = await reg.execute(call(arguments={"bad": {1}}, scope="agent", signal=aborted_signal()))
     assert result.to_wire() == error_wire(ARGS_NOT_JSON)
 
 
-async def test_precedence_line2_collapse_aborted_or_route_hint() -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_precedence_line2_collapse_aborted_or_route_hint(
+    reg: ToolRegistry, probe: Probe
+) -> None:
     probe.register()
     reg.scope("agent").present_as("code")
     aborted = await reg.execute(call(scope="agent", signal=aborted_signal()))
@@ -190,9 +190,7 @@ async def test_precedence_line2_collapse_aborted_or_route_hint() -> None:
     assert probe.counts["pre"] == 0
 
 
-async def test_precedence_line3_caller_aborted_at_entry() -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_precedence_line3_caller_aborted_at_entry(reg: ToolRegistry, probe: Probe) -> None:
     probe.register()
     reg.guard(lambda execution: "would deny")
     result = await reg.execute(call(signal=aborted_signal()))
@@ -214,9 +212,9 @@ class _AbortingApproval:
 @pytest.mark.parametrize(
     "gate", ["pre", "approval", "guard"], ids=lambda g: f"precedence-line4-{g}"
 )
-async def test_precedence_line4_gate_throw_beats_cancellation(gate: str) -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_precedence_line4_gate_throw_beats_cancellation(
+    reg: ToolRegistry, probe: Probe, gate: str
+) -> None:
     probe.register()
     ctrl = AbortController()
 
@@ -241,9 +239,9 @@ async def test_precedence_line4_gate_throw_beats_cancellation(gate: str) -> None
     assert probe.counts["post"] == 0
 
 
-async def test_precedence_line5_approval_cancelled_with_caller_aborted() -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_precedence_line5_approval_cancelled_with_caller_aborted(
+    reg: ToolRegistry, probe: Probe
+) -> None:
     probe.register()
     ctrl = AbortController()
     reg.set_approval(_AbortingApproval(ctrl, "cancelled"))  # type: ignore[attr-defined]
@@ -254,9 +252,9 @@ async def test_precedence_line5_approval_cancelled_with_caller_aborted() -> None
 
 
 @pytest.mark.parametrize("gate", ["pre", "guard"], ids=lambda g: f"precedence-line6-{g}")
-async def test_precedence_line6_denial_beats_cancellation_in_the_gates(gate: str) -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_precedence_line6_denial_beats_cancellation_in_the_gates(
+    reg: ToolRegistry, probe: Probe, gate: str
+) -> None:
     probe.register()
     ctrl = AbortController()
 
@@ -271,9 +269,9 @@ async def test_precedence_line6_denial_beats_cancellation_in_the_gates(gate: str
     assert probe.counts["post"] == 1
 
 
-async def test_precedence_line7_caller_aborted_after_the_gates() -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_precedence_line7_caller_aborted_after_the_gates(
+    reg: ToolRegistry, probe: Probe
+) -> None:
     probe.register()
     ctrl = AbortController()
     reg.guard(lambda execution: ctrl.abort("user"))
@@ -341,9 +339,7 @@ LINE8 = {
 
 
 @pytest.mark.parametrize("case", list(LINE8), ids=lambda c: f"precedence-line8-{c}")
-async def test_precedence_line8_inside_dispatch(case: str) -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_precedence_line8_inside_dispatch(reg: ToolRegistry, probe: Probe, case: str) -> None:
     ctrl = AbortController()
     name = _line8(case, reg, probe, ctrl)
     result = await reg.execute(call(name, signal=ctrl.signal))
@@ -398,9 +394,9 @@ def _post_case(case: str, ctrl: AbortController) -> Any:
         "precedence-line9-accept-short-circuit",
     ],
 )
-async def test_precedence_line9_post_execute(case: str, message: str, info: Any) -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_precedence_line9_post_execute(
+    reg: ToolRegistry, probe: Probe, case: str, message: str, info: Any
+) -> None:
     probe.register()
     ctrl = AbortController()
     if case == "accept-short-circuit":

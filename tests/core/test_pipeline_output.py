@@ -148,9 +148,9 @@ def _raise(message: str) -> Any:
     ],
     ids=["P-OUT-5-render", "P-OUT-5-presentationMeta"],
 )
-async def test_p_out_5_throwing_projector_is_one_failed_call(output: Any, violation: str) -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_out_5_throwing_projector_is_one_failed_call(
+    reg: ToolRegistry, probe: Probe, output: Any, violation: str
+) -> None:
     probe.register("echo", output=output)
     result = await reg.execute(call())
     assert isinstance(result, ToolExecutionFailure)
@@ -178,9 +178,9 @@ async def test_p_out_5_throwing_projector_is_one_failed_call(output: Any, violat
     ],
     ids=["P-OUT-6-render", "P-OUT-6-presentationMeta"],
 )
-async def test_p_out_6_non_lossless_projection(output: Any, violation: str) -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_out_6_non_lossless_projection(
+    reg: ToolRegistry, probe: Probe, output: Any, violation: str
+) -> None:
     probe.register("echo", output=output)
     result = await reg.execute(call())
     assert result.is_error
@@ -220,9 +220,9 @@ async def test_p_out_7_meta_only_for_top_level_calls_with_a_projector() -> None:
     assert "meta" not in nested[0].to_wire()
 
 
-async def test_p_out_8_invalid_output_flows_through_post_and_finalize() -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_out_8_invalid_output_flows_through_post_and_finalize(
+    reg: ToolRegistry, probe: Probe
+) -> None:
     finalized: list[Any] = []
 
     def truncate(execution: Any, result: Any) -> list[Any]:
@@ -258,9 +258,7 @@ async def test_p_out_9_invalid_output_beats_cancellation() -> None:
     assert result.error.info == INVALID_INFO  # type: ignore[union-attr]
 
 
-async def test_p_out_10_result_shapes() -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_out_10_result_shapes(reg: ToolRegistry, probe: Probe) -> None:
     probe.register()
     ok = await reg.execute(call(arguments={"text": "hi"}))
     assert ok.to_wire() == {"isError": False, "content": [text_block("hi")]}

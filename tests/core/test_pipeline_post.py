@@ -106,10 +106,8 @@ SKIPS: dict[str, Scenario] = {
     ids=[f"P-POST-1-runs-{k}" for k in RUNS] + [f"P-POST-1-skips-{k}" for k in SKIPS],
 )
 async def test_p_post_1_which_outcomes_enter_post_execute(
-    scenario: Scenario, expected: int
+    reg: ToolRegistry, probe: Probe, scenario: Scenario, expected: int
 ) -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
     await scenario(reg, probe)
     assert probe.counts["post"] == expected
     assert probe.counts["result"] == 1
@@ -356,9 +354,9 @@ async def test_p_post_16_late_post_success_becomes_aborted_with_contexts() -> No
     assert texts(result.additional_contexts) == ["child", "post"]
 
 
-async def test_p_post_16_short_circuit_overtaken_in_post_is_before_dispatch() -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_post_16_short_circuit_overtaken_in_post_is_before_dispatch(
+    reg: ToolRegistry, probe: Probe
+) -> None:
     probe.register()
     caller = AbortController()
 
@@ -390,9 +388,9 @@ async def test_p_post_17_post_failure_after_cancellation_is_kept() -> None:
     assert result.to_wire() == error_wire("post-policy failed", ("HarnessError", "POST_FAILURE"))
 
 
-async def test_p_post_18_post_execute_keeps_the_model_call_id() -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_post_18_post_execute_keeps_the_model_call_id(
+    reg: ToolRegistry, probe: Probe
+) -> None:
     probe.register()
     ids: list[str] = []
 

@@ -63,9 +63,9 @@ def _ask(reason: str | None = None) -> Any:
     return pre
 
 
-async def test_p_pre_1_pre_aborted_entry_publishes_one_frozen_result() -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_pre_1_pre_aborted_entry_publishes_one_frozen_result(
+    reg: ToolRegistry, probe: Probe
+) -> None:
     probe.register()
     signal = aborted_signal()
     result = await reg.execute(call(signal=signal))
@@ -121,9 +121,9 @@ async def test_p_pre_2_waterfall_composition_order_and_default_allow() -> None:
     assert innermost == [Allow()]
 
 
-async def test_p_pre_3_deny_skips_dispatch_and_runs_post_with_a_frozen_result() -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_pre_3_deny_skips_dispatch_and_runs_post_with_a_frozen_result(
+    reg: ToolRegistry, probe: Probe
+) -> None:
     probe.register()
     frozen_checks: list[str] = []
 
@@ -154,9 +154,9 @@ async def test_p_pre_3_deny_skips_dispatch_and_runs_post_with_a_frozen_result() 
     ],
     ids=["P-PRE-4-plain", "P-PRE-4-harness"],
 )
-async def test_p_pre_4_throwing_listener_is_a_final_error(exc: Exception, info: Any) -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_pre_4_throwing_listener_is_a_final_error(
+    reg: ToolRegistry, probe: Probe, exc: Exception, info: Any
+) -> None:
     probe.register()
 
     async def pre(execution: Any, next_: Any) -> Any:
@@ -176,9 +176,9 @@ async def test_p_pre_4_throwing_listener_is_a_final_error(exc: Exception, info: 
     ],
     ids=["P-PRE-5-reason", "P-PRE-5-default"],
 )
-async def test_p_pre_5_ask_without_service_degrades_to_deny(reason: Any, text: str) -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_pre_5_ask_without_service_degrades_to_deny(
+    reg: ToolRegistry, probe: Probe, reason: Any, text: str
+) -> None:
     probe.register()
     reg.on_pre_execute(_ask(reason))
     result = await reg.execute(call(scope="agent"))
@@ -186,9 +186,9 @@ async def test_p_pre_5_ask_without_service_degrades_to_deny(reason: Any, text: s
     assert probe.counts["body"] == 0
 
 
-async def test_p_pre_6_ask_without_agent_is_denied_without_asking() -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_pre_6_ask_without_agent_is_denied_without_asking(
+    reg: ToolRegistry, probe: Probe
+) -> None:
     probe.register()
     service = Approval("allowed-once")
     reg.set_approval(service)  # type: ignore[attr-defined]
@@ -199,9 +199,9 @@ async def test_p_pre_6_ask_without_agent_is_denied_without_asking() -> None:
     assert service.requests == []
 
 
-async def test_p_pre_7_allowed_once_forwards_the_ask_fields_and_dispatches() -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_pre_7_allowed_once_forwards_the_ask_fields_and_dispatches(
+    reg: ToolRegistry, probe: Probe
+) -> None:
     probe.register()
     service = Approval("allowed-once")
     reg.set_approval(service)  # type: ignore[attr-defined]
@@ -231,9 +231,9 @@ async def test_p_pre_7_allowed_once_forwards_the_ask_fields_and_dispatches() -> 
     ],
     ids=["P-PRE-8-rejected", "P-PRE-9-cancelled", "P-PRE-10-unavailable"],
 )
-async def test_p_pre_8_9_10_approval_non_grants_deny(outcome: str, text: str) -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_pre_8_9_10_approval_non_grants_deny(
+    reg: ToolRegistry, probe: Probe, outcome: str, text: str
+) -> None:
     probe.register()
     reg.set_approval(Approval(outcome))  # type: ignore[attr-defined]
     reg.on_pre_execute(_ask())
@@ -242,9 +242,9 @@ async def test_p_pre_8_9_10_approval_non_grants_deny(outcome: str, text: str) ->
     assert probe.stages() == stage_counts(pre=1, post=1, finalize=1, result=1)
 
 
-async def test_p_pre_11_rogue_approval_outcome_is_a_final_error() -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_pre_11_rogue_approval_outcome_is_a_final_error(
+    reg: ToolRegistry, probe: Probe
+) -> None:
     probe.register()
     reg.set_approval(Approval("yolo"))  # type: ignore[attr-defined]
     reg.on_pre_execute(_ask())
@@ -256,9 +256,9 @@ async def test_p_pre_11_rogue_approval_outcome_is_a_final_error() -> None:
     assert probe.counts["finalize"] == 1
 
 
-async def test_p_pre_12_cancellation_overtaking_approval_skips_dispatch() -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_pre_12_cancellation_overtaking_approval_skips_dispatch(
+    reg: ToolRegistry, probe: Probe
+) -> None:
     probe.register()
     gate = Gate()
     service = Approval("allowed-once", gate)
@@ -288,10 +288,8 @@ async def test_p_pre_12_cancellation_overtaking_approval_skips_dispatch() -> Non
     ids=["P-PRE-13-cancelled", "P-PRE-13-rejected", "P-PRE-13-unavailable"],
 )
 async def test_p_pre_13_aborted_caller_and_approval_answer(
-    outcome: str, expected: str, info: Any
+    reg: ToolRegistry, probe: Probe, outcome: str, expected: str, info: Any
 ) -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
     probe.register()
     ctrl = AbortController()
 
@@ -316,9 +314,9 @@ def _aborting_pre(ctrl: AbortController, then: Any) -> Any:
     return pre
 
 
-async def test_p_pre_14_cancellation_during_pre_execute_then_allow() -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_pre_14_cancellation_during_pre_execute_then_allow(
+    reg: ToolRegistry, probe: Probe
+) -> None:
     probe.register()
     ctrl = AbortController()
 
@@ -332,9 +330,9 @@ async def test_p_pre_14_cancellation_during_pre_execute_then_allow() -> None:
     assert probe.counts["body"] == 0
 
 
-async def test_p_pre_15_denial_settling_after_cancellation_is_kept() -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_pre_15_denial_settling_after_cancellation_is_kept(
+    reg: ToolRegistry, probe: Probe
+) -> None:
     probe.register()
     ctrl = AbortController()
 
@@ -346,9 +344,9 @@ async def test_p_pre_15_denial_settling_after_cancellation_is_kept() -> None:
     assert result.to_wire() == error_wire("policy denied the call")
 
 
-async def test_p_pre_16_failure_settling_after_cancellation_is_kept() -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_pre_16_failure_settling_after_cancellation_is_kept(
+    reg: ToolRegistry, probe: Probe
+) -> None:
     probe.register()
     ctrl = AbortController()
 
@@ -360,9 +358,9 @@ async def test_p_pre_16_failure_settling_after_cancellation_is_kept() -> None:
     assert result.to_wire() == error_wire("gate interrupted")
 
 
-async def test_p_pre_17_pending_pre_execute_is_never_abandoned() -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_pre_17_pending_pre_execute_is_never_abandoned(
+    reg: ToolRegistry, probe: Probe
+) -> None:
     probe.register()
     gate, entered = Gate(), asyncio.Event()
     ctrl = AbortController()
@@ -400,9 +398,9 @@ async def test_p_pre_18_scoped_listener_sees_only_its_own_agent() -> None:
     assert seen == ["a", "a"]
 
 
-async def test_p_pre_19_unknown_name_goes_through_pre_execute_and_guards() -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_pre_19_unknown_name_goes_through_pre_execute_and_guards(
+    reg: ToolRegistry, probe: Probe
+) -> None:
     names: list[str] = []
 
     async def pre(execution: Any, next_: Any) -> Any:

@@ -49,18 +49,18 @@ async def test_p_res_1_emitted_once_after_finalize_before_execute_returns() -> N
         assert trace == ["finalize", "observer"]
 
 
-async def test_p_res_1_never_emitted_for_a_synthetic_skipped_call() -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_res_1_never_emitted_for_a_synthetic_skipped_call(
+    reg: ToolRegistry, probe: Probe
+) -> None:
     probe.register()
     out = await reg.execute_batch(ToolBatchInput([ToolCall("c1", "echo", "{}")], aborted_signal()))
     assert len(out.results) == 1
     assert probe.counts["result"] == 0
 
 
-async def test_p_res_2_observers_get_the_frozen_execution_and_the_returned_result() -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_res_2_observers_get_the_frozen_execution_and_the_returned_result(
+    reg: ToolRegistry, probe: Probe
+) -> None:
 
     async def body(args: Any, ctx: Any) -> Any:
         return "v"
@@ -193,9 +193,9 @@ async def test_p_res_6_observer_registry_changes_apply_to_later_calls() -> None:
     assert (first.value, second.value) == ("v1", "v2")  # type: ignore[union-attr]
 
 
-async def test_p_res_7_every_field_frozen_and_value_not_copied_again() -> None:
-    reg = ToolRegistry()
-    probe = Probe(reg)
+async def test_p_res_7_every_field_frozen_and_value_not_copied_again(
+    reg: ToolRegistry, probe: Probe
+) -> None:
     out = ToolOutput(
         schema={"type": "json"},
         render=lambda a, v: [text_block("r")],

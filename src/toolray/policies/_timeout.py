@@ -4,26 +4,34 @@ It reads the budget of the definition the caller sees; with none it delegates un
 With one, it replaces the signal with ``any(previous, deadline)`` for the delegated
 lifetime — the first source to fire sets the reason — and, if that reason is its own
 deadline when ``next()`` settles, answers ``TOOL_TIMEOUT`` whatever came back (P-TIME-4..11).
-The deadline runs on the registry's injectable clock. In-process there is no grace and no
-kill: an uncooperative body keeps the call pending (P-TIME-9); the Ray layer adds the kill.
+The deadline runs on the clock of the host running the call (``execution.host``: the
+registry, or the registry mirror inside a Ray executor actor). In-process there is no grace
+and no kill: an uncooperative body keeps the call pending (P-TIME-9); the Ray layer adds the
+kill.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, final
+from collections.abc import Callable
+from typing import Any, Protocol, final
 
 from toolray._clock import Clock
 from toolray._disposer import Disposer
 from toolray._execution import ToolDispatchExecution
 from toolray._normalize import failure_from
-from toolray._results import ToolExecutionResult
+from toolray._outcomes import ToolExecutionResult
 from toolray._signals import AbortSignal, TimeoutReason, format_ms
 from toolray.errors import ToolTimeoutError
 
-if TYPE_CHECKING:
-    from toolray._context import WriteSide
-
 __all__ = ("TimeoutPolicy",)
+
+
+class HookContext(Protocol):
+    """Where a policy installs: a registry, a scope, or their remote twins."""
+
+    def on_execute(self, wrapper: Callable[..., Any], *, prepend: bool = False) -> Disposer:
+        """Register an around-dispatch wrapper."""
+        ...
 
 
 @final
@@ -41,20 +49,20 @@ class TimeoutPolicy:
     def __init__(self, *, clock: Clock | None = None) -> None:
         self.clock = clock
 
-    def install(self, context: WriteSide | Any) -> Disposer:
+    def install(self, context: HookContext) -> Disposer:
         """Register the wrapper on ``context``: the registry, a scope, or their remote twins.
 
-        The wrapper reads the budget from the registry that runs each call, so the same
-        policy works in-process and inside the Ray executor actors.
+        The wrapper reads the budget from the host that runs each call, so the same policy
+        works in-process and inside the Ray executor actors.
         """
         fixed_clock = self.clock
 
         async def wrapper(execution: ToolDispatchExecution, next_: Any) -> ToolExecutionResult:
-            registry = execution._registry
-            if registry is None:
+            host = execution.host
+            if host is None:
                 return await next_()  # type: ignore[no-any-return]
-            clock = fixed_clock if fixed_clock is not None else registry.clock
-            definition = registry.get(execution.name, execution.scope, execution.tool_set)
+            clock = fixed_clock if fixed_clock is not None else host.clock
+            definition = host.get(execution.name, execution.scope, execution.tool_set)
             ms = getattr(definition, "timeout_ms", None)
             if ms is None:
                 return await next_()  # type: ignore[no-any-return]

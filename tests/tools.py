@@ -1,14 +1,18 @@
-"""Tool factories for the contract suite (pickled by value into the Ray actors).
+"""Tool factories shared by the Ray tests and the contract suite.
 
-Bodies run in another process on the Ray backend, so nothing here appends to a test-side
-list: a body reports what it saw in its value, its deferred contexts, or (for "I have
-started" signals a test must wait on) a marker file in a directory the test owns.
+This module is pickled by value into the Ray actors (``cloudpickle.register_pickle_by_value``
+in ``tests/conftest.py`` and ``tests/contract/conftest.py``), so its bodies run unchanged in
+another process. Nothing here appends to a test-side list: a body reports what it saw in its
+value, its deferred contexts, or (for "I have started" signals a test must wait on) a marker
+file in a directory the test owns.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -105,7 +109,9 @@ def constant_tool(name: str, value: str) -> ToolDefinition:
     )
 
 
-def failing_tool(name: str, kind: str, *, defer: str | None = None) -> ToolDefinition:
+def failing_tool(
+    name: str = "fail", kind: str = "harness", *, defer: str | None = None
+) -> ToolDefinition:
     """Raises: ``harness`` (ENOSPC), ``subclass`` (QuotaError) or ``plain`` (ValueError).
 
     With ``defer``, the body defers a context before raising (it survives the throw).
@@ -239,3 +245,87 @@ def post_note(tool_name: str, note: str) -> Any:
         return Accept(additional_contexts=[UserMessage([text_block(note)], source="post")])
 
     return listener
+
+
+# ---------------------------------------------------------------- Ray-layer tools
+_STR_OUT = ToolOutput(schema={"type": "json"}, render=lambda a, v: [text_block(str(v))])
+
+
+def text_echo_tool(name: str = "echo", *, safe: bool = True) -> Any:
+    """Echo ``text`` back with the pid of the process that ran the body (async body)."""
+
+    async def body(args: Any, ctx: Any) -> Any:
+        return {"text": args.get("text", ""), "pid": os.getpid()}
+
+    return define_tool(
+        name=name,
+        description="Echo the text",
+        parameters={"text": {"type": "string"}},
+        output=_STR_OUT,
+        execute=body,
+        is_concurrency_safe=lambda args: safe,
+    )
+
+
+def cooperative_tool(name: str = "cooperative") -> Any:
+    """Waits for its signal (or 30 s) and then returns normally."""
+
+    async def body(args: Any, ctx: Any) -> Any:
+        try:
+            await asyncio.wait_for(ctx.signal.wait(), timeout=30)
+        except TimeoutError:
+            return "finished"
+        return "stopped"
+
+    return define_tool(
+        name=name,
+        description="Cooperative",
+        parameters={},
+        output=ToolOutput(schema={"type": "string"}, render=lambda a, v: [text_block(v)]),
+        execute=body,
+        is_concurrency_safe=lambda args: True,
+    )
+
+
+def stubborn_tool(name: str, kind: str, *, timeout_ms: float | None = None) -> Any:
+    """Ignores its signal: ``sleep_loop`` (short sleeps), ``cpu`` (a Python loop) or
+    ``block`` (one long C-level sleep that only a kill stops)."""
+
+    def body(args: Any, ctx: Any) -> Any:
+        end = time.monotonic() + float(args.get("seconds", 30))
+        if kind == "block":
+            time.sleep(end - time.monotonic())
+        elif kind == "cpu":
+            x = 0
+            while time.monotonic() < end:
+                x += 1
+        else:
+            while time.monotonic() < end:
+                time.sleep(0.01)
+        return "ignored the signal"
+
+    return define_tool(
+        name=name,
+        description=f"Stubborn ({kind})",
+        parameters={"seconds": {"type": "number"}},
+        output=ToolOutput(schema={"type": "string"}, render=lambda a, v: [text_block(v)]),
+        execute=body,
+        timeout_ms=timeout_ms,
+        is_concurrency_safe=lambda args: True,
+    )
+
+
+def crash_tool(name: str = "crash") -> Any:
+    """Kills its own worker process."""
+
+    def body(args: Any, ctx: Any) -> Any:
+        os._exit(17)
+
+    return define_tool(
+        name=name,
+        description="Crash the worker",
+        parameters={},
+        output=_STR_OUT,
+        execute=body,
+        is_concurrency_safe=lambda args: True,
+    )

@@ -1,0 +1,103 @@
+"""Outcomes: the frozen results of a call, which cross every stage (and processes)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, TypeAlias
+
+from ._content import ContentBlock, UserMessage
+
+__all__ = (
+    "ToolErrorInfo",
+    "ToolExecutionFailure",
+    "ToolExecutionResult",
+    "ToolExecutionSuccess",
+    "ToolFailure",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolErrorInfo:
+    """Structured error identity: ``name`` (class name) and ``code``; ``reason`` is a detail."""
+
+    name: str
+    code: str
+    reason: str | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        """``{"name", "code", "reason"?}``."""
+        wire: dict[str, Any] = {"name": self.name, "code": self.code}
+        if self.reason is not None:
+            wire["reason"] = self.reason
+        return wire
+
+
+@dataclass(frozen=True, slots=True)
+class ToolFailure:
+    """A failure's message (without the ``Error:`` envelope) and optional info."""
+
+    message: str
+    info: ToolErrorInfo | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        """``{"message", "info"?}``."""
+        wire: dict[str, Any] = {"message": self.message}
+        if self.info is not None:
+            wire["info"] = self.info.to_wire()
+        return wire
+
+
+def _wire(result: ToolExecutionSuccess | ToolExecutionFailure) -> dict[str, Any]:
+    wire: dict[str, Any] = {"isError": result.is_error, "content": list(result.content)}
+    if isinstance(result, ToolExecutionFailure):
+        wire["error"] = result.error.to_wire()
+    if result.meta is not None:
+        wire["meta"] = result.meta
+    return wire
+
+
+@dataclass(frozen=True, slots=True)
+class ToolExecutionSuccess:
+    """A successful outcome: the canonical ``value`` plus its model-facing ``content``."""
+
+    value: Any
+    content: list[ContentBlock]
+    meta: Any = None
+    additional_contexts: tuple[UserMessage, ...] = ()
+    concludes_turn: bool = False
+
+    @property
+    def is_error(self) -> Literal[False]:
+        """Always ``False``."""
+        return False
+
+    def to_wire(self) -> dict[str, Any]:
+        """The durable camelCase projection (``isError``, ``content``, ``meta``); no value."""
+        return _wire(self)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolExecutionFailure:
+    """A failed outcome: never carries a value."""
+
+    error: ToolFailure
+    content: list[ContentBlock]
+    meta: Any = None
+    additional_contexts: tuple[UserMessage, ...] = ()
+
+    @property
+    def is_error(self) -> Literal[True]:
+        """Always ``True``."""
+        return True
+
+    @property
+    def concludes_turn(self) -> Literal[False]:
+        """A failure never concludes the turn."""
+        return False
+
+    def to_wire(self) -> dict[str, Any]:
+        """The durable camelCase projection (``isError``, ``content``, ``error``, ``meta``)."""
+        return _wire(self)
+
+
+ToolExecutionResult: TypeAlias = ToolExecutionSuccess | ToolExecutionFailure
