@@ -62,6 +62,8 @@ from ._json import FrozenDict as FrozenDict
 from ._json import FrozenList as FrozenList
 from ._json import JsonValue as JsonValue
 from ._json import snapshot_json as snapshot_json
+from ._jsonschema_params import JsonSchemaParameters as JsonSchemaParameters
+from ._jsonschema_params import json_schema_parameters as json_schema_parameters
 from ._plan import Stage as Stage
 from ._plan import next_stage as next_stage
 from ._plan import plan_stages as plan_stages
@@ -175,6 +177,7 @@ __all__ = (
     "GenericResultView",
     "HarnessError",
     "JsonSchemaError",
+    "JsonSchemaParameters",
     "JsonValue",
     "JsonlEventLog",
     "LogStep",
@@ -236,6 +239,7 @@ __all__ = (
     "assert_supported_json_schema",
     "compile_validator",
     "define_tool",
+    "json_schema_parameters",
     "next_stage",
     "parameter_schema_to_json_schema",
     "parse_arguments",
