@@ -15,7 +15,7 @@ validated locally before the server sees them and every call runs the full pipel
 - ``annotations.readOnlyHint`` → concurrency-safe: read-only calls of one batch run in
   parallel, every other MCP tool is exclusive;
 - ``isError`` → a failure (:class:`McpToolError`, code ``MCP_TOOL_ERROR``) whose message is
-  the server's text;
+  the server's text (less a leading ``Error:``, which the failure's content adds);
 - the body's ``ctx.signal`` firing cancels the request, which the SDK forwards to the server
   as ``notifications/cancelled``; the call ends ``ABORTED`` (or ``TOOL_TIMEOUT``).
 
@@ -191,8 +191,7 @@ def _body(name: str, connect: McpConnector, structured: bool) -> Callable[..., A
         result = await call_tool_cancellable(session, name, arguments, ctx.signal)
         content = blocks_from_mcp(result.content)
         if result.is_error:
-            texts = [block["text"] for block in content if block["type"] == "text"]
-            raise McpToolError("\n".join(texts) or f'MCP tool "{name}" failed')
+            raise McpToolError(_error_message(name, content))
         if not structured:
             return content
         if result.structured_content is None:
@@ -200,6 +199,12 @@ def _body(name: str, connect: McpConnector, structured: bool) -> Callable[..., A
         return result.structured_content
 
     return call_server
+
+
+def _error_message(name: str, content: list[ContentBlock]) -> str:
+    """The server's error text, less the ``Error:`` that the failure's content adds again."""
+    text = "\n".join(block["text"] for block in content if block["type"] == "text")
+    return text.removeprefix("Error: ") or f'MCP tool "{name}" failed'
 
 
 async def call_tool_cancellable(
