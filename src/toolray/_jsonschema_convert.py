@@ -33,6 +33,8 @@ from collections.abc import Mapping
 from itertools import combinations
 from typing import Any, Final
 
+from ._jsonschema_unions import disjoint, drop_covered, kind_matches, type_literals
+
 __all__ = ("convert",)
 
 _ANNOTATIONS: Final = ("description", "title", "default", "examples")
@@ -56,7 +58,6 @@ _STRUCTURAL: Final = frozenset(
     )
 )  # fmt: skip
 _REF_PREFIXES: Final = ("#/$defs/", "#/definitions/")
-_SCALAR_TYPE: Final = {bool: "boolean", int: "integer", float: "number", str: "string"}
 
 
 def convert(schema: Mapping[str, Any], *, relax: bool) -> tuple[dict[str, Any], list[str]]:
@@ -198,11 +199,11 @@ class _Converter:
         return self.node(rest, path)
 
     def _any_of(self, raw: Any, out: dict[str, Any], path: str) -> dict[str, Any]:
-        branches = _drop_covered(self._branches(raw, f"{path}.anyOf"))
+        branches = drop_covered(self._branches(raw, f"{path}.anyOf"))
         if len(branches) == 1:
             return {**branches[0], **out}
         for (i, left), (j, right) in combinations(enumerate(branches), 2):
-            if not _disjoint(left, right):
+            if not disjoint(left, right):
                 self.violations.append(
                     f"{path}.anyOf branches {i} and {j} overlap, so it cannot become oneOf"
                 )
@@ -218,11 +219,11 @@ class _Converter:
             out["type"] = types[0]
             return out
         shared: dict[str, Any] = {key: out.pop(key) for key in _ANNOTATIONS if key in out}
-        branches = _drop_covered([_branch_for(kind, out) for kind in types])
+        branches = drop_covered([_branch_for(kind, out) for kind in types])
         if len(branches) == 1:
             return {**branches[0], **shared}
         for (i, left), (j, right) in combinations(enumerate(branches), 2):
-            if not _disjoint(left, right):
+            if not disjoint(left, right):
                 self.violations.append(f"{path}.type entries {i} and {j} overlap")
         return {"oneOf": branches, **shared}
 
@@ -234,7 +235,7 @@ def _branch_for(kind: Any, node: dict[str, Any]) -> dict[str, Any]:
     }.get(kind, ("enum", "const") if kind in ("string", "number", "integer", "boolean") else ())
     branch = {"type": kind, **{key: node[key] for key in keep if key in node}}
     if "enum" in branch:
-        branch["enum"] = [v for v in branch["enum"] if _kind_matches(kind, v)]
+        branch["enum"] = [v for v in branch["enum"] if kind_matches(kind, v)]
     return branch
 
 
@@ -257,7 +258,7 @@ def _infer_type(node: dict[str, Any]) -> None:
     elif "items" in node:
         node["type"] = "array"
     else:
-        _type_literals(node)
+        type_literals(node)
     required = node.get("required")
     if node.get("type") == "object" and isinstance(required, list):
         properties = node.setdefault("properties", {})
@@ -266,119 +267,8 @@ def _infer_type(node: dict[str, Any]) -> None:
                 properties[name] = {}
 
 
-def _type_literals(node: dict[str, Any]) -> None:
-    """Give a typeless ``enum`` / ``const`` the type of its values (``oneOf`` when mixed)."""
-    values = node.get("enum", [node["const"]] if "const" in node else None)
-    if not isinstance(values, list) or not values:
-        return
-    kinds = [_scalar_type(value) for value in values]
-    if None in kinds:
-        return
-    order = list(dict.fromkeys(kinds))
-    if len(order) == 1:
-        node["type"] = order[0]
-        return
-    node.pop("const", None)
-    node.pop("enum", None)
-    node["oneOf"] = [
-        {"type": kind, "enum": [v for v, k in zip(values, kinds, strict=True) if k == kind]}
-        for kind in order
-    ]
-
-
-def _scalar_type(value: Any) -> str | None:
-    return "null" if value is None else _SCALAR_TYPE.get(type(value))
-
-
-def _kind_matches(kind: str, value: Any) -> bool:
-    found = _scalar_type(value)
-    return found == kind or (kind == "number" and found == "integer")
-
-
 def _is_any(node: Mapping[str, Any]) -> bool:
     return all(key in _ANNOTATIONS for key in node)
-
-
-def _is_bare(node: Any) -> bool:
-    return isinstance(node, dict) and all(k == "type" or k in _ANNOTATIONS for k in node)
-
-
-def _widen(types: frozenset[str]) -> frozenset[str]:
-    return types | {"integer"} if "number" in types else types
-
-
-def _types(node: Any) -> frozenset[str] | None:
-    """The JSON types a converted node may accept, or ``None`` when unknown (any)."""
-    if not isinstance(node, dict):
-        return None
-    if isinstance(node.get("type"), str):
-        return frozenset((node["type"],))
-    if isinstance(node.get("oneOf"), list):
-        found: set[str] = set()
-        for branch in node["oneOf"]:
-            branch_types = _types(branch)
-            if branch_types is None:
-                return None
-            found |= branch_types
-        return frozenset(found)
-    return None
-
-
-def _drop_covered(branches: list[Any]) -> list[Any]:
-    """Drop a branch that a *bare* branch (only ``type`` and annotations) already accepts."""
-
-    def covers(wide: Any, narrow: Any) -> bool:
-        narrow_types = _types(narrow)
-        return (
-            _is_bare(wide)
-            and "type" in wide
-            and narrow_types is not None
-            and narrow_types <= _widen(frozenset((wide["type"],)))
-        )
-
-    kept: list[Any] = []
-    for index, branch in enumerate(branches):
-        if not any(
-            covers(other, branch) and not (covers(branch, other) and other_index > index)
-            for other_index, other in enumerate(branches)
-            if other_index != index
-        ):
-            kept.append(branch)
-    return kept
-
-
-def _literals(node: Any) -> list[Any] | None:
-    if not isinstance(node, dict):
-        return None
-    if isinstance(node.get("enum"), list):
-        return list(node["enum"])
-    return [node["const"]] if "const" in node else None
-
-
-def _same_literal(left: Any, right: Any) -> bool:
-    """JSON equality of two scalars: ``True`` is not ``1``, ``1.0`` is ``1``."""
-    if isinstance(left, bool) or isinstance(right, bool):
-        return left is right
-    if type(left) in (int, float) and type(right) in (int, float):
-        return bool(left == right)
-    return type(left) is type(right) and bool(left == right)
-
-
-def _disjoint(left: Any, right: Any) -> bool:
-    """Whether no value can match both converted schemas (``False`` when unsure)."""
-    left_types, right_types = _types(left), _types(right)
-    if left_types is None or right_types is None:
-        return False
-    if not _widen(left_types) & _widen(right_types):
-        return True
-    left_values, right_values = _literals(left), _literals(right)
-    if left_values is not None and right_values is not None:
-        return not any(_same_literal(a, b) for a in left_values for b in right_values)
-    if left_types == right_types == frozenset(("object",)):
-        shared = set(left.get("required", ())) & set(right.get("required", ()))
-        lp, rp = left.get("properties", {}), right.get("properties", {})
-        return any(k in lp and k in rp and _disjoint(lp[k], rp[k]) for k in shared)
-    return False
 
 
 def _plain(value: Any) -> Any:

@@ -26,17 +26,8 @@ from typing import Any, Literal
 
 from toolray import ToolCall
 
-from ._common import (
-    Outcome,
-    arguments_text,
-    as_data,
-    contexts_of,
-    image_parts,
-    marked_text,
-    outcomes,
-    require_str,
-    schema_list,
-)
+from ._common import arguments_text, as_data, contexts_of, outcomes, require_str, schema_list
+from ._openai_out import chat_messages, function_output, user_message
 from ._strict import strict_parameters
 
 __all__ = ("calls_from_openai", "results_to_openai", "tools_for_openai")
@@ -233,71 +224,14 @@ def results_to_openai(batch_result: Any, *, api: OpenAIApi = "chat") -> list[dic
     _check_api(api, where)
     settled = outcomes(batch_result, where)
     if api == "responses":
-        items = [_function_output(outcome) for outcome in settled]
+        items = [function_output(outcome) for outcome in settled]
     else:
-        items = _chat_messages(settled)
+        items = chat_messages(settled)
     for context in contexts_of(batch_result):
-        items.append(_user_message(context.content, api))
+        items.append(user_message(context.content, api))
     return items
 
 
 def _check_api(api: Any, where: str) -> None:
     if api not in ("chat", "responses"):
         raise ValueError(f'{where}: api must be "chat" or "responses", not {api!r}')
-
-
-def _chat_messages(settled: list[Outcome]) -> list[dict[str, Any]]:
-    messages: list[dict[str, Any]] = []
-    images: list[dict[str, Any]] = []
-    for outcome in settled:
-        texts = []
-        for is_image, part in image_parts(outcome.content):
-            if is_image:
-                images.append(_text_part(f"Image returned by tool call {outcome.call_id}:"))
-                images.append(_chat_image(part))
-                texts.append("[image: in the user message after the tool results]")
-            else:
-                texts.append(part)
-        content = marked_text(outcome, texts)
-        messages.append({"role": "tool", "tool_call_id": outcome.call_id, "content": content})
-    if images:
-        messages.append({"role": "user", "content": images})
-    return messages
-
-
-def _function_output(outcome: Outcome) -> dict[str, Any]:
-    parts = list(image_parts(outcome.content))
-    output: str | list[dict[str, Any]]
-    if any(is_image for is_image, _ in parts):
-        texts = [part for is_image, part in parts if not is_image]
-        output = [_text_part(marked_text(outcome, texts), "input_text")] if texts else []
-        output += [_responses_image(part) for is_image, part in parts if is_image]
-    else:
-        output = marked_text(outcome, [part for _, part in parts])
-    return {"type": "function_call_output", "call_id": outcome.call_id, "output": output}
-
-
-def _user_message(blocks: list[Any], api: OpenAIApi) -> dict[str, Any]:
-    text_type = "input_text" if api == "responses" else "text"
-    image = _responses_image if api == "responses" else _chat_image
-    content = [
-        image(part) if is_image else _text_part(part, text_type)
-        for is_image, part in image_parts(blocks)
-    ]
-    return {"role": "user", "content": content}
-
-
-def _text_part(text: str, kind: str = "text") -> dict[str, Any]:
-    return {"type": kind, "text": text}
-
-
-def _data_url(block: Mapping[str, Any]) -> str:
-    return f"data:{block['mimeType']};base64,{block['data']}"
-
-
-def _chat_image(block: Mapping[str, Any]) -> dict[str, Any]:
-    return {"type": "image_url", "image_url": {"url": _data_url(block)}}
-
-
-def _responses_image(block: Mapping[str, Any]) -> dict[str, Any]:
-    return {"type": "input_image", "image_url": _data_url(block), "detail": "auto"}
