@@ -51,6 +51,10 @@ async def test_definitions_map_schemas_annotations_and_names(tmp_path: Path) -> 
     assert n["type"] == "integer"
     assert n["description"] == "How many (maximum: 5; minimum: 1)"
     assert definitions["srv_count"].output.schema["type"] == "array"  # content blocks
+    rendezvous = definitions["srv_rendezvous"].is_concurrency_safe
+    assert rendezvous is not None
+    assert rendezvous({}) is True  # readOnlyHint: safe whatever the arguments
+    assert definitions["srv_add"].is_concurrency_safe is None  # not read-only: exclusive
 
 
 async def test_a_batch_runs_structured_unstructured_image_and_error_tools(tmp_path: Path) -> None:

@@ -156,13 +156,14 @@ def _definition(tool: mcp_types.Tool, connect: McpConnector, prefix: str | None)
         parameters=parameters,
         output=ToolOutput(schema={"type": "json"}, render=_render_blocks),
         execute=_body(tool.name, connect, structured),
-        is_concurrency_safe=_read_only if read_only else None,
     )
     output = ToolOutput(
         schema=_output_schema(tool.output_schema) if structured else _BLOCKS_SCHEMA,
         render=_render_json if structured else _render_blocks,
     )
-    return dataclasses.replace(definition, output=output)
+    # Read-only is a property of the tool, whatever the arguments: no validating wrapper.
+    safe = _read_only if read_only else None
+    return dataclasses.replace(definition, output=output, is_concurrency_safe=safe)
 
 
 def _read_only(args: Any) -> bool:
