@@ -9,7 +9,14 @@ from typing import Any
 import mcp.types as mcp_types
 import pytest
 
-from toolray import AbortController, ToolBatchInput, ToolCall, ToolExecutionInput, ToolRegistry
+from toolray import (
+    AbortController,
+    Placement,
+    ToolBatchInput,
+    ToolCall,
+    ToolExecutionInput,
+    ToolRegistry,
+)
 from toolray.adapters.mcp import McpToolError, import_mcp_tools, mcp_tool_definitions
 
 from ._mcp_client import IMPORT_SERVER, open_session
@@ -147,4 +154,8 @@ def test_an_input_schema_outside_the_subset_is_named() -> None:
     with pytest.raises(ValueError, match=r'MCP tool "odd".*schema\.properties\.x\.not') as err:
         mcp_tool_definitions(tools, connect)
     assert "include=" in str(err.value)
-    assert [d.name for d in mcp_tool_definitions(tools, connect, include=["fine"])] == ["fine"]
+    (fine,) = mcp_tool_definitions(
+        tools, connect, include=["fine"], placement=Placement(pool="mcp")
+    )
+    assert fine.name == "fine"
+    assert fine.placement == Placement(pool="mcp")  # the worker pool that would host the session

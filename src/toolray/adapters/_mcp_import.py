@@ -43,6 +43,7 @@ from toolray import (
     ContentBlock,
     HarnessError,
     JsonSchemaError,
+    Placement,
     ToolDefinition,
     ToolOutput,
     define_tool,
@@ -123,24 +124,27 @@ def mcp_tool_definitions(
     *,
     prefix: str | None = None,
     include: Collection[str] | None = None,
+    placement: Placement | None = None,
 ) -> list[ToolDefinition]:
     """Definitions for listed MCP tools whose bodies call ``await connect()``'s session.
 
     The definitions hold only ``connect`` and plain data, so with a picklable connector
     (say, one that opens a per-process session from ``StdioServerParameters``) they can be
-    shipped to other processes.
+    shipped to other processes; ``placement`` then names the worker pool that runs them.
 
     Raises:
         ValueError: a tool's ``inputSchema`` cannot be mapped into the enforced subset.
     """
     return [
-        _definition(tool, connect, prefix)
+        _definition(tool, connect, prefix, placement)
         for tool in tools
         if include is None or tool.name in include
     ]
 
 
-def _definition(tool: mcp_types.Tool, connect: McpConnector, prefix: str | None) -> ToolDefinition:
+def _definition(
+    tool: mcp_types.Tool, connect: McpConnector, prefix: str | None, placement: Placement | None
+) -> ToolDefinition:
     try:
         parameters = json_schema_parameters(tool.input_schema, relax=True)
     except JsonSchemaError as err:
@@ -156,6 +160,7 @@ def _definition(tool: mcp_types.Tool, connect: McpConnector, prefix: str | None)
         parameters=parameters,
         output=ToolOutput(schema={"type": "json"}, render=_render_blocks),
         execute=_body(tool.name, connect, structured),
+        placement=placement,
     )
     output = ToolOutput(
         schema=_output_schema(tool.output_schema) if structured else _BLOCKS_SCHEMA,
