@@ -76,6 +76,8 @@ from ._json import FrozenDict as FrozenDict
 from ._json import FrozenList as FrozenList
 from ._json import JsonValue as JsonValue
 from ._json import snapshot_json as snapshot_json
+from ._jsonschema_params import JsonSchemaParameters as JsonSchemaParameters
+from ._jsonschema_params import json_schema_parameters as json_schema_parameters
 from ._outcomes import ToolErrorInfo as ToolErrorInfo
 from ._outcomes import ToolExecutionFailure as ToolExecutionFailure
 from ._outcomes import ToolExecutionResult as ToolExecutionResult
@@ -177,6 +179,7 @@ __all__ = (
     "GenericResultView",
     "HarnessError",
     "JsonSchemaError",
+    "JsonSchemaParameters",
     "JsonValue",
     "JsonlEventLog",
     "LogStep",
@@ -238,6 +241,7 @@ __all__ = (
     "assert_supported_json_schema",
     "compile_validator",
     "define_tool",
+    "json_schema_parameters",
     "next_stage",
     "parameter_schema_to_json_schema",
     "parse_arguments",

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ._content import ContentBlock
+from ._jsonschema_params import JsonSchemaParameters, compile_parameters
 from ._schema import (
     assert_supported_json_schema,
     compile_validator,
@@ -85,7 +86,7 @@ def define_tool(
     *,
     name: str,
     description: str | None,
-    parameters: dict[str, Any],
+    parameters: dict[str, Any] | JsonSchemaParameters,
     output: ToolOutput,
     execute: Callable[[Any, ToolRunContext], Awaitable[Any] | Any],
     timeout_ms: float | None = None,
@@ -98,8 +99,9 @@ def define_tool(
 ) -> ToolDefinition:
     """Build a :class:`ToolDefinition` from DSL specs, validating arguments in the body.
 
-    ``parameters`` is a parameter-map spec and ``output.schema`` a value spec; both compile
-    here (R-DSL-27..31). The wrapped body raises ``ToolArgsError`` on invalid arguments and
+    ``parameters`` is a parameter-map spec (or a JSON Schema through
+    ``json_schema_parameters``) and ``output.schema`` a value spec; both compile here
+    (R-DSL-27..31). The wrapped body raises ``ToolArgsError`` on invalid arguments and
     otherwise passes the same argument object to ``execute``; the classifier and presenters
     see only valid arguments.
 
@@ -118,7 +120,7 @@ def define_tool(
     """
     if timeout_ms is not None and not _is_positive_finite(timeout_ms):
         raise ValueError(f"define_tool({name}): timeout_ms must be a positive finite number")
-    compiled_parameters = parameter_schema_to_json_schema(parameters)
+    compiled_parameters = compile_parameters(parameters, parameter_schema_to_json_schema)
     compiled_output = value_schema_to_json_schema(output.schema)
     check = compile_validator(compiled_parameters, "")
 
