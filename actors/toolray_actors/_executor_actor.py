@@ -81,6 +81,10 @@ class ExecutorStats:
     workers_lost: int
     registry_seq: int
     contributions: int
+    scopes: int = 0
+    """Scopes this actor hosts (ran a batch here and were not disposed since)."""
+    messages: int = 0
+    """Actor messages that carried calls to workers; ``calls / messages`` is the coalescing."""
 
 
 class _Sink:
@@ -333,6 +337,8 @@ class ExecutorActor:
             workers_lost=rs.lost,
             registry_seq=self.seq,
             contributions=len(self.mirror.disposers),
+            scopes=len(self.scopes_seen),
+            messages=rs.messages,
         )
 
     async def actor_stats(self) -> ActorStats:
