@@ -11,6 +11,7 @@ Ray exception type escapes.
 from __future__ import annotations
 
 import asyncio
+import threading
 import zlib
 from collections.abc import Callable
 from typing import Any
@@ -46,6 +47,10 @@ class Connection:
         self.portal = portal
         self.closed = False
         self.recoveries = 0
+        self.executors: dict[str, Any] = {}
+        """Executor actors known ready, by name, shared by this runtime's handles (the
+        scopes of one shard share one entry; a handle that finds it dead drops it)."""
+        self.executors_lock = threading.Lock()
 
     @property
     def what(self) -> str:

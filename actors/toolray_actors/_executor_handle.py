@@ -41,6 +41,13 @@ __all__ = ("ExecutorHandle",)
 
 _ENSURE_ATTEMPTS = 60
 
+_PER_SCOPE_CALLS = 1000
+"""Concurrent method calls of a per-scope executor actor."""
+
+_SHARD_CALLS = 10_000
+"""Concurrent method calls of a shard: one streaming ``run_batch`` per running batch of
+every scope it hosts, plus reservations, cancellations and registry changes."""
+
 
 class ExecutorHandle:
     """The driver's handle on one scope's executor actor (created on first use)."""
@@ -75,14 +82,19 @@ class ExecutorHandle:
             self._created_for,
             cfg.namespace,
             cfg.model_dump(),
+            max_concurrency=_PER_SCOPE_CALLS if self._created_for is not None else _SHARD_CALLS,
         )
 
     async def _ensure(self) -> Any:
         if self._actor is not None:
             return self._actor
         self._conn._check_open()
+        shared = self._conn.executors.get(self.name)
+        if shared is not None:  # another scope of this shard already found it ready
+            self._actor = shared
+            return shared
         for attempt in range(_ENSURE_ATTEMPTS):
-            actor = get_named(self.name, self._conn.namespace) or self._create()
+            actor = self._locate()
             try:
                 await actor.ready.remote()
             except rex.RayError as err:
@@ -94,11 +106,21 @@ class ExecutorHandle:
             if self._actor is None:
                 self._actor = actor
                 self.recreated += 1
+                with self._conn.executors_lock:
+                    self._conn.executors.setdefault(self.name, actor)
             return self._actor
         raise AssertionError("unreachable")
 
+    def _locate(self) -> Any:
+        """The named actor, created if missing (one creation per name at a time)."""
+        with self._conn.executors_lock:
+            return get_named(self.name, self._conn.namespace) or self._create()
+
     def _lost(self) -> None:
-        self._actor = None
+        actor, self._actor = self._actor, None
+        with self._conn.executors_lock:
+            if actor is not None and self._conn.executors.get(self.name) is actor:
+                del self._conn.executors[self.name]
 
     async def _reserved(self, batch_id: str) -> Any:
         """An executor that has accepted ``batch_id``.
