@@ -206,7 +206,7 @@ class ToolWorker:
         except asyncio.CancelledError:
             contexts, concludes = ctx.collect()
             stopped = AbortError("tool call aborted")
-            stopped.reason = "ray.cancel stopped the tool"
+            stopped.reason = "the worker interrupted the tool's task"
             return ("error", stopped, contexts, concludes)
         except Exception as exc:
             contexts, concludes = ctx.collect()

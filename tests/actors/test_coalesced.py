@@ -9,6 +9,7 @@ batch trace (which worker ran each call) and the executor's message counter.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,19 @@ from toolray import AbortController, TimeoutPolicy, ToolBatchInput, ToolCall
 pytestmark = pytest.mark.ray
 
 WAIT_S = 30.0
+
+
+@pytest.fixture(scope="module")
+def patient(ray_runtime: Any) -> Iterator[Any]:
+    """A namespace whose kill step is out of reach (``kill_grace_ms`` 60 s): an interrupt that
+    a loaded machine delivers late still never turns into a kill that would take the mates."""
+    from toolray_actors import RayRuntime, RuntimeConfig
+
+    data = ray_runtime.config.model_dump()
+    data.update(namespace=f"{data['namespace']}-patient", kill_grace_ms=60_000)
+    runtime = RayRuntime.start(RuntimeConfig.model_validate(data))
+    yield runtime
+    runtime.shutdown()
 
 
 def _batch(calls: list[ToolCall], scope: str) -> ToolBatchInput:
@@ -50,37 +64,47 @@ async def test_the_calls_of_one_tick_share_one_message_per_worker(rt: Any, scope
 
 @pytest.mark.parametrize("kind", ["thread", "task"])
 async def test_an_interrupted_call_leaves_its_message_mates_running_to_their_results(
-    rt: Any, scope_key: str, tmp_path: Path, kind: str
+    patient: Any, scope_key: str, tmp_path: Path, kind: str
 ) -> None:
+    rt = patient
     name = f"co_deaf_{kind}"
     deaf = (
         stubborn_tool(name, "sleep_loop", timeout_ms=200)
         if kind == "thread"
         else deaf_async_tool(name, timeout_ms=200)
     )
-    rt.owned.append(rt.registry.register(deaf))
-    rt.owned.append(rt.registry.register(gate_tool(f"co_gate_{kind}", str(tmp_path))))
-    rt.owned.append(TimeoutPolicy().install(rt.registry))
-    ex = rt.executor(scope_key)
-    before, kills = await ex.statistics(), rt.stats().kills
-    calls = [ToolCall("c0", name, '{"seconds": 30}')] + [
-        ToolCall(f"c{i}", f"co_gate_{kind}", f'{{"key": "g{i}"}}') for i in (1, 2, 3)
+    owned = [
+        rt.registry.register(deaf),
+        rt.registry.register(gate_tool(f"co_gate_{kind}", str(tmp_path))),
+        TimeoutPolicy().install(rt.registry),
     ]
-    seen = []
-    async with asyncio.timeout(WAIT_S):
-        async for index, item in ex.stream_batch(_batch(calls, scope_key)):
-            seen.append((index, item.result))
-            if index == 0:  # timed out and interrupted while its mates still run
-                _open(tmp_path, "g1", "g2", "g3")
-    timed_out = seen[0][1]
-    assert timed_out.error.info.code == "TOOL_TIMEOUT"
-    assert [r.value["key"] for _, r in seen[1:]] == ["g1", "g2", "g3"]
-    workers = _workers(ex)
-    assert workers[0] == workers[2]  # the interrupted call and a mate shared a worker…
-    after = await ex.statistics()
-    assert after.messages - before.messages <= 2  # …and a message
-    assert after.interrupts - before.interrupts == 1
-    assert rt.stats().kills == kills  # nobody was killed
+    try:
+        ex = rt.executor(scope_key)
+        before, kills = await ex.statistics(), rt.stats().kills
+        calls = [ToolCall("c0", name, '{"seconds": 30}')] + [
+            ToolCall(f"c{i}", f"co_gate_{kind}", f'{{"key": "g{i}"}}') for i in (1, 2, 3)
+        ]
+        seen = []
+        async with asyncio.timeout(WAIT_S):
+            async for index, item in ex.stream_batch(_batch(calls, scope_key)):
+                seen.append((index, item.result))
+                if index == 0:  # timed out and interrupted while its mates still run
+                    _open(tmp_path, "g1", "g2", "g3")
+        timed_out = seen[0][1]
+        assert timed_out.error.info.code == "TOOL_TIMEOUT"
+        mates = [r for _, r in seen[1:]]
+        assert not any(r.is_error for r in mates), [r.to_wire() for r in mates]
+        assert [r.value["key"] for r in mates] == ["g1", "g2", "g3"]
+        workers = _workers(ex)
+        assert workers[0] == workers[2]  # the interrupted call and a mate shared a worker…
+        after = await ex.statistics()
+        assert after.messages - before.messages <= 2  # …and a message
+        assert after.interrupts - before.interrupts == 1
+        assert rt.stats().kills == kills  # nobody was killed
+    finally:
+        _open(tmp_path, "g1", "g2", "g3")
+        for dispose in reversed(owned):
+            dispose()
 
 
 async def test_a_killed_worker_fails_only_the_calls_it_still_held(
