@@ -11,7 +11,6 @@ Ray exception type escapes.
 from __future__ import annotations
 
 import asyncio
-import threading
 import zlib
 from collections.abc import Callable
 from typing import Any
@@ -20,6 +19,7 @@ import ray
 import ray.exceptions as rex
 
 from ._config import RuntimeConfig
+from ._directory import ActorDirectory
 from ._errors import RuntimeUnavailableError, is_actor_death, task_cause, translate
 from ._handles import executor_name, get_named, registry_name, shard_name
 from ._portal import Portal
@@ -47,10 +47,8 @@ class Connection:
         self.portal = portal
         self.closed = False
         self.recoveries = 0
-        self.executors: dict[str, Any] = {}
-        """Executor actors known ready, by name, shared by this runtime's handles (the
-        scopes of one shard share one entry; a handle that finds it dead drops it)."""
-        self.executors_lock = threading.Lock()
+        self.executors = ActorDirectory()
+        """Executor actors known ready, shared by this runtime's handles (a shard's scopes)."""
 
     @property
     def what(self) -> str:

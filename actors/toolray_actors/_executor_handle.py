@@ -89,12 +89,16 @@ class ExecutorHandle:
         if self._actor is not None:
             return self._actor
         self._conn._check_open()
-        shared = self._conn.executors.get(self.name)
-        if shared is not None:  # another scope of this shard already found it ready
-            self._actor = shared
-            return shared
+        # the scopes of one shard share one start: one lookup and one ready, not one each
+        actor = await self._conn.executors.get(self.name, self._start)
+        if self._actor is None:
+            self._actor = actor
+        return self._actor
+
+    async def _start(self) -> Any:
+        """Find (or create) the named actor and wait until it is ready."""
         for attempt in range(_ENSURE_ATTEMPTS):
-            actor = self._locate()
+            actor = get_named(self.name, self._conn.namespace) or self._create()
             try:
                 await actor.ready.remote()
             except rex.RayError as err:
@@ -103,24 +107,14 @@ class ExecutorHandle:
                     raise translate(err, self._what) from None
                 await asyncio.sleep(min(0.02 * (attempt + 1), 0.5))
                 continue
-            if self._actor is None:
-                self._actor = actor
-                self.recreated += 1
-                with self._conn.executors_lock:
-                    self._conn.executors.setdefault(self.name, actor)
-            return self._actor
+            self.recreated += 1
+            return actor
         raise AssertionError("unreachable")
-
-    def _locate(self) -> Any:
-        """The named actor, created if missing (one creation per name at a time)."""
-        with self._conn.executors_lock:
-            return get_named(self.name, self._conn.namespace) or self._create()
 
     def _lost(self) -> None:
         actor, self._actor = self._actor, None
-        with self._conn.executors_lock:
-            if actor is not None and self._conn.executors.get(self.name) is actor:
-                del self._conn.executors[self.name]
+        if actor is not None:
+            self._conn.executors.drop(self.name, actor)
 
     async def _reserved(self, batch_id: str) -> Any:
         """An executor that has accepted ``batch_id``.
