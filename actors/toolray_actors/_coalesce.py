@@ -1,11 +1,14 @@
 """Coalesced dispatch: the calls bound for one worker within one loop tick, in one message.
 
 An :class:`Outbox` queues the requests bound for one destination (one worker actor) and
-flushes them once per scheduling tick (``loop.call_soon``): every request submitted before
-the flush runs travels in the same message. The message's reply is a stream of outcome
-chunks ``[(token, outcome), …]`` — the worker sends the outcomes that settle together in
-one chunk — and each request's future resolves as soon as its own outcome arrives, so a
-slow call never holds back its mates.
+flushes them at the end of the scheduling tick (``loop.call_soon``): every request submitted
+before the flush runs travels in the same message. While requests keep arriving in every
+tick — a batch's scheduler starts a wide fan-out 16 calls per tick — the flush waits up to
+``_MAX_DEFER`` more ticks, so such a fan-out travels in a few large messages.
+
+The message's reply is a stream of outcome chunks ``[(token, outcome), …]`` — the worker
+sends the outcomes that settle together in one chunk — and each request's future resolves
+as soon as its own outcome arrives, so a slow call never holds back its mates.
 
 Per-call semantics stay per call:
 
@@ -38,6 +41,9 @@ Chunk = Sequence[tuple[str, Outcome]]
 
 _MAX_BATCH = 1024
 """A message never carries more requests than this (a flush happens at once when full)."""
+
+_MAX_DEFER = 4
+"""Ticks a flush may wait while requests keep arriving in every tick (a wide fan-out)."""
 
 
 class Transport(Protocol):
@@ -85,6 +91,8 @@ class Outbox:
         self._max_batch = max(1, max_batch)
         self._pending: list[tuple[Request, asyncio.Future[Outcome]]] = []
         self._scheduled = False
+        self._seen = 0
+        self._deferred = 0
         self._readers: set[asyncio.Task[None]] = set()
         self.messages = 0
         self.requests = 0
@@ -99,8 +107,20 @@ class Outbox:
             self.flush()
         elif not self._scheduled:
             self._scheduled = True
-            loop.call_soon(self.flush)
+            self._seen, self._deferred = len(self._pending), 0
+            loop.call_soon(self._tick)
         return fut
+
+    def _tick(self) -> None:
+        """End of a tick: flush, unless the queue is still growing (a fan-out in progress)."""
+        if not self._scheduled:
+            return
+        if len(self._pending) > self._seen and self._deferred < _MAX_DEFER:
+            self._seen = len(self._pending)
+            self._deferred += 1
+            asyncio.get_running_loop().call_soon(self._tick)
+            return
+        self.flush()
 
     def flush(self) -> None:
         """Send everything queued now, as one message (a no-op when nothing is queued)."""

@@ -44,6 +44,12 @@ class FakeWorker:
             yield item
 
 
+async def ticks(n: int = 8) -> None:
+    """Let the loop run ``n`` iterations (an outbox flushes within a few)."""
+    for _ in range(n):
+        await asyncio.sleep(0)
+
+
 def req(token: str) -> Request:
     return (token, "def:1", None, {}, {})
 
@@ -57,10 +63,10 @@ async def test_requests_of_one_tick_travel_in_one_message_and_later_ones_in_the_
     box = Outbox(worker)
     first = [box.submit(req(f"t{i}")) for i in range(3)]
     assert worker.messages == []  # nothing leaves before the end of the tick
-    await asyncio.sleep(0)
+    await ticks()
     assert [[r[0] for r in m] for m in worker.messages] == [["t0", "t1", "t2"]]
     later = box.submit(req("t3"))
-    await asyncio.sleep(0)
+    await ticks()
     assert [[r[0] for r in m] for m in worker.messages] == [["t0", "t1", "t2"], ["t3"]]
     worker.replies[0].put_nowait([("t0", ok(0)), ("t2", ok(2)), ("t1", ok(1))])
     worker.replies[1].put_nowait([("t3", ok(3))])
@@ -69,11 +75,33 @@ async def test_requests_of_one_tick_travel_in_one_message_and_later_ones_in_the_
     assert box.statistics().requests == 4
 
 
+async def test_a_lone_request_leaves_at_the_end_of_its_tick() -> None:
+    worker = FakeWorker()
+    box = Outbox(worker)
+    box.submit(req("t0"))
+    await asyncio.sleep(0)
+    assert len(worker.messages) == 1
+    box.close()
+
+
+async def test_a_fan_out_spread_over_ticks_still_travels_in_few_messages() -> None:
+    worker = FakeWorker()
+    box = Outbox(worker)
+    for tick in range(4):  # a batch's scheduler starts 16 calls per tick
+        for i in range(16):
+            box.submit(req(f"t{tick}-{i}"))
+        await asyncio.sleep(0)
+    await ticks()
+    assert sum(len(m) for m in worker.messages) == 64
+    assert len(worker.messages) <= 2
+    box.close()
+
+
 async def test_each_request_resolves_when_its_own_outcome_arrives() -> None:
     worker = FakeWorker()
     box = Outbox(worker)
     fast, slow = box.submit(req("fast")), box.submit(req("slow"))
-    await asyncio.sleep(0)
+    await ticks()
     worker.replies[0].put_nowait([("fast", ok("f"))])
     assert await fast == ok("f")
     assert not slow.done()  # a slow mate never holds back the others
@@ -86,7 +114,7 @@ async def test_a_failed_stream_fails_only_the_requests_still_waiting() -> None:
     worker = FakeWorker()
     box = Outbox(worker)
     done, held = box.submit(req("done")), box.submit(req("held"))
-    await asyncio.sleep(0)
+    await ticks()
     worker.replies[0].put_nowait([("done", ok(1))])
     worker.replies[0].put_nowait(RuntimeError("the worker died"))
     assert await done == ok(1)
@@ -98,7 +126,7 @@ async def test_a_stream_ending_without_an_outcome_fails_that_request() -> None:
     worker = FakeWorker()
     box = Outbox(worker)
     answered, forgotten = box.submit(req("a")), box.submit(req("b"))
-    await asyncio.sleep(0)
+    await ticks()
     worker.replies[0].put_nowait([("a", ok(1))])
     worker.replies[0].put_nowait(None)
     assert await answered == ok(1)
@@ -109,7 +137,7 @@ async def test_a_stream_ending_without_an_outcome_fails_that_request() -> None:
 async def test_a_message_that_cannot_be_sent_fails_its_requests() -> None:
     box = Outbox(FakeWorker(fail_send=True))
     futures = [box.submit(req("a")), box.submit(req("b"))]
-    await asyncio.sleep(0)
+    await ticks()
     for fut in futures:
         with pytest.raises(ConnectionError):
             await fut
@@ -122,7 +150,7 @@ async def test_a_full_message_leaves_at_once() -> None:
     box.submit(req("b"))
     assert len(worker.messages) == 1  # full: sent without waiting for the tick
     box.submit(req("c"))
-    await asyncio.sleep(0)
+    await ticks()
     assert [len(m) for m in worker.messages] == [2, 1]
     box.close()
 
@@ -132,7 +160,7 @@ async def test_an_abandoned_request_does_not_disturb_its_mates() -> None:
     box = Outbox(worker)
     gone, kept = box.submit(req("gone")), box.submit(req("kept"))
     gone.cancel()  # its caller went away
-    await asyncio.sleep(0)
+    await ticks()
     worker.replies[0].put_nowait([("gone", ok(0)), ("kept", ok(1))])
     assert await kept == ok(1)
 
