@@ -1,13 +1,15 @@
 """``toolray bench --scopes N``: N agent scopes submitting a batch each, at once, per mode.
 
 For each executors mode (``per_scope``, and ``sharded`` with ``--shards`` shards) and each
-N, a fresh namespace on the same local Ray: N scopes each submit one ``--scope-calls``-call
-batch (default 5) at the same moment, and the figures are the time to the last result,
+N, a fresh namespace on the same local Ray. First the namespace starts what every scope
+shares (its worker pool; in sharded mode every shard), timed apart as "namespace start".
+Then N new agent scopes each submit one ``--scope-calls``-call batch (default 5) at the
+same moment — per-scope mode starts their N executor actors here, as a farm would when N
+agents arrive — and again on the same scopes. Figures: the time to the last result,
 calls/s, whether every result is right (each call echoes its own text), and the executor
-actors with their total RSS (``rt.stats().actors``). The namespace is torn down before the
-next one, so each row starts from nothing but Ray itself: per-scope rows include starting
-N executor actors, sharded rows starting the shards. Then, per mode, the no-op 1,000-call
-batch against raw Ray's per-call fan-out (``bench_rows``: same worker actors, side by side).
+actors serving the agents with their total RSS (``rt.stats().actors``). The namespace is
+torn down before the next one. Then, per mode, the no-op 1,000-call batch against raw
+Ray's per-call fan-out (``bench_rows``: same worker actors, side by side).
 
 Example:
     >>> opts = ScopesOptions(scopes=(30,), repetitions=1)         # doctest: +SKIP
@@ -112,14 +114,41 @@ def _all_right(keys: list[str], results: list[Any], calls: int) -> bool:
     )
 
 
-async def measure_scopes(rt: RayRuntime, scopes: int, calls: int) -> dict[str, Any]:
-    """``scopes`` scopes submit one ``calls``-call batch each at once, twice; the figures.
+async def _start_namespace(rt: RayRuntime) -> float:
+    """Start what every scope shares (the pool; in sharded mode every shard); its seconds.
 
-    The first round includes starting the executor actors (per scope, or the shards); the
-    second runs on them warm.
+    One 1-call batch per warm-up scope: one scope per shard, or one (per-scope) executor.
     """
     from toolray import AbortController, ToolBatchInput, ToolCall
 
+    names: dict[str, str] = {}
+    shards = rt.config.executors.shards if rt.config.executors.mode == "sharded" else 1
+    for i in range(10 * shards):
+        names.setdefault(rt.executor(f"warm-{i}").name, f"warm-{i}")
+        if len(names) == shards:
+            break
+    one = [ToolCall("w", "bench_echo", "{}")]
+    start = time.perf_counter()
+    await asyncio.gather(
+        *(
+            rt.executor(k).execute_batch(ToolBatchInput(one, AbortController().signal, scope=k))
+            for k in names.values()
+        )
+    )
+    return time.perf_counter() - start
+
+
+async def measure_scopes(rt: RayRuntime, scopes: int, calls: int) -> dict[str, Any]:
+    """N new scopes submit one ``calls``-call batch each at once, on a running namespace.
+
+    First the namespace starts (its pool, and the shards in sharded mode: ``start_s``); then
+    ``scopes`` new agent scopes submit at once (``wall_s``: per-scope mode starts their
+    executor actors here), then again on the same scopes (``again_s``). Executor actors and
+    RSS count the actors serving the agent scopes (not a per-scope warm-up executor).
+    """
+    from toolray import AbortController, ToolBatchInput, ToolCall
+
+    start_s = await _start_namespace(rt)
     keys = [f"agent-{i}" for i in range(scopes)]
     batches = [
         ToolBatchInput(
@@ -131,20 +160,22 @@ async def measure_scopes(rt: RayRuntime, scopes: int, calls: int) -> dict[str, A
     ]
     handles = [rt.executor(k) for k in keys]
     walls, right = [], True
-    for _ in range(2):  # cold (the namespace's executors start), then again on them
+    for _ in range(2):  # new scopes, then again on them
         start = time.perf_counter()
         runs = (h.execute_batch(b) for h, b in zip(handles, batches, strict=True))
         results = await asyncio.gather(*runs)
         walls.append(time.perf_counter() - start)
         right = right and _all_right(keys, results, calls)
     stats = await asyncio.to_thread(rt.stats)
-    executors = [a for a in stats.actors if a.kind == "executor"]
+    serving = {h.name for h in handles}
+    executors = [a for a in stats.actors if a.kind == "executor" and a.name in serving]
     rss = sum(a.rss_bytes for a in executors) / 2**20
     return {
         "mode": rt.config.executors.mode,
         "shards": rt.config.executors.shards if rt.config.executors.mode == "sharded" else None,
         "scopes": scopes,
         "calls": scopes * calls,
+        "start_s": start_s,
         "wall_s": walls[0],
         "calls_per_s": scopes * calls / walls[0],
         "again_s": walls[1],
@@ -225,18 +256,22 @@ def scopes_table(report: dict[str, Any]) -> list[Any]:
     from rich.table import Table
 
     per = report["options"]["scope_calls"]
-    scopes = Table(title=f"N agent scopes, one {per}-call batch each, all at once")
-    for name in ("mode", "scopes", "calls", "to last result", "calls/s", "warm again"):
+    scopes = Table(
+        title=f"N new agent scopes on a running namespace, one {per}-call batch each, at once"
+    )
+    heads = ("mode", "namespace start", "scopes", "calls", "to last result", "calls/s", "again")
+    for name in heads:
         scopes.add_column(name, justify="right")
     scopes.add_column("all right", justify="right")
     for name in ("executor actors", "executor RSS"):
         scopes.add_column(name, justify="right")
     for r in report["scopes"]:
         if "skipped" in r:
-            scopes.add_row(r["mode"], str(r["scopes"]), "—", "skipped", *["—"] * 5)
+            scopes.add_row(r["mode"], "—", str(r["scopes"]), "—", "skipped", *["—"] * 5)
             continue
         scopes.add_row(
             _mode(r),
+            f"{r['start_s']:.2f} s",
             str(r["scopes"]),
             str(r["calls"]),
             f"{r['wall_s']:.2f} s",
