@@ -97,7 +97,8 @@ def test_impossible_numbers_fail_before_ray_starts(capsys: Any) -> None:
 # ---------------------------------------------------------------------- --scopes
 @pytest.mark.ray
 def test_bench_scopes_measures_both_modes_side_by_side(ray_runtime: Any) -> None:
-    from toolray_actors.cli._scopes import ScopesOptions, run_scopes, scopes_table
+    from toolray_actors.cli._scopes import ScopesOptions, run_scopes
+    from toolray_actors.cli._scopes_cli import scopes_table
 
     opts = ScopesOptions(scopes=(2,), shards=1, noop_calls=0, repetitions=1, per_scope_max=2)
     report = run_scopes(ray_runtime, opts)
