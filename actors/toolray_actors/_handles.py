@@ -14,7 +14,7 @@ from typing import Any
 
 import ray
 
-from ._worker import ToolWorker
+from ._worker import ToolWorker, body_limit
 
 __all__ = (
     "HEAD_RESOURCE",
@@ -83,7 +83,7 @@ class _WorkerActor(ToolWorker):
 def create_worker(options: dict[str, Any], threads: int) -> Any:
     """Start one worker actor (async; control lane; no retries)."""
     opts = {"num_cpus": 0, "max_restarts": 0, "max_task_retries": 0, **options}
-    opts.setdefault("max_concurrency", max(threads, 8) + 8)
+    opts.setdefault("max_concurrency", body_limit(threads))
     return _WorkerActor.options(**opts).remote(threads)
 
 

@@ -58,6 +58,9 @@ def _outcome_of(token: str, task: asyncio.Task[Outcome]) -> tuple[str, Outcome]:
         stopped = AbortError("tool call aborted")
         stopped.reason = "the call was cancelled before it started"
         return token, ("error", stopped, (), False)
+    err = task.exception()
+    if err is not None:  # a fault of the worker itself: this call's failure, not the message's
+        return token, ("error", _shippable(err), (), False)
     return token, task.result()
 
 
