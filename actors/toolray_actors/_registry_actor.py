@@ -238,7 +238,7 @@ class RegistryActor:
                     held = replace(live, holders=live.holders + 1)
                     self.ops[live.id] = held
                     await self.store.a_put_op(held)
-                    return live.id, 0
+                    return live.id, self.fanout.seq  # its change may still be on its way
             op = replace(op, id=self.next_id, replace=False)
             try:
                 self.mirror.apply(op)  # raises the core's error, leaving nothing behind
@@ -263,15 +263,12 @@ class RegistryActor:
 
     async def ensure_scope(self, key: str, parent: str | None) -> None:
         """Create a scope (and its chain) if new; a conflicting parent raises ValueError."""
-        seq = 0
         async with self._lock:
             reg = self.mirror.registry
             known = self.mirror.has_scope(key)
             reg.scope(key, parent=parent)
-            if known:
-                return
-            chain = reg.chain(key)
-            for k in chain:  # ancestors created on the way get their own scope ops
+            seq = self.fanout.seq  # a known scope's change may still be on its way
+            for k in () if known else reg.chain(key):  # new ancestors get scope ops too
                 if k in self.index.scopes:
                     continue
                 op = Op(id=self.next_id, kind="scope", key=k, parent=self.mirror.parent_of(k))
