@@ -103,9 +103,14 @@ def _calls(name: str, n: int, args: str = "{}") -> list[ToolCall]:
     return [ToolCall(f"c{i}", name, args) for i in range(n)]
 
 
-def _batch(calls: list[ToolCall], signal: Any = None, cap: int | None = None) -> ToolBatchInput:
+def _batch(
+    calls: list[ToolCall], signal: Any = None, cap: int | None = None, *, scope: str | None
+) -> ToolBatchInput:
     return ToolBatchInput(
-        calls, signal or AbortController().signal, max_parallel_tool_calls=cap or len(calls)
+        calls,
+        signal or AbortController().signal,
+        max_parallel_tool_calls=cap or len(calls),
+        scope=scope,
     )
 
 
@@ -180,7 +185,7 @@ async def figure_c(rt: RayRuntime, reps: int, width: int = 8) -> Figure:
     for rep in range(reps + 1):
         ctrl = AbortController()
         task = asyncio.ensure_future(
-            ex.execute_batch(_batch(_calls(COOPERATIVE.name, width), ctrl.signal))
+            ex.execute_batch(_batch(_calls(COOPERATIVE.name, width), ctrl.signal, scope=ex.scope))
         )
         await _wait_in_flight(ex, width)
         start = time.perf_counter()
@@ -225,11 +230,13 @@ async def figure_d(rt: RayRuntime, reps: int) -> Figure:
     times: list[float] = []
     replaced: list[bool] = []
     try:
-        await ex.execute_batch(_batch(_calls("bench_noop", 8)))  # warm the executor
+        await ex.execute_batch(_batch(_calls("bench_noop", 8), scope=ex.scope))  # warm the executor
         for _ in range(reps):
             before = rt.stats()
             start = time.perf_counter()
-            result = await ex.execute_batch(_batch(_calls(STUBBORN.name, 1, '{"seconds": 30}')))
+            result = await ex.execute_batch(
+                _batch(_calls(STUBBORN.name, 1, '{"seconds": 30}'), scope=ex.scope)
+            )
             times.append((time.perf_counter() - start) * 1000)
             failure = result.results[0].result
             if failure.error.info.code != "TOOL_TIMEOUT":
@@ -296,13 +303,14 @@ async def figure_e(rt: RayRuntime, scopes: int) -> list[Figure]:
     small = _calls("bench_noop", 4)
     first = rt.executor("bench-mem-first")
     start = time.perf_counter()
-    await first.execute_batch(_batch(small))
+    await first.execute_batch(_batch(small, scope=first.scope))
     first_ms = (time.perf_counter() - start) * 1000
     idle = await first.statistics()
     before = _memory(_node_pids())
     handles = [rt.executor(f"bench-scope-{i}") for i in range(scopes)]
     start = time.perf_counter()
-    results = await asyncio.gather(*(h.execute_batch(_batch(small)) for h in handles))
+    runs = (h.execute_batch(_batch(small, scope=h.scope)) for h in handles)
+    results = await asyncio.gather(*runs)
     wall = time.perf_counter() - start
     ok = all(not r.result.is_error for res in results for r in res.results)
     stats = await asyncio.gather(*(h.statistics() for h in handles))
