@@ -24,11 +24,20 @@ is tested with fakes.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-__all__ = ("Chunk", "Outbox", "OutboxStats", "Outcome", "Request", "StreamEnded", "Transport")
+__all__ = (
+    "AbortQueue",
+    "Chunk",
+    "Outbox",
+    "OutboxStats",
+    "Outcome",
+    "Request",
+    "StreamEnded",
+    "Transport",
+)
 
 Request = tuple[str, str, bytes | None, Any, dict[str, Any]]
 """``(token, definition key, blob or None, arguments, identity)``; the token is unique."""
@@ -177,3 +186,35 @@ def _fail(futures: dict[str, asyncio.Future[Outcome]], err: BaseException) -> No
         if not fut.done():
             fut.set_exception(err)
     futures.clear()
+
+
+class AbortQueue:
+    """The aborts bound for one worker within one tick, in one control-lane message.
+
+    A batch aborted by its signal aborts all its running calls in the same tick; sending
+    their tokens together stops the bodies of one worker together, so their outcomes
+    settle together too (one reply chunk). Each abort still names its own call.
+    """
+
+    def __init__(
+        self,
+        send_one: Callable[[str, Any], object],
+        send_many: Callable[[list[tuple[str, Any]]], object],
+    ) -> None:
+        self._send_one = send_one
+        self._send_many = send_many
+        self._pending: list[tuple[str, Any]] = []
+
+    def put(self, token: str, reason: Any) -> None:
+        """Queue an abort of call ``token``; it leaves at the end of this tick."""
+        if not self._pending:
+            asyncio.get_running_loop().call_soon(self.flush)
+        self._pending.append((token, reason))
+
+    def flush(self) -> None:
+        """Send the queued aborts (one message)."""
+        items, self._pending = self._pending, []
+        if len(items) == 1:
+            self._send_one(*items[0])
+        elif items:
+            self._send_many(items)

@@ -64,6 +64,10 @@ class _WorkerActor(ToolWorker):
         return await super().abort(token, reason)
 
     @ray.method(concurrency_group="control")
+    async def abort_many(self, items: list[tuple[str, Any]]) -> int:
+        return await super().abort_many(items)
+
+    @ray.method(concurrency_group="control")
     async def interrupt(self, token: str) -> str:
         return await super().interrupt(token)
 

@@ -25,7 +25,7 @@ from typing import Any
 from toolray import AbortError, ToolRunContext, ToolWorkerLostError
 from toolray.lowlevel import Entry, run_body_inline, thaw_json
 
-from ._coalesce import Chunk, Outbox, Request, Transport
+from ._coalesce import AbortQueue, Chunk, Outbox, Request, Transport
 from ._errors import is_actor_death, is_cancelled, task_cause, wire_reason
 from ._handles import kill
 from ._pool import PoolClient, WorkerSlot
@@ -64,13 +64,18 @@ class RayBodyRunner:
         self.stats = RunnerStats()
         self._prefix = f"{uuid.uuid4().hex[:12]}-"
         self._tokens = itertools.count(1)
-        self._outboxes: weakref.WeakKeyDictionary[WorkerSlot, Outbox] = weakref.WeakKeyDictionary()
+        self._lanes: weakref.WeakKeyDictionary[WorkerSlot, tuple[Outbox, AbortQueue]] = (
+            weakref.WeakKeyDictionary()
+        )
 
-    def _outbox(self, slot: WorkerSlot) -> Outbox:
-        box = self._outboxes.get(slot)
-        if box is None:
-            box = self._outboxes[slot] = Outbox(self._transport(slot.handle))
-        return box
+    def _lane(self, slot: WorkerSlot) -> tuple[Outbox, AbortQueue]:
+        """The slot's outbox (calls) and abort queue (its control lane), made on first use."""
+        lane = self._lanes.get(slot)
+        if lane is None:
+            handle = slot.handle
+            aborts = AbortQueue(handle.abort.remote, handle.abort_many.remote)
+            lane = self._lanes[slot] = (Outbox(self._transport(handle)), aborts)
+        return lane
 
     def _transport(self, handle: Any) -> Transport:
         stats = self.stats
@@ -124,7 +129,7 @@ class RayBodyRunner:
         ctx: ToolRunContext,
     ) -> tuple[Any, ...]:
         send = None if key in slot.sent else blob
-        result = self._outbox(slot).submit((token, key, send, arguments, ident))
+        result = self._lane(slot)[0].submit((token, key, send, arguments, ident))
         slot.sent.add(key)
         slot.in_flight += 1
         self.stats.in_flight += 1
@@ -155,7 +160,7 @@ class RayBodyRunner:
                 remove()
         if not result.done():
             self.stats.aborts += 1
-            slot.handle.abort.remote(token, wire_reason(signal.reason))
+            self._lane(slot)[1].put(token, wire_reason(signal.reason))  # with its batch-mates
             await asyncio.wait({result}, timeout=self.cancel_grace)
         if not result.done():
             self.stats.interrupts += 1

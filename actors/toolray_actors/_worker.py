@@ -279,6 +279,13 @@ class ToolWorker:
         running.controller.abort(reason)
         return True
 
+    async def abort_many(self, items: list[tuple[str, Any]]) -> int:
+        """:meth:`abort` for several calls at once (a batch aborted as a whole)."""
+        found = 0
+        for token, reason in items:
+            found += await self.abort(token, reason)
+        return found
+
     async def interrupt(self, token: str) -> str:
         """Stronger step: cancel an awaiting body's task, or inject into a sync body's thread."""
         with self._lock:
