@@ -14,7 +14,7 @@ import cloudpickle
 import pytest
 
 from toolray import ToolOutput, define_tool, text_block
-from toolray_actors._coalesce import Chunk, Outbox, Request, StreamEnded
+from toolray_actors._coalesce import AbortQueue, Chunk, Outbox, Request, StreamEnded
 from toolray_actors._worker import ToolWorker
 
 
@@ -239,3 +239,36 @@ async def test_an_abort_that_arrives_before_its_message_starts_the_call_aborted(
     async for chunk in worker.run_many(requests):
         outcomes.update(dict(chunk))
     assert outcomes == {"t0": ok("ran"), "t1": ok("aborted")}
+
+
+async def test_aborts_of_one_tick_leave_in_one_control_message() -> None:
+    sent: list[Any] = []
+    queue = AbortQueue(lambda t, r: sent.append(("one", t, r)), lambda i: sent.append(("many", i)))
+    queue.put("t1", "stop")
+    queue.put("t2", "stop")
+    assert sent == []  # nothing leaves before the end of the tick
+    await asyncio.sleep(0)
+    assert sent == [("many", [("t1", "stop"), ("t2", "stop")])]
+    queue.put("t3", None)
+    await asyncio.sleep(0)
+    assert sent[-1] == ("one", "t3", None)  # a lone abort uses the plain method
+
+
+async def test_abort_many_fires_each_named_call_and_remembers_the_early_ones() -> None:
+    async def body(args: Any, ctx: Any) -> Any:
+        await ctx.signal.wait()
+        return ctx.signal.reason
+
+    worker = ToolWorker(threads=2)
+    stream = worker.run_many(
+        [
+            ("t0", "def:1", _blob(body), {}, _ident("c0")),
+            ("t1", "def:1", None, {}, _ident("c1")),
+        ]
+    )
+    first = asyncio.ensure_future(stream.__anext__())
+    await ticks()  # both bodies are waiting on their signals
+    assert await worker.abort_many([("t0", "r0"), ("t1", "r1"), ("t9", "later")]) == 2
+    outcomes = dict(await first)
+    assert outcomes == {"t0": ok("r0"), "t1": ok("r1")}  # stopped together: one chunk
+    await stream.aclose()
