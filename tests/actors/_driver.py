@@ -32,7 +32,20 @@ def shout(args: Any, ctx: Any) -> Any:
     return {"text": str(args.get("text", "")).upper(), "pid": os.getpid()}
 
 
+def crash(args: Any, ctx: Any) -> Any:
+    os._exit(17)
+
+
 def tool(variant: str) -> Any:
+    if variant == "crash":
+        return define_tool(
+            name="crash",
+            description="Kill the worker",
+            parameters={},
+            output=_OUT,
+            execute=crash,
+            is_concurrency_safe=lambda args: True,
+        )
     body = echo if variant == "echo" else shout
     return define_tool(
         name="echo",
@@ -83,6 +96,15 @@ class Driver:
             "values": [None if r.result.is_error else r.result.value["text"] for r in out.results],
             "codes": [r.result.error.info.code if r.result.is_error else None for r in out.results],
         }
+
+    def crash(self, scope: str) -> dict[str, Any]:
+        """A batch whose body kills its worker process (WORKER_LOST, then a replacement)."""
+        assert self.rt is not None
+        self.disposers.append(self.rt.registry.register(tool("crash")))
+        out = self.rt.executor(scope).execute_batch_sync(
+            ToolBatchInput([ToolCall("k1", "crash", "{}")], AbortController().signal, scope=scope)
+        )
+        return {"codes": [r.result.error.info.code for r in out.results if r.result.is_error]}
 
     def names(self, scope: str = "") -> dict[str, Any]:
         assert self.rt is not None

@@ -134,3 +134,26 @@ async def test_execute_batch_sync_works_inside_a_running_event_loop(
         _batch([ToolCall("c1", "farm_sync", '{"text": "nb"}')], scope_key)
     )
     assert out.results[0].result.value["text"] == "nb"
+
+
+async def test_mapping_arguments_run_and_bad_ones_fail_only_their_call_on_ray(
+    rt: Any, scope_key: str
+) -> None:
+    """P-ARGS-4 and API-v2 §12: a Mapping is parsed arguments; anything else is that call's
+    INVALID_ARGS; non-JSON values in a Mapping fail the lossless check; the batch goes on."""
+    rt.owned.append(rt.registry.register(text_echo_tool("farm_args")))
+    calls = [
+        ToolCall("c1", "farm_args", {"text": "mapped"}),
+        ToolCall("c2", "farm_args", 42),  # type: ignore[arg-type]
+        ToolCall("c3", "farm_args", {"text": float("nan")}),
+        ToolCall("c4", "farm_args", '{"text": "after"}'),
+    ]
+    out = await rt.executor(scope_key).execute_batch(_batch(calls, scope_key))
+    assert [r.call_id for r in out.results] == ["c1", "c2", "c3", "c4"]
+    assert out.results[0].result.value["text"] == "mapped"
+    assert out.results[1].result.error.info.code == "INVALID_ARGS"
+    assert "must be a str (JSON text) or a Mapping, not int" in out.results[1].result.error.message
+    lossy = out.results[2].result
+    assert lossy.error.message == "tool execution arguments must be losslessly JSON-serializable"
+    assert lossy.error.info is None
+    assert out.results[3].result.value["text"] == "after"

@@ -151,3 +151,52 @@ def test_every_public_call_survives_a_sigkill_of_its_actor(drivers: Any) -> None
     assert answers[2]["names"] == ["echo"]
     assert answers[3]["values"] == ["t0", "t1", "t2"]
     _no_ray_types(*answers)
+
+
+@pytest.mark.timeout(400)
+def test_the_readme_farm_driver_runs_as_written_from_two_processes(
+    cluster: str, tmp_path: Any
+) -> None:
+    """README "Farm runtime": the driver script, twice at once, outside the repository."""
+    import subprocess
+    import sys
+
+    from tests.docs._snippets import ROOT, expected_output, snippets
+
+    farm = next(s for s in snippets(ROOT / "README.md") if s.kind == "farm")
+    script = tmp_path / "farm_driver.py"
+    script.write_text(farm.source)
+    env = child_env(RAY_ADDRESS=cluster)
+    env.pop("PYTHONPATH")  # as a user would run it: only the installed packages
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(script), agent],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for agent in ("agent-1", "agent-2")
+    ]
+    outs = [p.communicate(timeout=300) for p in procs]
+    for proc, (_, err) in zip(procs, outs, strict=True):
+        assert proc.returncode == 0, err[-3000:]
+        assert "Traceback" not in err, err[-3000:]
+    printed = sorted(line for out, _ in outs for line in out.splitlines())
+    want = expected_output(farm.source)[0]
+    assert printed == sorted([want, want.replace("agent-1", "agent-2")])
+    down = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            'from toolray_actors import RayRuntime\nRayRuntime.start("cluster").teardown()',
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert down.returncode == 0, down.stderr[-3000:]
