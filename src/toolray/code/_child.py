@@ -60,8 +60,9 @@ class Wire:
         os.dup2(2, 1)
         self._buffer = bytearray()
 
-    def send(self, message: dict[str, Any]) -> None:
-        payload = encode(message)
+    def send(self, message: dict[str, Any], payload: bytes | None = None) -> None:
+        if payload is None:
+            payload = encode(message)
         data = HEADER.pack(len(payload)) + payload
         try:
             while data:
@@ -186,16 +187,20 @@ class Program:
             raise ToolCallError(name, f"tool arguments must be lossless JSON: {problem}")
         call_id = self.next_id
         frame = {"op": "call", "id": call_id, "name": name, "args": args}
-        if len(encode(frame)) > MAX_FRAME:
+        try:
+            payload = encode(frame)
+        except (ValueError, RecursionError) as err:  # a huge int, or nesting past the stack
+            raise ToolCallError(name, f"tool arguments must be lossless JSON: {err}") from None
+        if len(payload) > MAX_FRAME:
             raise ToolCallError(name, f"tool arguments exceed {MAX_FRAME} bytes")
         self.next_id += 1
         future: asyncio.Future[Any] = self.loop.create_future()
         self.pending[call_id] = future
-        self.wire.send(frame)
-        ok, payload = await future
+        self.wire.send(frame, payload)
+        ok, value = await future
         if not ok:
-            raise ToolCallError(name, payload)
-        return payload
+            raise ToolCallError(name, value)
+        return value
 
     def on_readable(self) -> None:
         data = os.read(self.wire.in_fd, 1 << 20)

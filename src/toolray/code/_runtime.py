@@ -14,8 +14,9 @@ from typing import ClassVar, final
 from toolray import AbortSignal
 from toolray.errors import AbortError, CodeRunFailedError, ToolTimeoutError
 
+from ._failures import abort_error
 from ._process import ChildProcess, WarmPool
-from ._session import RunLimits, abort_error, run_on_child
+from ._session import RunLimits, run_on_child
 from ._types import DEFAULT_ALLOWED_IMPORTS, KIND_WORKER_EXIT, Binding, CodeRunOutcome
 from ._types import code_run_failed as _failed
 

@@ -10,9 +10,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, final
 
-from toolray import AbortSignal, HarnessError, JsonValue, TimeoutReason, snapshot_json
-from toolray.errors import AbortError, NotJsonError, ToolTimeoutError
+from toolray import AbortSignal, JsonValue, TimeoutReason, snapshot_json
+from toolray.errors import NotJsonError, ToolTimeoutError
 
+from ._failures import abort_error, exit_status, failure_message, last_line, memory_text, seconds
 from ._frames import MAX_FRAME_BYTES, FrameDecoder, ProtocolError, encode_frame
 from ._process import ChildProcess
 from ._types import (
@@ -27,7 +28,7 @@ from ._types import (
     code_run_failed,
 )
 
-__all__ = ("EXIT_MEMORY", "LOG_BUDGET", "RunLimits", "abort_error", "run_on_child")
+__all__ = ("EXIT_MEMORY", "LOG_BUDGET", "RunLimits", "run_on_child")
 
 LOG_BUDGET: Final = 1024 * 1024
 """Bytes of ``logs`` kept per run (the child stops sending at the same budget)."""
@@ -48,21 +49,6 @@ class RunLimits:
     memory_mb: int | None
     cpu_s: float | None
     allowed_imports: frozenset[str]
-
-
-def abort_error(reason: Any) -> AbortError:
-    """``ABORTED`` for an outer abort, naming (and chained to) the signal's reason."""
-    text = reason.message if isinstance(reason, HarnessError) else str(reason)
-    err = AbortError(f"code run aborted: {text}")
-    if isinstance(reason, BaseException):
-        err.__cause__ = reason
-    return err
-
-
-def failure_message(err: Exception) -> str:
-    """What a program sees of a failed binding: the message only (C-CODE-5)."""
-    text = err.message if isinstance(err, HarnessError) else str(err)
-    return text or type(err).__name__
 
 
 class _Pipe(asyncio.Protocol):
@@ -168,13 +154,13 @@ class _Run:
         if self.settled.done():
             return
         if status == -signals.SIGXCPU:
-            message = f"CPU budget ({_seconds(self.limits.cpu_s)}s) exhausted"
+            message = f"CPU budget ({seconds(self.limits.cpu_s)}s) exhausted"
             self.fail(code_run_failed(KIND_CPU, message, self.logs))
         elif status == EXIT_MEMORY:
-            self.fail(code_run_failed(KIND_MEMORY, _memory_text(self.limits), self.logs))
+            self.fail(code_run_failed(KIND_MEMORY, memory_text(self.limits.memory_mb), self.logs))
         else:
-            message = f"python exited ({_status(status)}) before completing"
-            last = _last_line(self.stderr_tail)
+            message = f"python exited ({exit_status(status)}) before completing"
+            last = last_line(self.stderr_tail)
             self.fail(code_run_failed(KIND_WORKER_EXIT, message + last, self.logs))
 
     def on_frame(self, frame: dict[str, Any]) -> None:
@@ -289,27 +275,6 @@ def _parameter_names(binding: Binding) -> list[str] | None:
 
 def _noop() -> None:
     pass
-
-
-def _seconds(value: float | None) -> str:
-    return "?" if value is None else (str(int(value)) if float(value).is_integer() else str(value))
-
-
-def _memory_text(limits: RunLimits) -> str:
-    limit = "" if limits.memory_mb is None else f" ({limits.memory_mb} MiB)"
-    return f"MemoryError: the program ran out of memory{limit}"
-
-
-def _status(status: int) -> str:
-    if status < 0:
-        with contextlib.suppress(ValueError):
-            return f"signal {signals.Signals(-status).name}"
-    return f"code {status}"
-
-
-def _last_line(tail: bytearray) -> str:
-    lines = [line for line in bytes(tail).decode("utf-8", "replace").splitlines() if line.strip()]
-    return f": {lines[-1].strip()[:500]}" if lines else ""
 
 
 async def run_on_child(
