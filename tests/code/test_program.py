@@ -168,3 +168,27 @@ async def test_custom_allow_list(runtime: PythonRuntime) -> None:
 async def test_open_and_input_are_not_builtins(runtime: PythonRuntime) -> None:
     err = await failure(runtime, "open('/etc/passwd')")
     assert err.message == ("code run failed (exception): NameError: name 'open' is not defined")
+
+
+async def test_asyncio_run_works_in_a_program_without_top_level_await(
+    runtime: PythonRuntime,
+) -> None:
+    rec = Recorder()
+    program = (
+        "import asyncio\nasync def main():\n    a = await echo(n=1)\n"
+        "    b = await asyncio.gather(tools.echo(n=2), tools.echo(n=3))\n    return [a, b]\n"
+        "asyncio.run(main())"
+    )
+    out = await run(runtime, program, rec.bindings())
+    assert out.result == [{"echo": {"n": 1}}, [{"echo": {"n": 2}}, {"echo": {"n": 3}}]]
+
+
+async def test_asyncio_run_under_top_level_await_is_the_usual_error(
+    runtime: PythonRuntime,
+) -> None:
+    program = "import asyncio\nawait asyncio.sleep(0)\nasync def f():\n    pass\nasyncio.run(f())"
+    err = await failure(runtime, program)
+    assert err.message == (
+        "code run failed (exception): RuntimeError: "
+        "asyncio.run() cannot be called from a running event loop"
+    )

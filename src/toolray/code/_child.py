@@ -34,6 +34,7 @@ HEADER = struct.Struct(">I")
 MAX_FRAME = 16 * 1024 * 1024
 LOG_BUDGET = 1024 * 1024
 LOG_MARKER = f"[toolray.code] log capture truncated at {LOG_BUDGET} bytes"
+CO_COROUTINE = 0x80  # inspect.CO_COROUTINE: compiled with a top-level await
 RESERVED_GLOBALS = frozenset({"tools", "ToolCallError", "__builtins__", "__name__"})
 _NO_VALUE = object()
 
@@ -223,7 +224,7 @@ class Program:
         sys.stdout = self.stdout
         self.wire.send({"op": "started"})
         try:
-            value = self.loop.run_until_complete(self._main(body, last))
+            value = self._run(body, last)
         except guard.ModuleNotAllowedError as err:
             return failed("import", str(err))
         except MemoryError:
@@ -236,6 +237,22 @@ class Program:
         if value is _NO_VALUE:
             return {"op": "done", "has_result": False, "result": None}
         return completion(value)
+
+    def _run(self, body: types.CodeType, last: types.CodeType | None) -> Any:
+        codes = [body] if last is None else [body, last]
+        if any(code.co_flags & CO_COROUTINE for code in codes):
+            return self.loop.run_until_complete(self._main(body, last))
+        # No top-level await: run it outside the loop, so ``asyncio.run(main())`` works.
+        asyncio.run = self.asyncio_run
+        eval(body, self.namespace)  # running the program is the point
+        return _NO_VALUE if last is None else eval(last, self.namespace)
+
+    def asyncio_run(self, main: Coroutine[Any, Any, Any], *, debug: bool | None = None) -> Any:
+        """``asyncio.run`` for a program without top-level await: it runs on this loop."""
+        if self.loop.is_running():
+            main.close()
+            raise RuntimeError("asyncio.run() cannot be called from a running event loop")
+        return self.loop.run_until_complete(main)
 
     async def _main(self, body: types.CodeType, last: types.CodeType | None) -> Any:
         await _evaluate(body, self.namespace)
@@ -272,7 +289,7 @@ def compile_program(source: str) -> tuple[types.CodeType, types.CodeType | None]
 
 async def _evaluate(code: types.CodeType, namespace: dict[str, Any]) -> Any:
     result = eval(code, namespace)  # running the program is the point
-    if isinstance(result, Coroutine) and code.co_flags & 0x80:  # CO_COROUTINE
+    if isinstance(result, Coroutine) and code.co_flags & CO_COROUTINE:
         return await result
     return result
 
