@@ -204,3 +204,28 @@ async def test_a_missing_interpreter_fails_as_worker_exit() -> None:
     runtime = PythonRuntime(python="/nonexistent/python", warm=0)
     with pytest.raises(Exception, match=r"code run failed \(worker-exit\): python spawn error"):
         await run(runtime, "1")
+
+
+async def test_an_interpreter_that_dies_at_once_fails_as_worker_exit() -> None:
+    runtime = PythonRuntime(python="/bin/false", warm=0)
+    with pytest.raises(
+        Exception, match=r"code run failed \(worker-exit\): python exited \(code 1\)"
+    ):
+        await run(runtime, "1")
+
+
+async def test_an_interpreter_that_never_starts_the_program_times_out(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import toolray.code._session as session
+
+    hang = tmp_path / "hang"
+    hang.write_text("#!/bin/sh\nexec sleep 600\n")
+    hang.chmod(0o755)
+    monkeypatch.setattr(session, "BOOT_TIMEOUT_S", 0.3)
+    before = {proc.pid for proc in psutil.Process().children(recursive=True)}
+    runtime = PythonRuntime(python=str(hang), warm=0)
+    with pytest.raises(Exception, match=r"did not start the program within 0\.3s"):
+        await run(runtime, "1")
+    after = {proc.pid for proc in psutil.Process().children(recursive=True)}
+    assert after <= before  # the hung "interpreter" was killed and reaped

@@ -33,6 +33,8 @@ __all__ = ("EXIT_MEMORY", "LOG_BUDGET", "RunLimits", "run_on_child")
 LOG_BUDGET: Final = 1024 * 1024
 """Bytes of ``logs`` kept per run (the child stops sending at the same budget)."""
 LOG_MARKER: Final = f"[toolray.code] log capture truncated at {LOG_BUDGET} bytes"
+BOOT_TIMEOUT_S: Final = 30.0
+"""How long a child may take to boot and start the program (a warm one has booted)."""
 EXIT_MEMORY: Final = 86
 """The child's exit status when it could not even report a ``MemoryError``."""
 _CHILD_KINDS: Final = frozenset(
@@ -86,6 +88,7 @@ class _Run:
         self.transports: list[asyncio.BaseTransport] = []
         self.deadline: asyncio.TimerHandle | None = None
         self.eof_seen = False
+        self.started = False
 
     async def connect(self, program: str) -> None:
         stdin, stdout, stderr = self.child.pipes()
@@ -103,6 +106,7 @@ class _Run:
             self.writer.write(encode_frame(run))
         except ValueError as err:
             self.fail(code_run_failed(KIND_OUTPUT_LIMIT, f"the program does not fit: {err}"))
+        self.deadline = self.loop.call_later(BOOT_TIMEOUT_S, self.on_boot_timeout)
 
     # -- settling -------------------------------------------------------------------------
     def succeed(self, outcome: CodeRunOutcome) -> None:
@@ -170,9 +174,18 @@ class _Run:
         handler(self, frame)
 
     def on_started(self, frame: dict[str, Any]) -> None:
-        timeout_s = self.limits.timeout_s
-        if timeout_s is not None and self.deadline is None:
-            self.deadline = self.loop.call_later(timeout_s, self.on_deadline)
+        if self.started:
+            raise ProtocolError("the program started twice")
+        self.started = True
+        if self.deadline is not None:
+            self.deadline.cancel()
+            self.deadline = None
+        if self.limits.timeout_s is not None:
+            self.deadline = self.loop.call_later(self.limits.timeout_s, self.on_deadline)
+
+    def on_boot_timeout(self) -> None:
+        message = f"python did not start the program within {BOOT_TIMEOUT_S}s"
+        self.fail(code_run_failed(KIND_WORKER_EXIT, message, self.logs))
 
     def on_deadline(self) -> None:
         reason = TimeoutReason(ms=float(self.limits.timeout_s or 0) * 1000.0)
