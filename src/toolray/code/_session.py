@@ -125,6 +125,8 @@ class _Run:
         self.child.kill()
 
     def close(self) -> None:
+        if not self.settled.done():  # the host task was cancelled: nothing will read it
+            self.settled.cancel()
         self.stop()
         for transport in self.transports:
             transport.close()
