@@ -1,11 +1,17 @@
 """A Ray cluster owned by this process (``ray.cluster_utils.Cluster``), for multi-driver tests.
 
-Prints ``ADDRESS <gcs address>`` once the head is up, then serves until its stdin closes
-(the test's end), and shuts the cluster down. Usage: ``python -m tests.actors._cluster_host``.
+Prints ``ADDRESS <gcs address>`` once the head is up, then serves commands from stdin until
+it closes (the test's end), and shuts the cluster down:
+
+- ``add <resources as JSON>`` starts a worker node, answers ``NODE <node id>``;
+- ``remove <node id>`` removes that node (not gracefully: a lost machine), answers ``REMOVED``.
+
+Usage: ``python -m tests.actors._cluster_host``.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 
 from ray.cluster_utils import Cluster
@@ -26,8 +32,17 @@ def main() -> None:
     )
     try:
         print(f"ADDRESS {cluster.address}", flush=True)
-        for _ in sys.stdin:  # serve until the test closes our stdin
-            pass
+        nodes = {}
+        for line in sys.stdin:  # serve until the test closes our stdin
+            words = line.split(maxsplit=1)
+            if words and words[0] == "add":
+                node = cluster.add_node(num_cpus=1, resources=json.loads(words[1]))
+                cluster.wait_for_nodes()
+                nodes[node.node_id] = node
+                print(f"NODE {node.node_id}", flush=True)
+            elif words and words[0] == "remove":
+                cluster.remove_node(nodes.pop(words[1].strip()), allow_graceful=False)
+                print("REMOVED", flush=True)
     finally:
         cluster.shutdown()
 

@@ -64,8 +64,10 @@ class Driver:
         self.rt: RayRuntime | None = None
         self.disposers: list[Any] = []
 
-    def start(self) -> dict[str, Any]:
-        config = RuntimeConfig(namespace=self.namespace, kill_grace_ms=300)
+    def start(self, control: str = "") -> dict[str, Any]:
+        config = RuntimeConfig(
+            namespace=self.namespace, kill_grace_ms=300, control_resource=control or None
+        )
         self.rt = RayRuntime.start(config, address=self.address)
         return {"pid": os.getpid()}
 
@@ -120,6 +122,11 @@ class Driver:
 
         found = ray.util.list_named_actors(all_namespaces=True)
         return {"names": sorted(a["name"] for a in found if a["namespace"] == self.namespace)}
+
+    def where(self) -> dict[str, Any]:
+        """The node of every control actor (registry, executors, pools)."""
+        assert self.rt is not None
+        return {a.name: a.node_id for a in self.rt.stats().actors if a.kind != "worker"}
 
     def pids(self) -> dict[str, Any]:
         assert self.rt is not None
