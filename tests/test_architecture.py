@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import graphlib
+import re
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
@@ -262,6 +263,28 @@ def test_the_ray_layer_uses_only_public_core_namespaces() -> None:
 
 def test_the_ray_layer_has_no_import_cycle() -> None:
     assert _cycle(ray_modules()) == []
+
+
+# ---------------------------------------------------------------- the map
+def test_architecture_md_has_one_line_per_module() -> None:
+    """ARCHITECTURE.md names every module of both packages, and only modules that exist."""
+    text = (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    named = re.findall(r"^- `((?:toolray|toolray_actors)/[\w/]+\.py)`", text, re.M)
+    files = sorted(
+        str(path.relative_to(package.parent))
+        for package in (CORE, RAY)
+        for path in package.rglob("*.py")
+    )
+    assert len(named) == len(set(named)), "a module has two lines in ARCHITECTURE.md"
+    assert sorted(named) == files
+
+
+def test_architecture_md_reads_the_core_in_rank_order() -> None:
+    """Its module lines list the core in the order of LAYERS (the bottom-up reading order)."""
+    text = (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    named = re.findall(r"^- `(toolray/[\w/]+)\.py`", text, re.M)
+    dotted = [name.replace("/", ".").removesuffix(".__init__") for name in named]
+    assert sorted(dotted, key=RANK.__getitem__) == dotted
 
 
 # ---------------------------------------------------------------- the checker itself

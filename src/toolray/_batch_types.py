@@ -55,10 +55,10 @@ class ToolCall:
     arguments: str | Mapping[str, Any]
 
     def __post_init__(self) -> None:
-        for field in ("id", "name"):
-            value = getattr(self, field)
-            if not isinstance(value, str):
-                raise TypeError(f"ToolCall.{field} must be a str, not {type(value).__name__}")
+        if not isinstance(self.id, str):
+            raise TypeError(f"ToolCall.id must be a str, not {type(self.id).__name__}")
+        if not isinstance(self.name, str):
+            raise TypeError(f"ToolCall.name must be a str, not {type(self.name).__name__}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ from ._layers import Entry, GuardEntry, Hook, HookKind, Layer, Restriction
 from ._state import MODES, RegistryState
 
 __all__ = ("ScopedTools", "Scopes", "WriteSide")
+
 _RESTRICT_UNSCOPED = (
     "restrict() requires a scoped context (registry.scope(key)): a context-global restriction "
     "would mask every agent — deny the tool for the intended agent instead"

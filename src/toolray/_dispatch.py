@@ -16,11 +16,11 @@ from concurrent.futures import Executor
 from typing import Any, TypeAlias
 
 from ._call import Call
-from ._execution import ToolRunContext
+from ._execution import ToolRunContext, swap_signal
 from ._layers import Entry
 from ._normalize import NOT_LOSSLESS, aborted, fail, failure_from, normalize_value, unknown_tool
 from ._outcomes import ToolExecutionFailure, ToolExecutionResult, ToolExecutionSuccess
-from ._signals import AbortSignal
+from ._signals import AbortSignal, detach_sources
 from ._waterfall import run_waterfall
 
 __all__ = ("BodyRunner", "inline_runner", "run_body_inline", "run_dispatch")
@@ -121,14 +121,14 @@ async def run_dispatch(call: Call, runner: BodyRunner | None = None) -> Call:
                 if entry is None:
                     result = unknown_tool(inp.name)
                 else:
-                    execution._signal = body_signal
+                    swap_signal(execution, body_signal)
                     result = await _invoke(
                         call, entry, body_signal, runner or run_body_inline, mark
                     )
         finally:
-            execution._signal = current
+            swap_signal(execution, current)
             if body_signal is not current:
-                body_signal._release_sources()
+                detach_sources(body_signal)
         produced.append(result)
         return result
 

@@ -30,6 +30,8 @@ __all__ = (
     "ToolExecutionInput",
     "ToolRunContext",
     "ToolSet",
+    "freeze",
+    "swap_signal",
 )
 
 
@@ -195,6 +197,16 @@ class ToolExecution:
 
     def __repr__(self) -> str:
         return f"<ToolExecution {self.name!r} call_id={self.call_id!r}>"
+
+
+def freeze(execution: ToolExecution) -> None:
+    """Freeze ``execution`` (the pipeline does, just before result observers see it)."""
+    object.__setattr__(execution, "_frozen", True)
+
+
+def swap_signal(execution: ToolExecution, signal: AbortSignal) -> None:
+    """Set the signal the body sees (the dispatch stage does, whatever a wrapper did)."""
+    object.__setattr__(execution, "_signal", signal)
 
 
 class ToolDispatchExecution(ToolExecution):
