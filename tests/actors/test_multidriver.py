@@ -26,7 +26,7 @@ _ns = itertools.count()
 
 @pytest.fixture(scope="module")
 def cluster_host() -> Iterator[tuple[Child, str]]:
-    host = Child(["tests.actors._cluster_host"], child_env())
+    host = Child(["toolray_actors.testing.cluster_host"], child_env())
     try:
         yield host, host.expect("ADDRESS ", timeout=180)
     finally:

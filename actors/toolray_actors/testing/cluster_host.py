@@ -6,7 +6,7 @@ it closes (the test's end), and shuts the cluster down:
 - ``add <resources as JSON>`` starts a worker node, answers ``NODE <node id>``;
 - ``remove <node id>`` removes that node (not gracefully: a lost machine), answers ``REMOVED``.
 
-Usage: ``python -m tests.actors._cluster_host``.
+Usage: ``python -m toolray_actors.testing.cluster_host``.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ HEALTH = {
 
 
 def main() -> None:
+    """Start the cluster, serve node commands until stdin closes, shut the cluster down."""
     cluster = Cluster(
         initialize_head=True,
         connect=False,
