@@ -12,8 +12,11 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any
+
+from toolray import AbortError, AbortSignal
 
 from ._handles import create_worker, kill
 from ._stats import ActorStats, actor_stats
@@ -49,6 +52,9 @@ class PoolManager:
         self._options = options
         self._threads = threads
         self._ids = itertools.count(1)
+        # A restarted manager is a new incarnation: its worker ids and versions must never
+        # collide with those its clients remember from the previous one.
+        self._epoch = time.time_ns()
         self.workers: dict[str, Any] = {}
         self.spares: list[tuple[str, Any]] = []
         self.version = 1
@@ -63,7 +69,7 @@ class PoolManager:
             self.spares.append(self._new_worker())
 
     def _new_worker(self) -> tuple[str, Any]:
-        wid = f"w{next(self._ids)}"
+        wid = f"w{next(self._ids)}.{self._epoch % 10**6:06d}"
         return wid, create_worker(self._options, self._threads)
 
     async def ready(self) -> int:
@@ -72,11 +78,13 @@ class PoolManager:
         await asyncio.gather(*(h.health.remote() for h in handles))
         return len(self.workers)
 
-    async def members(self) -> tuple[int, list[tuple[str, Any]]]:
+    async def members(self) -> tuple[tuple[int, int], list[tuple[str, Any]]]:
         """``(version, [(worker id, handle), …])``."""
-        return self.version, list(self.workers.items())
+        return (self._epoch, self.version), list(self.workers.items())
 
-    async def replace(self, wid: str, killed: bool) -> tuple[int, list[tuple[str, Any]]]:
+    async def replace(
+        self, wid: str, killed: bool
+    ) -> tuple[tuple[int, int], list[tuple[str, Any]]]:
         """Retire ``wid`` (killing it if ``killed``) and promote a spare; idempotent.
 
         A worker that died on its own may have taken its node with it: then every member
@@ -84,7 +92,7 @@ class PoolManager:
         """
         handle = self.workers.pop(wid, None)
         if handle is None:
-            return self.version, list(self.workers.items())
+            return (self._epoch, self.version), list(self.workers.items())
         kill(handle)
         if killed:
             self.kills += 1
@@ -92,7 +100,7 @@ class PoolManager:
             self.deaths += 1
             await self._drop_dead()
         await self._fill(len(self.workers) + 1)
-        return self.version, list(self.workers.items())
+        return (self._epoch, self.version), list(self.workers.items())
 
     async def _alive(self, handle: Any) -> bool:
         try:
@@ -186,13 +194,13 @@ class PoolClient:
 
     def __init__(self, manager: Any) -> None:
         self.manager = manager
-        self.version = 0
+        self.version: tuple[int, int] = (0, 0)
         self.slots: dict[str, WorkerSlot] = {}
         self._lock = asyncio.Lock()
         self._background: set[asyncio.Task[None]] = set()
         self.retired: set[str] = set()
 
-    def _update(self, version: int, members: list[tuple[str, Any]]) -> None:
+    def _update(self, version: tuple[int, int], members: list[tuple[str, Any]]) -> None:
         if version < self.version:
             return
         self.version = version
@@ -209,20 +217,42 @@ class PoolClient:
         version, members = await self.manager.members.remote()
         self._update(version, members)
 
-    async def pick(self) -> WorkerSlot:
-        """The live worker with the fewest of this executor's calls in flight."""
+    async def pick(self, signal: AbortSignal | None = None) -> WorkerSlot:
+        """The live worker with the fewest of this executor's calls in flight.
+
+        While the pool has no member to offer (every member retired, or the manager itself
+        restarting after a crash) it waits, backing off, until one arrives or ``signal``
+        aborts (then it raises ``AbortError``: the call never reached a worker).
+        """
+        delay = 0.01
         while not self.slots:
+            if signal is not None and signal.aborted:
+                err = AbortError("tool call aborted")
+                err.reason = "no worker became available before the call was aborted"
+                raise err
             async with self._lock:
                 if not self.slots:
-                    await self.refresh()
-            if not self.slots:  # every member retired; the replacement is on its way
-                await asyncio.sleep(0.01)
+                    try:
+                        await self.refresh()
+                    except Exception:  # the manager is restarting: Ray brings it back
+                        _log.debug("toolray: pool manager unavailable", exc_info=True)
+            if not self.slots:
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 0.5)
         return min(self.slots.values(), key=lambda s: s.in_flight)
 
     async def replace(self, slot: WorkerSlot, *, killed: bool) -> None:
         """Retire ``slot``'s worker (we killed it, or it died) and adopt the new members."""
         self.retire(slot, killed=killed)
-        version, members = await self.manager.replace.remote(slot.wid, killed)
+        await self._renew(slot.wid, killed)
+
+    async def _renew(self, wid: str, killed: bool) -> None:
+        try:
+            version, members = await self.manager.replace.remote(wid, killed)
+        except Exception:  # the manager itself died: its restart brings a fresh pool
+            _log.debug("toolray: the pool manager could not replace %s", wid, exc_info=True)
+            self.slots = {}  # its workers died with it: the next pick waits for the new ones
+            return
         self._update(version, members)
 
     def retire(self, slot: WorkerSlot, *, killed: bool) -> None:
@@ -239,9 +269,4 @@ class PoolClient:
         task.add_done_callback(self._background.discard)
 
     async def _replace_quietly(self, slot: WorkerSlot, killed: bool) -> None:
-        try:
-            version, members = await self.manager.replace.remote(slot.wid, killed)
-        except Exception:
-            _log.debug("toolray: the pool manager could not replace worker %s", slot.wid)
-            return
-        self._update(version, members)
+        await self._renew(slot.wid, killed)

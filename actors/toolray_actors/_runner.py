@@ -75,7 +75,7 @@ class RayBodyRunner:
         arguments = thaw_json(ctx.arguments)
         self.stats.calls += 1
         for _ in range(2):
-            slot = await pool.pick()
+            slot = await pool.pick(ctx.signal)
             call.notes["worker"] = slot.wid
             try:
                 outcome = await self._run_on(pool, slot, token, key, blob, arguments, ident, ctx)
