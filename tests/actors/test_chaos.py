@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -15,8 +16,8 @@ pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 
 @pytest.mark.timeout(400)
-def test_a_short_chaos_campaign_loses_nothing_and_reruns_nothing(tmp_path: object) -> None:
-    out = f"{tmp_path}/chaos.json"
+def test_a_short_chaos_campaign_loses_nothing_and_reruns_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "chaos.json"
     proc = subprocess.run(
         [
             sys.executable,
@@ -46,7 +47,7 @@ def test_a_short_chaos_campaign_loses_nothing_and_reruns_nothing(tmp_path: objec
         check=False,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    figures = json.loads(open(out).read())
+    figures = json.loads(out.read_text())
     assert figures["faults_total"] >= 5, figures
     assert figures["raised"] == 0
     assert figures["lost"] == 0
