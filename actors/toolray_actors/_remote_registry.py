@@ -30,6 +30,13 @@ from ._mirror import Op, dumps_named
 __all__ = ("RemoteRegistry", "RemoteScope")
 
 
+def _names(value: Iterable[str] | None) -> tuple[str, ...] | None:
+    """A name list as it travels (a bare ``str`` stays as it is: the core rejects it)."""
+    if value is None or isinstance(value, str):
+        return value  # type: ignore[return-value]
+    return tuple(value)
+
+
 class _RemoteWriter:
     """The write API of one context, executed by the registry actor."""
 
@@ -81,9 +88,8 @@ class _RemoteWriter:
         self, *, allow: Iterable[str] | None = None, deny: Iterable[str] | None = None
     ) -> Disposer:
         """Mask inherited tools for this scope."""
-        as_tuple = lambda v: tuple(v) if v is not None and not isinstance(v, str) else v  # noqa: E731
         return self._apply(
-            Op(id=0, kind="restrict", key=self._key, allow=as_tuple(allow), deny=as_tuple(deny))
+            Op(id=0, kind="restrict", key=self._key, allow=_names(allow), deny=_names(deny))
         )
 
     def guard(self, fn: Callable[[Any], str | None]) -> Disposer:

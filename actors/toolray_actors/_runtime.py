@@ -192,7 +192,8 @@ def _check_control_resource(cfg: RuntimeConfig) -> None:
     name = cfg.control_resource
     if name is None:
         return
-    if not any(n.get("Alive") and name in n.get("Resources", {}) for n in ray.nodes()):
+    nodes: list[dict[str, Any]] = ray.nodes()  # type: ignore[no-untyped-call]
+    if not any(n.get("Alive") and name in n.get("Resources", {}) for n in nodes):
         raise StartError(
             f"no live node offers the control resource {name!r} (control_resource in the "
             "config): start a node with --resources or clear the setting"

@@ -45,7 +45,7 @@ def main() -> None:
                 cluster.remove_node(nodes.pop(words[1].strip()), allow_graceful=False)
                 print("REMOVED", flush=True)
     finally:
-        cluster.shutdown()
+        cluster.shutdown()  # type: ignore[no-untyped-call]
 
 
 if __name__ == "__main__":
