@@ -29,10 +29,28 @@ class Snippet:
         return f"{self.kind}-L{self.line}"
 
 
+SHARED_SECTIONS = ("## Use with OpenAI / Anthropic / MCP",)
+"""Sections whose snippets share one namespace; their own tests run them
+(``tests/adapters/test_docs.py``)."""
+
+
+def _shared_spans(text: str) -> list[tuple[int, int]]:
+    spans = []
+    for heading in SHARED_SECTIONS:
+        start = text.find(heading)
+        if start != -1:
+            end = text.find("\n## ", start + len(heading))
+            spans.append((start, end if end != -1 else len(text)))
+    return spans
+
+
 def snippets(path: Path) -> list[Snippet]:
     text = path.read_text(encoding="utf-8")
+    shared = _shared_spans(text)
     out = []
     for match in _BLOCK.finditer(text):
+        if any(a <= match.start() < b for a, b in shared):
+            continue
         source = match.group(1)
         line = text.count("\n", 0, match.start()) + 2
         if 'RayRuntime.start("cluster")' in source:
