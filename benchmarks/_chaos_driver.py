@@ -122,7 +122,13 @@ async def run(args: argparse.Namespace, stop: threading.Event) -> list[dict[str,
             "namespace": args.namespace,
             "kill_grace_ms": 300,
             "cancel_grace_ms": 100,
-            "pool": {"size": 2, "spare": 1, "max_concurrency": 64},
+            "pool": {
+                "size": 2,
+                "spare": 1,
+                "max_concurrency": 64,
+                # with worker nodes, tool workers live there (so a lost node costs calls)
+                "resources": {"toolslot": 1} if args.toolslot else {},
+            },
             "executors": {"mode": args.mode, "shards": 2},
         }
     )
@@ -159,6 +165,7 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=6)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--mode", default="per_scope")
+    parser.add_argument("--toolslot", action="store_true")
     args = parser.parse_args()
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     stop = threading.Event()

@@ -115,6 +115,51 @@ def inject(
     fault_log.append((time.time(), kind))
 
 
+def sample(rt: Any) -> dict[str, Any]:
+    """RSS, open files and threads of every live actor of the namespace (same machine)."""
+    import psutil
+
+    row: dict[str, Any] = {"at": time.time(), "actors": {}}
+    try:
+        actors = rt.stats().actors
+    except Exception:
+        return row
+    for a in actors:
+        try:
+            p = psutil.Process(a.pid)
+            row["actors"][f"{a.kind}:{a.name}:{a.pid}"] = (
+                p.memory_info().rss,
+                p.num_fds(),
+                p.num_threads(),
+            )
+        except psutil.Error:
+            continue
+    return row
+
+
+def drift(samples: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per actor alive in the second and the last sample: RSS / fd / thread growth."""
+    if len(samples) < 3:
+        return {}
+    first, last = samples[1]["actors"], samples[-1]["actors"]
+    common = sorted(set(first) & set(last))
+    growth = [
+        (
+            (last[k][0] - first[k][0]) / 2**20,
+            last[k][1] - first[k][1],
+            last[k][2] - first[k][2],
+        )
+        for k in common
+    ]
+    return {
+        "soak_actors": len(common),
+        "soak_max_rss_growth_mb": round(max((g[0] for g in growth), default=0.0), 1),
+        "soak_max_fd_growth": max((g[1] for g in growth), default=0),
+        "soak_max_thread_growth": max((g[2] for g in growth), default=0),
+        "soak_samples": len(samples),
+    }
+
+
 def check(records: list[dict[str, Any]], ledger: str, logs: Path) -> dict[str, Any]:
     db = sqlite3.connect(ledger)
     runs = Counter(cid for (cid,) in db.execute("SELECT call_id FROM runs"))
@@ -184,9 +229,12 @@ def main() -> int:
     parser.add_argument("--agents", type=int, default=2)
     parser.add_argument("--calls", type=int, default=6)
     parser.add_argument("--nodes", type=int, default=0, help="worker nodes (enables node kills)")
-    parser.add_argument("--kinds", default="worker,executor,pool,registry,node")
+    parser.add_argument(
+        "--kinds", default="worker,executor,pool,registry,node", help='"" = no faults (soak)'
+    )
     parser.add_argument("--mode", default="per_scope", choices=("per_scope", "sharded"))
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--sample", type=float, default=60.0, help="seconds between samples")
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
     rng = random.Random(args.seed)
@@ -229,6 +277,7 @@ def main() -> int:
                         str(args.seed),
                         "--mode",
                         args.mode,
+                        *(["--toolslot"] if args.nodes else []),
                     ],
                     _env(),
                 )
@@ -241,9 +290,15 @@ def main() -> int:
         faults: Counter[str] = Counter()
         fault_log: list[tuple[float, str]] = []
         chaos_start = time.time()
+        samples: list[dict[str, Any]] = []
+        next_sample = chaos_start
         while time.time() - chaos_start < args.seconds:
             time.sleep(args.every)
-            inject(args, host, rt, nodes, rng, faults, fault_log)
+            if args.kinds:
+                inject(args, host, rt, nodes, rng, faults, fault_log)
+            if time.time() >= next_sample:
+                samples.append(sample(rt))
+                next_sample += args.sample
         chaos_end = time.time()
         for proc in drivers:
             proc.send("stop")
@@ -285,6 +340,7 @@ def main() -> int:
         p99_batch_s_chaos=round(_pct([r["seconds"] for r in wild], 0.99), 3),
         recovery_p50_s=round(_pct(out["recovery_s"], 0.5), 2),
         recovery_p99_s=round(_pct(out["recovery_s"], 0.99), 2),
+        **drift(samples),
         workdir=str(work),
     )
     ok = (
@@ -293,6 +349,7 @@ def main() -> int:
         and out["success_not_exactly_once"] == 0
         and out["log_problems"] == 0
         and out["agents_recovered"] == out["agents"]
+        and out.get("soak_max_rss_growth_mb", 0) <= 20
     )
     width = max(len(k) for k in out)
     for key, value in out.items():
