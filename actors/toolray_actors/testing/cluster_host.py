@@ -17,9 +17,9 @@ import sys
 from ray.cluster_utils import Cluster
 
 HEALTH = {
-    "health_check_period_ms": 500,
-    "health_check_failure_threshold": 2,
-    "health_check_timeout_ms": 500,
+    "health_check_period_ms": 1000,
+    "health_check_failure_threshold": 3,
+    "health_check_timeout_ms": 1000,
     "health_check_initial_delay_ms": 0,
 }
 
