@@ -55,6 +55,10 @@ class ResolvedToolSet:
         self._cache = (state.epoch, view)
         return view
 
+    def admits(self, entry: Entry) -> bool:
+        """Whether this set admitted ``entry`` at resolve time (whatever its visibility now)."""
+        return not self._disposed and entry.serial in self._admitted
+
     def entry(self, scope: str | None, name: str) -> Entry | None:
         """The admitted entry for ``name``, if still visible."""
         return self.entries(scope).get(name)
@@ -117,8 +121,15 @@ async def resolve_tool_set(state: RegistryState, context: ActivationContext) -> 
             pending[entry.serial] = asyncio.ensure_future(outcome)
         else:
             verdicts[entry.serial] = outcome
-    if pending:
-        await _settle(pending, verdicts, signal)
+    if pending and not signal.aborted:
+        try:
+            await _settle(pending, verdicts, signal)
+        except asyncio.CancelledError:  # the host cancelled us: stop the conditions too
+            await _discard(pending)
+            raise
+    if signal.aborted:  # aborted during resolution (API.md §11): publish nothing
+        await _discard(pending)
+        _raise_aborted(signal.reason)
     for entry in conditional:  # the first failure in registration order wins
         verdict = verdicts[entry.serial]
         if isinstance(verdict, Exception):
@@ -138,13 +149,17 @@ async def _settle(
         while waiting:
             done, _ = await asyncio.wait(waiting | {aborted}, return_when=asyncio.FIRST_COMPLETED)
             if aborted in done:
-                for fut in waiting:
-                    fut.cancel()
-                await asyncio.gather(*waiting, return_exceptions=True)
-                _raise_aborted(signal.reason)
+                return  # the caller sees the abort and discards what is pending
             waiting -= done
     finally:
         aborted.cancel()
     for serial, fut in pending.items():
         exc = fut.exception()
         verdicts[serial] = exc if exc is not None else fut.result()
+
+
+async def _discard(pending: dict[int, asyncio.Future[Any]]) -> None:
+    """Cancel the conditions still running and wait for them (their outcome is dropped)."""
+    for fut in pending.values():
+        fut.cancel()
+    await asyncio.gather(*pending.values(), return_exceptions=True)

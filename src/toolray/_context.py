@@ -250,7 +250,11 @@ class WriteSide:
         """``() -> None`` after every registration change, never scope-filtered (R-EVT-08)."""
         if not callable(listener):
             raise TypeError("on_change() takes a callable")
+        self._check_live()
         return self._own(Disposer(self._state.add_change_listener(listener)))
+
+    def _check_live(self) -> None:
+        """Raise if this context can take no contribution (a disposed scope)."""
 
     def set_executor(self, executor: Any) -> Disposer:
         """Select the batch executor for this context (global = the deployment default)."""
@@ -295,9 +299,12 @@ class ScopedTools(WriteSide):
         self._owned.append(disposer)
         return disposer
 
-    def _layer(self) -> Layer:
+    def _check_live(self) -> None:
         if self._disposed:
             raise RuntimeError(f'scope "{self.key}" is disposed')
+
+    def _layer(self) -> Layer:
+        self._check_live()
         return super()._layer()
 
     def dispose(self) -> None:
