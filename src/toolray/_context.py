@@ -110,6 +110,7 @@ class WriteSide:
         position) in one change event. The returned disposer lifts the new registration;
         the replaced one's disposer no longer lifts anything.
         """
+        self._check_live()
         check_registration(definition)
         if when is not None and not callable(when):
             raise TypeError(f'tool "{definition.name}" when must be callable')
@@ -152,6 +153,7 @@ class WriteSide:
         """Mask inherited tools for this scope (scoped contexts only)."""
         if self._key is None:
             raise ValueError(_RESTRICT_UNSCOPED)
+        self._check_live()
         allow_names, deny_names = _names(allow, "allow"), _names(deny, "deny")
         if allow_names is None and deny_names is None:
             raise ValueError(_RESTRICT_EMPTY)
@@ -184,6 +186,7 @@ class WriteSide:
         """Declare this scope's presentation mode (``native``, ``code`` or ``both``)."""
         if self._key is None:
             raise ValueError(_PRESENT_UNSCOPED)
+        self._check_live()
         if mode not in MODES:
             raise ValueError('present_as() mode must be one of "native", "code", "both"')
         layer = self._layer()

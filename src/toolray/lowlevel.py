@@ -17,7 +17,8 @@ read a registry's private state:
 - :func:`run_nested` runs a nested call of a live parent execution through the pipeline
   of its scope (``ctx.dispatch`` is built on it, in-process and in a Ray executor actor;
   Code Mode bindings use it with their own ids), and :class:`LocalNested` is the
-  in-process :class:`NestedDispatcher` a body's run context uses;
+  in-process :class:`NestedDispatcher` a body's run context uses; :func:`not_live` is the
+  rejection of a nested call whose parent execution is settled or unknown;
 - :func:`chain_entries`, :func:`admitted_entries` and :func:`tool_set_of` record which
   registrations a ``ResolvedToolSet`` admitted and rebuild that set over another registry
   (a set resolved in one process, used in another);
@@ -32,6 +33,7 @@ from ._call import Call as Call
 from ._dispatch import BodyRunner as BodyRunner
 from ._dispatch import run_body_inline as run_body_inline
 from ._execution import NestedDispatcher as NestedDispatcher
+from ._execution import not_live as not_live
 from ._json import is_json as is_json
 from ._json import thaw_json as thaw_json
 from ._layers import Entry as Entry
@@ -59,6 +61,7 @@ __all__ = (
     "failure_from",
     "has_scope",
     "is_json",
+    "not_live",
     "run_body_inline",
     "run_nested",
     "run_pipeline",

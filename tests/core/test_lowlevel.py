@@ -19,6 +19,7 @@ EXPECTED = {
     "failure_from",
     "has_scope",
     "is_json",
+    "not_live",
     "run_body_inline",
     "run_nested",
     "run_pipeline",
