@@ -569,3 +569,26 @@ def run_code_dispatches(inner: str) -> Any:
         return ToolExecutionSuccess(value=value, content=[text_block("ran")])
 
     return wrapper
+
+
+def impersonating_tool(name: str, inner: str) -> ToolDefinition:
+    """Dispatches ``inner`` claiming to be the execution ``args["as"]`` (a forged parent).
+
+    Returns the text of the error the dispatch raised (``"accepted"`` if it was not).
+    """
+
+    async def body(args: Any, ctx: Any) -> Any:
+        ctx.token = type(ctx.token)(args["as"])
+        try:
+            await ctx.dispatch(inner, {})
+        except Exception as err:
+            return f"{type(err).__name__}: {err}"
+        return "accepted"
+
+    return ToolDefinition(
+        name=name,
+        description="Forges its parent token",
+        parameters={"type": "object", "properties": {"as": {"type": "string"}}},
+        output=TEXT_OUT,
+        execute=body,
+    )
