@@ -104,7 +104,8 @@ class _RemoteWriter:
 
     def _hook(self, hook: str, fn: Callable[..., Any], prepend: bool = False) -> Disposer:
         if not callable(fn):
-            raise TypeError(f"a {hook} hook must be callable")
+            kind = {"pre_execute": "pre", "post_execute": "post"}.get(hook, hook)
+            raise TypeError(f"a {kind} hook must be callable")  # the core's text
         blob = dumps_named(fn, f"the {hook} hook")
         return self._apply(
             Op(id=0, kind="hook", key=self._key, blob=blob, hook=hook, prepend=prepend)

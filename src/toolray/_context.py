@@ -111,6 +111,9 @@ class WriteSide:
         the replaced one's disposer no longer lifts anything.
         """
         self._check_live()
+        if not isinstance(definition, ToolDefinition):
+            kind = type(definition).__name__
+            raise TypeError(f"register() takes a ToolDefinition, not {kind}")
         check_registration(definition)
         if when is not None and not callable(when):
             raise TypeError(f'tool "{definition.name}" when must be callable')
@@ -261,6 +264,11 @@ class WriteSide:
 
     def set_executor(self, executor: Any) -> Disposer:
         """Select the batch executor for this context (global = the deployment default)."""
+        if not callable(getattr(executor, "execute", None)):
+            raise TypeError(
+                "set_executor() takes a ToolExecutor (an object with an async "
+                f"execute(batch)), not {type(executor).__name__}"
+            )
         layer = self._layer()
         layer.executors.append(executor)
         if self._key is None:

@@ -89,6 +89,9 @@ class ToolRegistry(ReadSide, WriteSide):
 
     async def resolve(self, context: ActivationContext) -> ResolvedToolSet:
         """Evaluate every ``when`` visible to the context's scope once, concurrently."""
+        if not isinstance(context, ActivationContext):
+            kind = type(context).__name__
+            raise TypeError(f"resolve() takes an ActivationContext, not {kind}")
         return await resolve_tool_set(self._state, context)
 
     async def execute(self, inp: ToolExecutionInput) -> ToolExecutionResult:

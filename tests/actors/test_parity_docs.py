@@ -34,4 +34,5 @@ def test_the_program_prints_the_same_in_process_and_on_ray(ray_runtime: Any) -> 
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         exec(compile(block, DOC.name, "exec"), {"__name__": "__parity_docs__"})
-    assert out.getvalue().splitlines() == [EXPECTED, EXPECTED]
+    printed = [line for line in out.getvalue().splitlines() if line.startswith("[")]
+    assert printed == [EXPECTED, EXPECTED]  # (Ray's own "(raylet) …" lines are not ours)

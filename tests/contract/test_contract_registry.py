@@ -172,3 +172,33 @@ async def test_a_disposed_scope_takes_no_contribution(backend: Backend) -> None:
     assert backend.agree(errors) == [f'scope "{key}" is disposed'] * 4
     with pytest.raises(ValueError, match="already has parent"):
         backend.registry.scope(A, parent=B)
+
+
+async def test_misuse_raises_type_error_with_the_same_text(backend: Backend) -> None:
+    """Misuse is a ``TypeError`` / ``ValueError`` on both backends, never anything else."""
+    from toolray import ToolBatchInput
+    from toolray.testing import FakeClock  # any object without the expected shape
+
+    reg, scope = backend.registry, backend.context(A)
+    texts = []
+    for misuse in (
+        lambda: reg.register("not a definition"),
+        lambda: reg.register(tools.constant_tool(backend.name("t"), "t"), when=1),
+        lambda: scope.guard(1),
+        lambda: scope.on_pre_execute(1),
+        lambda: reg.on_change(1),
+        lambda: scope.set_executor(FakeClock()),
+        lambda: reg.restrict(deny=["x"]),
+        lambda: scope.present_as("sideways"),
+    ):
+        with pytest.raises((TypeError, ValueError)) as info:
+            misuse()
+        texts.append(f"{type(info.value).__name__}: {info.value}")
+    with pytest.raises(TypeError) as resolving:
+        await reg.resolve("agent")
+    texts.append(str(resolving.value))
+    with pytest.raises(TypeError):
+        ToolBatchInput(["not a call"], AbortController().signal)
+    backend.agree(texts)
+    assert texts[0] == "TypeError: register() takes a ToolDefinition, not str"
+    assert texts[-1] == "resolve() takes an ActivationContext, not str"
