@@ -13,7 +13,6 @@ object (a batch already sent keeps the copy it carried).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from types import TracebackType
 from typing import Any, final
 
 import cloudpickle
@@ -25,35 +24,36 @@ __all__ = ("RemoteToolSet", "core_tool_set", "wire_tool_set")
 
 
 @final
-class RemoteToolSet:
-    """One step's admitted registrations for one scope, as the Ray runtime carries them."""
+class RemoteToolSet(ResolvedToolSet):
+    """One step's admitted registrations for one scope, as the Ray runtime carries them.
 
-    __slots__ = ("_conn", "_disposed", "_ids", "_scope")
+    A ``ResolvedToolSet`` (``scope``, ``view``, ``dispose``, ``disposed``, a context
+    manager) whose admission is a set of contribution ids instead of a live registry.
+    """
+
+    __slots__ = ("_conn", "_ids")
 
     def __init__(self, scope: str | None, ids: Iterable[int], conn: Any = None) -> None:
         self._scope = scope
         self._ids = frozenset(ids)
         self._disposed = False
         self._conn = conn
-
-    @property
-    def scope(self) -> str | None:
-        """The scope the set was resolved for (it admits nothing for any other)."""
-        return self._scope
+        self._state = None
+        self._admitted: set[int] = set()
+        self._cache = None
 
     @property
     def ids(self) -> frozenset[int]:
         """The admitted registrations, by contribution id."""
         return frozenset() if self._disposed else self._ids
 
-    @property
-    def disposed(self) -> bool:
-        """Whether admission is closed."""
-        return self._disposed
+    def admits(self, entry: Any) -> bool:
+        """Registrations of a live registry are never this set's (it admits by id)."""
+        return False
 
-    def dispose(self) -> None:
-        """Close admission: the set admits nothing afterwards."""
-        self._disposed = True
+    def entry(self, scope: str | None, name: str) -> Any:
+        """The admitted definition ``scope`` still sees under ``name``, if any."""
+        return self.view(scope).get(name)
 
     def view(self, scope: str | None) -> Mapping[str, ToolDefinition]:
         """Admitted definitions still visible in ``scope`` (unpickled here), in view order."""
@@ -62,20 +62,9 @@ class RemoteToolSet:
         blobs = self._conn.call("tool_set_view", self)
         return {name: cloudpickle.loads(blob) for name, blob in blobs}
 
-    def entries(self, scope: str | None) -> Mapping[str, Any]:
+    def entries(self, scope: str | None) -> Mapping[str, Any]:  # type: ignore[override]
         """The ``ToolSet`` protocol's registrations: here, the admitted definitions."""
         return self.view(scope)
-
-    def __enter__(self) -> RemoteToolSet:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.dispose()
 
     def __reduce__(self) -> Any:
         return (_restore, (self._scope, tuple(sorted(self._ids)), self._disposed))

@@ -14,7 +14,7 @@ import asyncio
 import inspect
 from collections.abc import Mapping
 from types import TracebackType
-from typing import Any, final
+from typing import Any
 
 from ._activation import ActivationContext
 from ._definition import ToolDefinition
@@ -25,9 +25,13 @@ from .errors import AbortError
 __all__ = ("ResolvedToolSet", "resolve_tool_set")
 
 
-@final
 class ResolvedToolSet:
-    """One step's admitted registrations for one scope."""
+    """One step's admitted registrations for one scope.
+
+    Not meant for subclassing by applications; a runtime that carries a set to another
+    process (the Ray layer's ``RemoteToolSet``) subclasses it so that ``resolve()`` returns
+    a ``ResolvedToolSet`` everywhere.
+    """
 
     __slots__ = ("_admitted", "_cache", "_disposed", "_scope", "_state")
 

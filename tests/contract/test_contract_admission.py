@@ -17,7 +17,7 @@ import pytest
 
 from tests import tools
 from tests.contract.conftest import SCOPES, Backend, failure, success, wait_for_files, wires
-from toolray import AbortController, AbortError, ToolCall
+from toolray import AbortController, AbortError, ResolvedToolSet, ToolCall
 
 A, B = SCOPES
 
@@ -39,6 +39,8 @@ async def test_a_conditional_tool_runs_only_through_an_admitting_set(backend: Ba
         ("c3", success("plain-ran")),
     ]
     step = await backend.resolve(A)
+    assert isinstance(step, ResolvedToolSet)
+    assert step.scope == A
     with_set = await backend.run(calls, A, tool_set=step)
     assert wires(with_set) == [
         ("c1", success("cond-ran")),
@@ -47,7 +49,9 @@ async def test_a_conditional_tool_runs_only_through_an_admitting_set(backend: Ba
     ]
     other_scope = await backend.run(calls, B, tool_set=step)  # a set is for its own scope
     assert [w["isError"] for _, w in wires(other_scope)] == [True, True, True]
-    step.dispose()
+    with step:  # a context manager, like the core's: leaving it disposes the set
+        assert not step.disposed
+    assert step.disposed
     closed = await backend.run(calls, A, tool_set=step)
     assert wires(closed)[0] == ("c1", _unknown(cond))
 
