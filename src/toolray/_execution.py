@@ -359,8 +359,14 @@ class ToolRunContext:
 
         The nested call has ``parent`` = this execution's token, its ``root_call_id``,
         ``tool_set``, scope and signal (an abort of the caller reaches it); ``call_id``
-        defaults to ``<call id>:sub:<n>``. Returns the nested ``ToolExecutionResult``; a
-        context whose body has returned rejects the call with ``ValueError``.
+        defaults to ``<call id>:sub:<n>``, n = 1, 2, … over this execution's nested calls
+        that take the default. Returns the nested ``ToolExecutionResult``; a context whose
+        body has returned rejects the call with ``ValueError``.
+
+        Example:
+            >>> async def total(args, ctx):                    # doctest: +SKIP
+            ...     first = await ctx.dispatch("add", {"a": 1, "b": 2})     # id c1:sub:1
+            ...     return first.value
         """
         return await self._dispatch_target(name, call_id).dispatch(self, name, arguments, call_id)
 

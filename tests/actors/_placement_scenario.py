@@ -1,7 +1,7 @@
-"""Placement on a 3-node simulated cluster (run as a subprocess by ``test_placement.py``).
+"""Placement on a 2-node simulated cluster (run as a subprocess by ``test_placement.py``).
 
-Head (control actors) + node ``plain`` + node ``special`` (the only one offering the
-custom resource ``special``). One batch runs, in parallel:
+The head (control actors, default pools) and node ``special``, the only one offering the
+custom resource ``special``. One batch runs, in parallel:
 
 - a tool placed on ``resources={"special": 1}`` (it must run on the ``special`` node);
 - a tool placed on a resource no node has, with a 1.5 s budget (it must time out with
@@ -82,7 +82,6 @@ def main() -> None:
     cluster = Cluster(
         initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False}
     )
-    plain = cluster.add_node(num_cpus=1)
     special = cluster.add_node(num_cpus=1, resources={"special": 1})
     cluster.wait_for_nodes()
     ray.init(address=cluster.address, log_to_driver=False)
@@ -99,7 +98,7 @@ def main() -> None:
         out = asyncio.run(scenario(rt))
     finally:
         rt.shutdown()
-    out["nodes"] = {"plain": plain.node_id, "special": special.node_id}
+    out["nodes"] = {"head": cluster.head_node.node_id, "special": special.node_id}
     deadline = time.monotonic() + 30
     left = ["?"]
     while left and time.monotonic() < deadline:

@@ -1,4 +1,4 @@
-"""Placement on a simulated 3-node cluster, in a subprocess with its own Ray (API-v2 §13).
+"""Placement on a simulated 2-node cluster, in a subprocess with its own Ray (API-v2 §13).
 
 One scenario (``_placement_scenario.py``) checks: a ``Placement(resources={"special": 1})``
 tool runs on the node that offers ``special``; a tool whose resources no node has times out
@@ -41,6 +41,7 @@ def test_placement_pools_resources_runtime_env_deadline_stats_and_shutdown() -> 
     assert lines, proc.stdout[-3000:] + proc.stderr[-3000:]
     out = json.loads(lines[-1][len("RESULT ") :])
     assert out["special"]["node"] == out["nodes"]["special"], out
+    assert out["plain"]["node"] == out["nodes"]["head"], out  # no "special" there
     assert out["nowhere"]["error"] == {
         "message": "tool call timed out after 1500ms",
         "info": {"name": "ToolTimeoutError", "code": "TOOL_TIMEOUT"},
