@@ -5,9 +5,11 @@ custom resource ``special``. One batch runs, in parallel:
 
 - a tool placed on ``resources={"special": 1}`` (it must run on the ``special`` node);
 - a tool placed on a resource no node has, with a 1.5 s budget (it must time out with
-  ``TOOL_TIMEOUT`` at its deadline while its pool's workers cannot be scheduled);
+  ``TOOL_TIMEOUT`` at its deadline while its pool's workers cannot be scheduled; it runs
+  alone first, so its own duration is measured);
 - tools whose placements differ only in ``runtime_env`` (each sees its own env var), one
-  naming a ``[pools.<name>]`` table, and an unplaced one (the default pool).
+  naming a ``[pools.<name>]`` table (whose resources put it on the ``special`` node), and
+  an unplaced one (the default pool).
 
 Then ``rt.stats()`` must list every pool, and ``shutdown()`` (the last lease) must stop
 every actor of the namespace. Prints one ``RESULT <json>`` line.
@@ -44,7 +46,7 @@ def _definitions() -> list[Any]:
         type(budgeted)(**{**_fields(budgeted), "timeout_ms": BUDGET_MS}),
         tools.env_tool("env_a", "POOL_MARK", Placement(runtime_env=_env("a"), size=1, spare=0)),
         tools.env_tool("env_b", "POOL_MARK", Placement(runtime_env=_env("b"), size=1, spare=0)),
-        tools.env_tool("named", "POOL_MARK", Placement(pool="tabled")),
+        tools.env_tool("named", "POOL_MARK", Placement(pool="tabled")),  # on "special"
         tools.env_tool("plain", "POOL_MARK"),
     ]
 
@@ -57,15 +59,20 @@ async def scenario(rt: RayRuntime) -> dict[str, Any]:
     TimeoutPolicy().install(rt.registry)
     for definition in _definitions():
         rt.registry.register(definition)
+    executor = rt.executor("placed")
+    lone = ToolBatchInput(
+        [ToolCall("c-0", "nowhere", "{}")], AbortController().signal, scope="placed"
+    )
+    started = time.monotonic()
+    waited = await executor.execute_batch(lone)
+    out: dict[str, Any] = {"nowhere_s": time.monotonic() - started}
+    out["nowhere_alone"] = waited.results[0].result.to_wire()["error"]
     names = ["special", "nowhere", "env_a", "env_b", "named", "plain"]
     calls = [ToolCall(f"c-{n}", n, "{}") for n in names]
     batch = ToolBatchInput(
         calls, AbortController().signal, scope="placed", max_parallel_tool_calls=8
     )
-    started = time.monotonic()
-    result = await rt.executor("placed").execute_batch(batch)
-    elapsed = time.monotonic() - started
-    out: dict[str, Any] = {"elapsed_s": elapsed}
+    result = await executor.execute_batch(batch)
     for name, r in zip(names, result.results, strict=True):
         res = r.result
         out[name] = (
@@ -82,7 +89,7 @@ def main() -> None:
     cluster = Cluster(
         initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False}
     )
-    special = cluster.add_node(num_cpus=1, resources={"special": 1})
+    special = cluster.add_node(num_cpus=1, resources={"special": 2})
     cluster.wait_for_nodes()
     ray.init(address=cluster.address, log_to_driver=False)
     cloudpickle.register_pickle_by_value(tools)
@@ -91,7 +98,7 @@ def main() -> None:
         kill_grace_ms=300,
         ray=RayInitConfig(),
         pool=PoolConfig(size=1, spare=0, max_concurrency=8),
-        pools={"tabled": PoolConfig(size=1, spare=0, runtime_env=_env("table"))},
+        pools={"tabled": PoolConfig(size=1, spare=0, resources={"special": 0.5})},
     )
     rt = RayRuntime.start(config)
     try:
