@@ -32,6 +32,7 @@ __all__ = (
     "named_actors",
     "pool_name",
     "registry_name",
+    "resources_offered",
     "shard_name",
 )
 
@@ -171,6 +172,25 @@ def get_named(name: str, namespace: str) -> Any | None:
         return ray.get_actor(name, namespace=namespace)
     except ValueError:
         return None
+
+
+def resources_offered(options: dict[str, Any]) -> bool:
+    """Whether some live node has (in total) the resources actor ``options`` ask for.
+
+    Blocking (``ray.nodes()``); a pool manager asks it off its loop.
+    """
+    wanted = dict(options.get("resources") or {})
+    for key, name in (("num_cpus", "CPU"), ("num_gpus", "GPU")):
+        if options.get(key):
+            wanted[name] = wanted.get(name, 0) + float(options[key])
+    if not wanted:
+        return True
+    nodes: list[dict[str, Any]] = ray.nodes()  # type: ignore[no-untyped-call]
+    for node in nodes:
+        offered = node.get("Resources", {}) if node.get("Alive") else {}
+        if all(offered.get(name, 0) >= amount for name, amount in wanted.items()):
+            return True
+    return False
 
 
 def kill(handle: Any, *, no_restart: bool = True) -> None:

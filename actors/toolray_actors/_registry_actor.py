@@ -27,6 +27,7 @@ from ._fanout import Fanout
 from ._handles import executor_name, get_named, kill, kill_self, named_actors
 from ._leases import Lease, LeaseTable, dead_jobs
 from ._mirror import Mirror, Op
+from ._registry_reads import RegistryReads
 from ._stats import ActorStats, actor_stats
 from ._store import Store
 
@@ -65,8 +66,11 @@ class _Index:
                 del self.by_key[op.key]
 
 
-class RegistryActor:
-    """Holds the namespace's registry state and fans changes out to executor actors."""
+class RegistryActor(RegistryReads):
+    """Holds the namespace's registry state and fans changes out to executor actors.
+
+    The read side and the change counter come from :class:`RegistryReads`.
+    """
 
     def __init__(self, namespace: str, detached: bool = False, per_scope: bool = True) -> None:
         self.namespace = namespace
@@ -83,7 +87,7 @@ class RegistryActor:
         self._lock = asyncio.Lock()
         self._watcher: asyncio.Task[None] | None = None
         self._ending = False
-        self._restore()
+        self._start_change_count(self._restore())
 
     # ------------------------------------------------------------------ persistence
     def _meta(self) -> dict[str, Any]:
@@ -94,12 +98,15 @@ class RegistryActor:
             "restarts": self.restarts,
             "leases": self.leases.snapshot(),
             "detached": self.detached,
+            "changes": self.changes,
         }
 
-    def _restore(self) -> None:
+    def _restore(self) -> int:
+        """Replay the persisted state; returns the change count it had reached."""
+        self.changes = 0
         meta, ops = self.store.load()
         if meta is None:
-            return
+            return 0
         for op in ops:
             try:
                 self.mirror.apply(op)
@@ -114,7 +121,9 @@ class RegistryActor:
             handle = get_named(name, self.namespace)
             if handle is not None:
                 self.fanout.executors[name] = handle
+        self.changes = int(meta.get("changes", 0))
         self.store.put_meta(self._meta())
+        return self.changes
 
     async def _save_meta(self) -> None:
         await self.store.a_put_meta(self._meta())
@@ -257,14 +266,17 @@ class RegistryActor:
         await self._publish(("swap", live.id, new))
         return new.id
 
-    async def ensure_scope(self, key: str, parent: str | None) -> None:
-        """Create a scope (and its chain) if new; a conflicting parent raises ValueError."""
+    async def ensure_scope(self, key: str, parent: str | None) -> str | None:
+        """Create a scope (and its chain) if new; returns its parent.
+
+        A conflicting parent raises ``ValueError``.
+        """
         async with self._lock:
             reg = self.mirror.registry
             known = self.mirror.has_scope(key)
             reg.scope(key, parent=parent)
             if known:
-                return
+                return self.mirror.parent_of(key)
             chain = reg.chain(key)
             for k in chain:  # ancestors created on the way get their own scope ops
                 if k in self.index.scopes:
@@ -274,6 +286,7 @@ class RegistryActor:
                 self._record(op)
                 await self.store.a_put_op(op)
                 await self._publish(("add", op))
+            return self.mirror.parent_of(key)
 
     async def dispose(self, op_id: int) -> bool:
         """Drop one holder of a contribution; ``False`` if it was already gone."""
@@ -334,26 +347,6 @@ class RegistryActor:
         return self.fanout.seq, list(self.ops.values())
 
     # ------------------------------------------------------------------ reads
-    async def schemas(self, scope: str | None) -> list[dict[str, Any]]:
-        """``schemas(scope)`` of the authoritative registry."""
-        return self.mirror.registry.schemas(scope)
-
-    async def definition_blob(self, name: str, scope: str | None) -> bytes | None:
-        """The pickled definition ``scope`` sees under ``name``."""
-        definition = self.mirror.registry.get(name, scope)
-        if definition is None:
-            return None
-        found = self.mirror.key_of(definition)
-        return found[1] if found is not None else None
-
-    async def names(self, scope: str | None) -> list[str]:
-        """Visible capability names, in view order."""
-        return [d.name for d in self.mirror.registry.definitions(scope)]
-
-    async def known_names(self, scope: str | None) -> list[str]:
-        """R-SCH-11 known names for the scope."""
-        return self.mirror.registry.known_names(scope)
-
     async def info(self) -> dict[str, Any]:
         """Counters: contributions, sequence, executors, restarts, leases."""
         return {
@@ -363,6 +356,7 @@ class RegistryActor:
             "restarts": self.restarts,
             "leases": len(self.leases.leases),
             "scopes": self.mirror.scope_count(),
+            "changes": self.changes,
             "pid": os.getpid(),
         }
 

@@ -153,6 +153,7 @@ class RayRuntime:
         if self._closed:
             return
         self._closed = True
+        self.registry.close()  # change listeners stop before the loop that runs them
         try:
             if ray.is_initialized() and not self._conn.closed:
                 self._conn.call("release_lease", self._lease_id)

@@ -25,9 +25,10 @@ from typing import Any
 
 import cloudpickle
 
-from toolray import AbortController, AbortError, HarnessError, ToolRunContext
+from toolray import AbortController, AbortError, HarnessError
 from toolray.lowlevel import is_json
 
+from ._nested_remote import worker_context
 from ._stats import ActorStats, actor_stats
 
 __all__ = ("ToolInterrupted", "ToolWorker", "WorkerStatus")
@@ -131,7 +132,7 @@ class ToolWorker:
             self._runs += 1
         if early is not None:
             running.controller.abort(early)
-        ctx = ToolRunContext(None, running.controller.signal, **ident)
+        ctx = worker_context(running.controller.signal, ident)  # nested calls: its executor
         try:
             if inspect.iscoroutinefunction(execute):
                 value = await execute(arguments, ctx)

@@ -11,28 +11,47 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import threading
 from collections.abc import Awaitable, Callable
-from concurrent.futures import Executor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any, TypeAlias
 
 from ._call import Call
-from ._execution import ToolRunContext, swap_signal
+from ._execution import NestedDispatcher, ToolRunContext, swap_signal
 from ._layers import Entry
 from ._normalize import NOT_LOSSLESS, aborted, fail, failure_from, normalize_value, unknown_tool
 from ._outcomes import ToolExecutionFailure, ToolExecutionResult, ToolExecutionSuccess
 from ._signals import AbortSignal, detach_sources
 from ._waterfall import run_waterfall
 
-__all__ = ("BodyRunner", "inline_runner", "run_body_inline", "run_dispatch")
+__all__ = ("BodyRunner", "NestFactory", "inline_runner", "run_body_inline", "run_dispatch")
 
 BodyRunner: TypeAlias = Callable[[Call, Entry, ToolRunContext], Awaitable[Any]]
 """Runs a body and returns its raw value (or raises): in-process, or on a Ray worker."""
+
+NestFactory: TypeAlias = Callable[[Call, BodyRunner], NestedDispatcher]
+"""Makes the dispatcher a body's run context uses for nested calls (``ctx.dispatch``)."""
+
+_NESTED_THREADS = 64
+_nested_pool: ThreadPoolExecutor | None = None
+_nested_lock = threading.Lock()
+
+
+def _nested_threads() -> ThreadPoolExecutor:
+    """Threads for nested sync bodies, apart from the batch's own (no cap deadlock)."""
+    global _nested_pool
+    with _nested_lock:
+        if _nested_pool is None:
+            _nested_pool = ThreadPoolExecutor(_NESTED_THREADS, thread_name_prefix="toolray-nested")
+        return _nested_pool
 
 
 def inline_runner(threads: Callable[[], Executor | None] = lambda: None) -> BodyRunner:
     """An in-process runner: await an async body, run a sync one in a thread.
 
-    ``threads()`` gives the pool (``None``: the loop's default executor).
+    ``threads()`` gives the pool (``None``: the loop's default executor). A nested call's
+    sync body runs on a separate pool: its caller may hold every thread of ``threads()``
+    while it waits for the nested result.
     """
 
     async def run(call: Call, entry: Entry, ctx: ToolRunContext) -> Any:
@@ -40,7 +59,8 @@ def inline_runner(threads: Callable[[], Executor | None] = lambda: None) -> Body
         if inspect.iscoroutinefunction(fn):
             return await fn(ctx.arguments, ctx)
         loop = asyncio.get_running_loop()
-        value = await loop.run_in_executor(threads(), functools.partial(fn, ctx.arguments, ctx))
+        pool = threads() if call.input.parent is None else _nested_threads()
+        value = await loop.run_in_executor(pool, functools.partial(fn, ctx.arguments, ctx))
         if inspect.isawaitable(value):
             value = await value
         return value
@@ -53,10 +73,16 @@ run_body_inline: BodyRunner = inline_runner()
 
 
 async def _invoke(
-    call: Call, entry: Entry, signal: AbortSignal, runner: BodyRunner, mark: list[bool]
+    call: Call,
+    entry: Entry,
+    signal: AbortSignal,
+    runner: BodyRunner,
+    mark: list[bool],
+    nest: NestFactory | None,
 ) -> ToolExecutionResult:
     execution = call.execution
-    ctx = ToolRunContext(execution, signal)
+    dispatcher = nest(call, runner) if nest is not None else None
+    ctx = ToolRunContext(execution, signal, dispatcher=dispatcher)
     call.body_invoked = True
     try:
         value = await runner(call, entry, ctx)
@@ -103,8 +129,14 @@ def _renormalize(call: Call, result: Any, concluded: bool) -> tuple[str, ToolExe
     return ("final" if renormalized.is_error else "post"), renormalized
 
 
-async def run_dispatch(call: Call, runner: BodyRunner | None = None) -> Call:
-    """Run the ``on_execute`` waterfall around the body; sets the next stage."""
+async def run_dispatch(
+    call: Call, runner: BodyRunner | None = None, nest: NestFactory | None = None
+) -> Call:
+    """Run the ``on_execute`` waterfall around the body; sets the next stage.
+
+    ``nest`` makes the body context's nested-call dispatcher (none: ``ctx.dispatch`` is
+    unavailable).
+    """
     registry, inp, execution = call.registry, call.input, call.execution
     caller = inp.signal
     produced: list[ToolExecutionResult] = []
@@ -123,7 +155,7 @@ async def run_dispatch(call: Call, runner: BodyRunner | None = None) -> Call:
                 else:
                     swap_signal(execution, body_signal)
                     result = await _invoke(
-                        call, entry, body_signal, runner or run_body_inline, mark
+                        call, entry, body_signal, runner or run_body_inline, mark, nest
                     )
         finally:
             swap_signal(execution, current)

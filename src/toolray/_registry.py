@@ -11,6 +11,7 @@ selected executor (``execute_batch``).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import final
 
 from ._activation import ActivationContext
@@ -22,13 +23,21 @@ from ._clock import Clock, system_clock
 from ._context import ScopedTools, Scopes, WriteSide
 from ._disposer import Disposer
 from ._execution import ToolExecutionInput
+from ._layers import Entry
 from ._outcomes import ToolExecutionResult
 from ._pipeline import run_pipeline
 from ._read import ReadSide
 from ._state import MODES, RegistryState, RegistryStatistics
 from .errors import ExecutorUnavailableError
 
-__all__ = ("ToolRegistry", "has_scope", "scope_parent")
+__all__ = (
+    "ToolRegistry",
+    "admitted_entries",
+    "chain_entries",
+    "has_scope",
+    "scope_parent",
+    "tool_set_of",
+)
 
 
 @final
@@ -80,6 +89,9 @@ class ToolRegistry(ReadSide, WriteSide):
 
     async def resolve(self, context: ActivationContext) -> ResolvedToolSet:
         """Evaluate every ``when`` visible to the context's scope once, concurrently."""
+        if not isinstance(context, ActivationContext):
+            kind = type(context).__name__
+            raise TypeError(f"resolve() takes an ActivationContext, not {kind}")
         return await resolve_tool_set(self._state, context)
 
     async def execute(self, inp: ToolExecutionInput) -> ToolExecutionResult:
@@ -115,3 +127,24 @@ def has_scope(registry: ToolRegistry, key: str) -> bool:
 def scope_parent(registry: ToolRegistry, key: str) -> str | None:
     """The parent ``key`` is bound to, or ``None`` (no parent, or no such scope)."""
     return registry._state.parent_of(key)
+
+
+def chain_entries(registry: ToolRegistry, scope: str | None) -> list[Entry]:
+    """Every registration on ``scope``'s chain (global layer first), visible or not."""
+    return [e for layer in registry._state.layers_on_chain(scope) for e in layer.tools.values()]
+
+
+def admitted_entries(registry: ToolRegistry, tool_set: ResolvedToolSet) -> list[Entry]:
+    """The registrations ``tool_set`` admitted that are still registered, in chain order."""
+    return [e for e in chain_entries(registry, tool_set.scope) if tool_set.admits(e)]
+
+
+def tool_set_of(
+    registry: ToolRegistry, scope: str | None, admitted: Iterable[Entry]
+) -> ResolvedToolSet:
+    """A step's set for ``scope`` admitting exactly ``admitted`` (a set rebuilt elsewhere).
+
+    A runtime that resolves in one process and runs the step in another records which
+    registrations were admitted and rebuilds the set over its own registry with this.
+    """
+    return ResolvedToolSet(registry._state, scope, {e.serial for e in admitted if e.alive})

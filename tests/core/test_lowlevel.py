@@ -10,13 +10,22 @@ EXPECTED = {
     "BodyRunner",
     "Call",
     "Entry",
+    "InvalidArguments",
+    "LocalNested",
+    "NestedDispatcher",
     "ToolLookup",
+    "admitted_entries",
+    "chain_entries",
+    "failure_from",
     "has_scope",
     "is_json",
+    "not_live",
     "run_body_inline",
+    "run_nested",
     "run_pipeline",
     "scope_parent",
     "thaw_json",
+    "tool_set_of",
 }
 
 
