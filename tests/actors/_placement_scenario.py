@@ -97,7 +97,10 @@ def main() -> None:
         namespace=NAMESPACE,
         kill_grace_ms=300,
         ray=RayInitConfig(),
-        pool=PoolConfig(size=1, spare=0, max_concurrency=8),
+        # the default pool stays on the head node, so "plain" shows where "special" is not
+        pool=PoolConfig(
+            size=1, spare=0, max_concurrency=8, resources={"node:__internal_head__": 0.01}
+        ),
         pools={"tabled": PoolConfig(size=1, spare=0, resources={"special": 0.5})},
     )
     rt = RayRuntime.start(config)
