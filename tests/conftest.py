@@ -36,3 +36,25 @@ def ray_runtime() -> Any:
     runtime = RayRuntime.start("configs/ci.toml", address="local")
     yield runtime
     runtime.shutdown()
+
+
+@pytest.fixture(scope="session")
+def sharded_runtime(ray_runtime: Any) -> Any:
+    """A second namespace on the session cluster whose executors are 2 shards (API-v2 §16).
+
+    Same config as ``ray_runtime`` but ``[executors] mode = "sharded"``: it attaches to the
+    Ray this process already runs, so it costs only its own actors.
+    """
+    from toolray_actors import RayRuntime, RuntimeConfig
+
+    base = ray_runtime.config.model_dump()
+    cfg = RuntimeConfig.model_validate(
+        {
+            **base,
+            "namespace": f"{base['namespace']}-sharded",
+            "executors": {"mode": "sharded", "shards": 2},
+        }
+    )
+    runtime = RayRuntime.start(cfg)
+    yield runtime
+    runtime.shutdown()

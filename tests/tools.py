@@ -592,3 +592,50 @@ def impersonating_tool(name: str, inner: str) -> ToolDefinition:
         output=TEXT_OUT,
         execute=body,
     )
+
+
+def gate_tool(name: str, directory: str, *, safe: bool = True) -> Any:
+    """Marks ``<directory>/<key>.started``, then waits until ``<key>.open`` exists.
+
+    Ignores its signal (only the gate opens it); returns ``{"key", "pid"}`` once open, or
+    ``"never opened"`` after ``max_s`` seconds (a bound: a test that forgets fails, never
+    hangs). ``safe=False`` makes every call an exclusive barrier.
+    """
+
+    async def body(args: Any, ctx: Any) -> Any:
+        key = args["key"]
+        Path(directory, f"{key}.started").touch()
+        gate = Path(directory, f"{key}.open")
+        end = time.monotonic() + float(args.get("max_s", 20))
+        while not gate.exists():
+            if time.monotonic() > end:
+                return "never opened"
+            await asyncio.sleep(0.005)
+        return {"key": key, "pid": os.getpid()}
+
+    return define_tool(
+        name=name,
+        description="Waits for its gate file",
+        parameters={"key": {"type": "string", "required": True}, "max_s": {"type": "number"}},
+        output=_STR_OUT,
+        execute=body,
+        is_concurrency_safe=lambda args: safe,
+    )
+
+
+def deaf_async_tool(name: str, *, timeout_ms: float | None = None) -> Any:
+    """An async body that ignores its signal (only a task cancel or a kill stops it)."""
+
+    async def body(args: Any, ctx: Any) -> Any:
+        await asyncio.sleep(float(args.get("seconds", 30)))
+        return "ignored the signal"
+
+    return define_tool(
+        name=name,
+        description="Deaf (async)",
+        parameters={"seconds": {"type": "number"}},
+        output=_STR_OUT,
+        execute=body,
+        timeout_ms=timeout_ms,
+        is_concurrency_safe=lambda args: True,
+    )

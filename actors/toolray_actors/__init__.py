@@ -3,7 +3,7 @@
 A registry actor per namespace (shared by every driver, kept alive by their leases),
 executor actors running the core pipeline and scheduler (one per agent scope, or sharded),
 and pools of worker actors running the tool bodies, with the cancellation ladder
-(forwarded abort → ``ray.cancel`` → kill and replace).
+(forwarded abort → interrupt → kill and replace).
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ import ray
 import ray.exceptions as rex
 
 from ._config import RuntimeConfig
+from ._directory import ActorDirectory
 from ._errors import RuntimeUnavailableError, is_actor_death, task_cause, translate
 from ._handles import executor_name, get_named, registry_name, shard_name
 from ._portal import Portal
@@ -46,6 +47,8 @@ class Connection:
         self.portal = portal
         self.closed = False
         self.recoveries = 0
+        self.executors = ActorDirectory()
+        """Executor actors known ready, shared by this runtime's handles (a shard's scopes)."""
 
     @property
     def what(self) -> str:

@@ -71,6 +71,10 @@ class ExecutorStats:
     workers_lost: int
     registry_seq: int
     contributions: int
+    scopes: int = 0
+    """Scopes this actor hosts (ran a batch here and were not disposed since)."""
+    messages: int = 0
+    """Actor messages that carried calls to workers; ``calls / messages`` is the coalescing."""
 
 
 class _Sink:
@@ -162,30 +166,39 @@ class ExecutorActor(ExecutorCalls):
                 self._reaper = asyncio.ensure_future(self._reap())
             pool = self._pool_for(None)
             await pool.manager.ready.remote()
+            await pool.refresh()  # the first batch's calls then leave in one tick, coalesced
         self.last_active = time.monotonic()
         return {"name": self.name, "pid": os.getpid(), "seq": self.seq}
 
-    async def invalidate(self, seq: int, delta: tuple[Any, ...]) -> int:
-        """Apply one registry change (or resync on a gap); returns the applied sequence."""
-        if seq <= self.seq:
-            return self.seq
+    async def apply_changes(self, first: int, deltas: tuple[tuple[Any, ...], ...]) -> int:
+        """Apply registry changes ``first, first + 1, …`` in order (a group commit).
+
+        Changes already applied are skipped; a gap or a change that does not apply makes
+        the mirror resync from the registry's snapshot. Returns the applied sequence.
+        """
         try:
-            if seq != self.seq + 1:
-                raise LookupError("sequence gap")
-            kind = delta[0]
-            if kind == "add":
-                self.mirror.apply(delta[1])
-            elif kind == "remove":
-                self.mirror.remove(delta[1])
-            elif kind == "swap":
-                self.mirror.swap(delta[1], delta[2])
-            elif kind == "dispose_scope":
-                self.mirror.dispose_scope(delta[1], delta[2])
-                self.scopes_seen.discard(delta[1])
-            self.seq = seq
+            for seq, delta in enumerate(deltas, start=first):
+                if seq <= self.seq:
+                    continue
+                if seq != self.seq + 1:
+                    raise LookupError("sequence gap")
+                self._change(delta)
+                self.seq = seq
         except Exception:
             await self._resync()
         return self.seq
+
+    def _change(self, delta: tuple[Any, ...]) -> None:
+        kind = delta[0]
+        if kind == "add":
+            self.mirror.apply(delta[1])
+        elif kind == "remove":
+            self.mirror.remove(delta[1])
+        elif kind == "swap":
+            self.mirror.swap(delta[1], delta[2])
+        elif kind == "dispose_scope":  # in a shard: this scope's state only, not the shard
+            self.mirror.dispose_scope(delta[1], delta[2])
+            self.scopes_seen.discard(delta[1])
 
     async def _resync(self) -> None:
         registry = get_named(registry_name(), self.namespace)
@@ -316,6 +329,8 @@ class ExecutorActor(ExecutorCalls):
             workers_lost=rs.lost,
             registry_seq=self.seq,
             contributions=len(self.mirror.disposers),
+            scopes=len(self.scopes_seen),
+            messages=rs.messages,
         )
 
     async def actor_stats(self) -> ActorStats:

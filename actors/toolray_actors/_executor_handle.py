@@ -46,6 +46,13 @@ __all__ = ("ExecutorHandle",)
 
 _ENSURE_ATTEMPTS = 60
 
+_PER_SCOPE_CALLS = 1000
+"""Concurrent method calls of a per-scope executor actor."""
+
+_SHARD_CALLS = 10_000
+"""Concurrent method calls of a shard: one streaming ``run_batch`` per running batch of
+every scope it hosts, plus reservations, cancellations and registry changes."""
+
 
 class ExecutorHandle:
     """The driver's handle on one scope's executor actor (created on first use)."""
@@ -80,12 +87,21 @@ class ExecutorHandle:
             self._created_for,
             cfg.namespace,
             cfg.model_dump(),
+            max_concurrency=_PER_SCOPE_CALLS if self._created_for is not None else _SHARD_CALLS,
         )
 
     async def _ensure(self) -> Any:
         if self._actor is not None:
             return self._actor
         self._conn._check_open()
+        # the scopes of one shard share one start: one lookup and one ready, not one each
+        actor = await self._conn.executors.get(self.name, self._start)
+        if self._actor is None:
+            self._actor = actor
+        return self._actor
+
+    async def _start(self) -> Any:
+        """Find (or create) the named actor and wait until it is ready."""
         for attempt in range(_ENSURE_ATTEMPTS):
             actor = get_named(self.name, self._conn.namespace) or self._create()
             try:
@@ -96,14 +112,14 @@ class ExecutorHandle:
                     raise translate(err, self._what) from None
                 await asyncio.sleep(min(0.02 * (attempt + 1), 0.5))
                 continue
-            if self._actor is None:
-                self._actor = actor
-                self.recreated += 1
-            return self._actor
+            self.recreated += 1
+            return actor
         raise AssertionError("unreachable")
 
     def _lost(self) -> None:
-        self._actor = None
+        actor, self._actor = self._actor, None
+        if actor is not None:
+            self._conn.executors.drop(self.name, actor)
 
     async def _reserved(self, batch_id: str) -> Any:
         """An executor that has accepted ``batch_id``.

@@ -1,5 +1,13 @@
 """Registry → executors: every change reaches every attached executor before a write returns.
 
+Writes are group-committed: a write takes its sequence number and queues its change
+(:meth:`Fanout.publish`, synchronous, under the registry's write lock), then waits for
+:meth:`Fanout.wait` outside the lock. One flusher sends everything queued as one message per
+executor (``apply_changes(first_seq, deltas)``), waits until each applied it or is known
+dead, then resolves every write of that group. So with many executors and many concurrent
+writes (a farm's agents creating their scopes at once) the messages grow with the number
+of executors per group, not per write; changes still reach each executor in sequence order.
+
 There is no give-up timeout: a write waits until each executor has applied the change or
 is known dead (Ray fails the call of a dead actor), because "a call that starts after a
 write returns sees it" is the consistency the registry promises (DESIGN.md §2). A slow
@@ -20,30 +28,69 @@ _log = logging.getLogger("toolray")
 
 _SLOW_S = 30.0
 
+_MAX_GROUP = 256
+"""Changes per message at most (a longer queue goes out in several groups, in order)."""
+
 
 def _as_future(ref: Any) -> asyncio.Future[Any]:
     return asyncio.wrap_future(ref.future())
 
 
 class Fanout:
-    """The attached executors and the change sequence."""
+    """The attached executors, the change sequence and the queue of unsent changes."""
 
     def __init__(self, namespace: str) -> None:
         self.namespace = namespace
         self.seq = 0
         self.executors: dict[str, Any] = {}
+        self.messages = 0
+        """``apply_changes`` messages sent (one per executor per group)."""
+        self._queue: list[tuple[int, tuple[Any, ...]]] = []
+        self._done: dict[int, asyncio.Future[None]] = {}
+        self._flusher: asyncio.Task[None] | None = None
 
-    async def publish(self, delta: tuple[Any, ...]) -> None:
-        """Send change ``self.seq`` to every executor; return once each applied it (or died)."""
+    def publish(self, delta: tuple[Any, ...]) -> int:
+        """Take the next sequence number for ``delta`` and queue it; returns the number.
+
+        Synchronous: call it where the change is made (under the write lock), then await
+        :meth:`wait` once the lock is released.
+        """
+        self.seq += 1
+        self._queue.append((self.seq, delta))
+        self._done[self.seq] = asyncio.get_running_loop().create_future()
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.ensure_future(self._flush())
+        return self.seq
+
+    async def wait(self, seq: int) -> None:
+        """Return once change ``seq`` reached every executor (or the executor died)."""
+        fut = self._done.get(seq)
+        if fut is not None:
+            await asyncio.shield(fut)
+
+    async def _flush(self) -> None:
+        while self._queue:
+            group, self._queue = self._queue[:_MAX_GROUP], self._queue[_MAX_GROUP:]
+            try:
+                await self._send(group[0][0], tuple(delta for _, delta in group))
+            except Exception:  # an executor that cannot be reached resyncs on its next gap
+                _log.debug("toolray: change fan-out failed", exc_info=True)
+            finally:
+                for seq, _ in group:
+                    fut = self._done.pop(seq, None)
+                    if fut is not None and not fut.done():
+                        fut.set_result(None)
+
+    async def _send(self, first: int, deltas: tuple[tuple[Any, ...], ...]) -> None:
         names = list(self.executors)
-        futures = [_as_future(self.executors[n].invalidate.remote(self.seq, delta)) for n in names]
+        last = first + len(deltas) - 1
+        futures = [_as_future(self.executors[n].apply_changes.remote(first, deltas)) for n in names]
+        self.messages += len(futures)
         pending = set(futures)
         while pending:
             _, pending = await asyncio.wait(pending, timeout=_SLOW_S)
             if pending:
-                _log.debug(
-                    "toolray: %d executor(s) slow to apply change %d", len(pending), self.seq
-                )
+                _log.debug("toolray: %d executor(s) slow to apply change %d", len(pending), last)
         for name, fut in zip(names, futures, strict=True):
             err = fut.exception()
             if err is None:
@@ -51,4 +98,4 @@ class Fanout:
             if is_actor_death(err):
                 self.executors.pop(name, None)
             else:  # it resyncs on the next sequence gap
-                _log.debug("toolray: executor %s missed change %d: %r", name, self.seq, err)
+                _log.debug("toolray: executor %s missed change %d: %r", name, last, err)

@@ -144,10 +144,21 @@ def create_registry(cls: Any, namespace: str, control: dict[str, Any], *args: An
 
 
 def create_executor(
-    cls: Any, name: str, namespace: str, control: dict[str, Any], *args: Any
+    cls: Any,
+    name: str,
+    namespace: str,
+    control: dict[str, Any],
+    *args: Any,
+    max_concurrency: int = 1000,
 ) -> Any:
-    """An executor actor (async; never restarted mid-batch: a handle recreates it)."""
-    return _named(cls, name, namespace, control, max_restarts=0, max_concurrency=1000).remote(*args)
+    """An executor actor (async; never restarted mid-batch: a handle recreates it).
+
+    ``max_concurrency`` bounds its concurrent method calls: a shard hosting many scopes
+    serves one streaming ``run_batch`` per running batch, so it gets more.
+    """
+    return _named(
+        cls, name, namespace, control, max_restarts=0, max_concurrency=max_concurrency
+    ).remote(*args)
 
 
 def create_pool(cls: Any, pool: str, namespace: str, control: dict[str, Any], *args: Any) -> Any:

@@ -128,10 +128,11 @@ class RegistryActor(RegistryReads):
     async def _save_meta(self) -> None:
         await self.store.a_put_meta(self._meta())
 
-    async def _publish(self, delta: tuple[Any, ...]) -> None:
-        self.fanout.seq += 1
+    async def _publish(self, delta: tuple[Any, ...]) -> int:
+        """Queue a change for every executor (under the lock); await ``fanout.wait`` after."""
+        seq = self.fanout.publish(delta)
         await self._save_meta()
-        await self.fanout.publish(delta)
+        return seq
 
     # ------------------------------------------------------------------ leases
     def _watch(self) -> None:
@@ -232,6 +233,11 @@ class RegistryActor(RegistryReads):
 
     async def apply(self, op: Op) -> int:
         """Validate and record one contribution; returns its id (idempotent registration)."""
+        op_id, seq = await self._apply(op)
+        await self.fanout.wait(seq)
+        return op_id
+
+    async def _apply(self, op: Op) -> tuple[int, int]:
         async with self._lock:
             if op.kind == "register":
                 live = self._live_registration(op)
@@ -241,7 +247,7 @@ class RegistryActor(RegistryReads):
                     held = replace(live, holders=live.holders + 1)
                     self.ops[live.id] = held
                     await self.store.a_put_op(held)
-                    return live.id
+                    return live.id, 0
             op = replace(op, id=self.next_id, replace=False)
             try:
                 self.mirror.apply(op)  # raises the core's error, leaving nothing behind
@@ -252,10 +258,9 @@ class RegistryActor(RegistryReads):
             self.next_id += 1
             self._record(op)
             await self.store.a_put_op(op)
-            await self._publish(("add", op))
-            return op.id
+            return op.id, await self._publish(("add", op))
 
-    async def _swap(self, live: Op, op: Op) -> int:
+    async def _swap(self, live: Op, op: Op) -> tuple[int, int]:
         new = replace(op, id=self.next_id, replace=False)
         self.mirror.swap(live.id, new)
         self.next_id += 1
@@ -263,14 +268,14 @@ class RegistryActor(RegistryReads):
         self._record(new)
         await self.store.a_del_op(live.id)
         await self.store.a_put_op(new)
-        await self._publish(("swap", live.id, new))
-        return new.id
+        return new.id, await self._publish(("swap", live.id, new))
 
     async def ensure_scope(self, key: str, parent: str | None) -> str | None:
         """Create a scope (and its chain) if new; returns its parent.
 
         A conflicting parent raises ``ValueError``.
         """
+        seq = 0
         async with self._lock:
             reg = self.mirror.registry
             known = self.mirror.has_scope(key)
@@ -285,8 +290,10 @@ class RegistryActor(RegistryReads):
                 self.next_id += 1
                 self._record(op)
                 await self.store.a_put_op(op)
-                await self._publish(("add", op))
-            return self.mirror.parent_of(key)
+                seq = await self._publish(("add", op))
+            found = self.mirror.parent_of(key)
+        await self.fanout.wait(seq)  # the last change: the earlier ones went out before it
+        return found
 
     async def dispose(self, op_id: int) -> bool:
         """Drop one holder of a contribution; ``False`` if it was already gone."""
@@ -302,8 +309,9 @@ class RegistryActor(RegistryReads):
             self._forget(op_id)
             self.mirror.remove(op_id)
             await self.store.a_del_op(op_id)
-            await self._publish(("remove", op_id))
-            return True
+            seq = await self._publish(("remove", op_id))
+        await self.fanout.wait(seq)
+        return True
 
     async def dispose_scope(self, key: str) -> int:
         """Lift everything contributed through ``key`` and forget the scope itself."""
@@ -313,7 +321,8 @@ class RegistryActor(RegistryReads):
                 self._forget(op_id)
                 await self.store.a_del_op(op_id)
             self.mirror.dispose_scope(key, owned)
-            await self._publish(("dispose_scope", key, tuple(owned)))
+            seq = await self._publish(("dispose_scope", key, tuple(owned)))
+        await self.fanout.wait(seq)
         if self.per_scope:  # a disposed scope's own executor exits
             name = executor_name(key)
             self.fanout.executors.pop(name, None)
@@ -341,7 +350,7 @@ class RegistryActor(RegistryReads):
     async def snapshot(self) -> tuple[int, list[Op]]:
         """The sequence number and every live contribution, in order.
 
-        Lock-free on purpose: an executor resyncing inside ``invalidate`` calls it while a
+        Lock-free on purpose: an executor resyncing inside ``apply_changes`` calls it while a
         write holds the lock and awaits that very executor.
         """
         return self.fanout.seq, list(self.ops.values())

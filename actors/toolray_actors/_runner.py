@@ -1,10 +1,14 @@
 """The Ray body runner: one body on a worker actor, with the cancellation ladder.
 
-When the body's (fused) signal fires: (1) the abort is forwarded on the worker's control
-lane, firing the body's own signal; (2) after ``cancel_grace_ms``, ``ray.cancel`` on the
-call plus an interrupt (an awaiting body's task is cancelled; a sync body's thread gets an
-injected ``ToolInterrupted``); (3) after ``kill_grace_ms`` from the abort, the worker is
-killed and replaced. A killed call keeps its cause (``ABORTED``; the timeout policy turns a
+Dispatch is coalesced (``_coalesce``): the calls bound for one worker within one loop tick
+travel in one actor message (``ToolWorker.run_many``; a lone call uses ``run``), and their
+outcomes stream back as they settle. Everything else stays per call, addressed by the
+call's token: when the body's (fused) signal fires, (1) the abort is forwarded on the
+worker's control lane, firing the body's own signal; (2) after ``cancel_grace_ms``, an
+interrupt (an awaiting body's task is cancelled; a sync body's thread gets an injected
+``ToolInterrupted``) — never ``ray.cancel``, which would stop the whole message and so the
+call's mates; (3) after ``kill_grace_ms`` from the abort, the worker is killed and
+replaced. A killed call keeps its cause (``ABORTED``; the timeout policy turns a
 deadline into ``TOOL_TIMEOUT``) with ``info.reason`` saying the worker was terminated. A
 worker that dies on its own gives ``WORKER_LOST``. Nothing is ever re-run.
 """
@@ -14,14 +18,16 @@ from __future__ import annotations
 import asyncio
 import itertools
 import uuid
-from collections.abc import Callable
+import weakref
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from toolray import AbortError, ToolRunContext, ToolWorkerLostError
 from toolray.lowlevel import Entry, run_body_inline, thaw_json
 
+from ._coalesce import Chunk, Outbox, Request, Transport
 from ._errors import is_actor_death, is_cancelled, task_cause, wire_reason
-from ._handles import cancel, kill
+from ._handles import kill
 from ._pool import PoolClient, WorkerSlot
 
 __all__ = ("NOT_JSON", "RayBodyRunner", "RunnerStats")
@@ -36,6 +42,8 @@ class RunnerStats:
     def __init__(self) -> None:
         self.calls = self.in_flight = self.aborts = self.interrupts = self.kills = 0
         self.lost = 0
+        self.messages = 0
+        """Actor messages that carried calls to workers (``calls / messages``: coalescing)."""
 
 
 class RayBodyRunner:
@@ -60,6 +68,24 @@ class RayBodyRunner:
         self.stats = RunnerStats()
         self._prefix = f"{uuid.uuid4().hex[:12]}-"
         self._tokens = itertools.count(1)
+        self._outboxes: weakref.WeakKeyDictionary[WorkerSlot, Outbox] = weakref.WeakKeyDictionary()
+
+    def _outbox(self, slot: WorkerSlot) -> Outbox:
+        box = self._outboxes.get(slot)
+        if box is None:
+            box = self._outboxes[slot] = Outbox(self._transport(slot.handle))
+        return box
+
+    def _transport(self, handle: Any) -> Transport:
+        stats = self.stats
+
+        def send(requests: list[Request]) -> AsyncIterator[Chunk]:
+            stats.messages += 1
+            if len(requests) == 1:
+                return _one(handle.run.remote(requests[0]), requests[0][0])
+            return _many(handle.run_many.options(num_returns="streaming").remote(requests))
+
+        return send
 
     async def __call__(self, call: Any, entry: Entry, ctx: ToolRunContext) -> Any:
         """Run the body remotely; return its value or raise its (or the ladder's) error."""
@@ -112,20 +138,24 @@ class RayBodyRunner:
         ctx: ToolRunContext,
     ) -> tuple[Any, ...]:
         send = None if key in slot.sent else blob
-        ref = slot.handle.run.remote((token, key, send, arguments, ident))
+        result = self._outbox(slot).submit((token, key, send, arguments, ident))
         slot.sent.add(key)
         slot.in_flight += 1
         self.stats.in_flight += 1
         try:
-            return await self._await(pool, slot, token, ref, ctx)
+            return await self._await(pool, slot, token, result, ctx)
         finally:
             slot.in_flight -= 1
             self.stats.in_flight -= 1
 
     async def _await(
-        self, pool: PoolClient, slot: WorkerSlot, token: str, ref: Any, ctx: ToolRunContext
+        self,
+        pool: PoolClient,
+        slot: WorkerSlot,
+        token: str,
+        result: asyncio.Future[tuple[Any, ...]],
+        ctx: ToolRunContext,
     ) -> tuple[Any, ...]:
-        result = asyncio.wrap_future(ref.future())
         signal = ctx.signal
         if not signal.aborted:
             # one future woken by the result or the signal: no extra task per call
@@ -143,8 +173,7 @@ class RayBodyRunner:
             await asyncio.wait({result}, timeout=self.cancel_grace)
         if not result.done():
             self.stats.interrupts += 1
-            slot.handle.interrupt.remote(token)
-            cancel(ref)
+            slot.handle.interrupt.remote(token)  # this call only, never its message
             await asyncio.wait({result}, timeout=self.kill_grace - self.cancel_grace)
         if not result.done():
             self.stats.kills += 1
@@ -183,6 +212,15 @@ class RayBodyRunner:
                     "the call was not re-run"
                 ) from None
             raise err from None
+
+
+async def _one(ref: Any, token: str) -> AsyncIterator[Chunk]:
+    yield [(token, tuple(await ref))]
+
+
+async def _many(stream: Any) -> AsyncIterator[Chunk]:
+    async for ref in stream:
+        yield await ref
 
 
 def _set(fut: asyncio.Future[None]) -> None:

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import functools
 import inspect
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,7 +33,10 @@ from toolray.lowlevel import is_json
 from ._nested_remote import worker_context
 from ._stats import ActorStats, actor_stats
 
-__all__ = ("ToolInterrupted", "ToolWorker", "WorkerStatus")
+__all__ = ("ToolInterrupted", "ToolWorker", "WorkerStatus", "body_limit")
+
+Request = tuple[str, str, bytes | None, Any, dict[str, Any]]
+Outcome = tuple[Any, ...]
 
 _INTERRUPTED = "the worker interrupted the tool's thread"
 
@@ -40,6 +45,22 @@ _MAX_DEFS = 256
 
 _MAX_EARLY = 4096
 """Aborts remembered for calls not arrived yet (a call that never arrives is forgotten)."""
+
+
+_UNRESOLVED: Any = object()
+
+
+def body_limit(threads: int) -> int:
+    """How many bodies one worker runs at once (the worker actor's own concurrency)."""
+    return max(threads, 8) + 8
+
+
+def _outcome_of(token: str, task: asyncio.Task[Outcome]) -> tuple[str, Outcome]:
+    if task.cancelled():  # cancelled before its body started (the message was abandoned)
+        stopped = AbortError("tool call aborted")
+        stopped.reason = "the call was cancelled before it started"
+        return token, ("error", stopped, (), False)
+    return token, task.result()
 
 
 class ToolInterrupted(AbortError):
@@ -105,26 +126,74 @@ class ToolWorker:
         self._early_aborts: OrderedDict[str, Any] = OrderedDict()  # at most _MAX_EARLY
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max(1, threads), thread_name_prefix="toolray-body")
+        self._slots = asyncio.Semaphore(body_limit(threads))
         self._runs = 0
 
     # ------------------------------------------------------------------ default lane
-    async def run(self, request: tuple[str, str, bytes | None, Any, dict[str, Any]]) -> Any:
+    async def run(self, request: Request) -> Outcome:
         """Run one body; never raises for the body's own faults.
 
         ``request`` is ``(token, key, blob, arguments, ident)`` packed in one argument (one
         serialized value per call is measurably cheaper for the executor than five).
         """
-        token, key, blob, arguments, ident = request
+        return await self._run_one(request)
+
+    async def run_many(self, requests: list[Request]) -> AsyncIterator[list[tuple[str, Outcome]]]:
+        """Run a coalesced message: each body in its own task; outcomes as they settle.
+
+        Yields ``[(token, outcome), …]`` chunks: the outcomes that settled in the same loop
+        tick travel together. Definitions are resolved in request order before any body
+        starts, so the first request of a key carries its blob for its mates. Each call
+        stays addressable on the control lane by its token (abort, interrupt) without
+        touching its mates.
+        """
+        settled: asyncio.Queue[tuple[str, asyncio.Task[Outcome]]] = asyncio.Queue()
+        tasks = []
+        for request in requests:
+            try:
+                execute = self._resolve(request)
+            except Exception as exc:  # a blob that does not load fails its own call only
+                execute = exc
+            task = asyncio.ensure_future(self._run_one(request, execute))
+            task.add_done_callback(functools.partial(_settle, settled, request[0]))
+            tasks.append(task)
+        left = len(tasks)
+        try:
+            while left:
+                chunk = [_outcome_of(*await settled.get())]
+                await asyncio.sleep(0)  # outcomes settling in this tick join the chunk
+                while not settled.empty():
+                    chunk.append(_outcome_of(*settled.get_nowait()))
+                left -= len(chunk)
+                yield chunk
+        finally:
+            for task in tasks:  # the message was abandoned (its caller is gone)
+                if not task.done():
+                    task.cancel()
+
+    def _resolve(self, request: Request) -> Any:
+        """The cached body of the request's key (loading its blob), or ``None``."""
+        _, key, blob, _, _ = request
         execute = self._defs.get(key)
         if execute is None:
             if blob is None:
-                return ("missing",)
+                return None
             execute = cloudpickle.loads(blob).execute
             self._defs[key] = execute
             if len(self._defs) > _MAX_DEFS:
                 self._defs.popitem(last=False)
         else:
             self._defs.move_to_end(key)
+        return execute
+
+    async def _run_one(self, request: Request, execute: Any = _UNRESOLVED) -> Outcome:
+        token, _, _, arguments, ident = request
+        if execute is _UNRESOLVED:
+            execute = self._resolve(request)
+        if execute is None:
+            return ("missing",)
+        if isinstance(execute, Exception):
+            return ("error", _shippable(execute), (), False)
         running = _Running(AbortController(), asyncio.get_running_loop(), asyncio.current_task())
         with self._lock:
             self._running[token] = running
@@ -134,23 +203,12 @@ class ToolWorker:
             running.controller.abort(early)
         ctx = worker_context(running.controller.signal, ident)  # nested calls: its executor
         try:
-            if inspect.iscoroutinefunction(execute):
-                value = await execute(arguments, ctx)
-            else:
-                thread_future = running.loop.run_in_executor(
-                    self._pool, self._run_sync, running, execute, arguments, ctx
-                )
-                try:
-                    value = await asyncio.shield(thread_future)
-                except asyncio.CancelledError:
-                    await self._stop_thread(running, thread_future)
-                    raise
-                if inspect.isawaitable(value):
-                    value = await value
+            async with self._slots:  # the per-worker body limit (many bodies per message)
+                value = await self._body(running, execute, arguments, ctx)
         except asyncio.CancelledError:
             contexts, concludes = ctx.collect()
             stopped = AbortError("tool call aborted")
-            stopped.reason = "ray.cancel stopped the tool"
+            stopped.reason = "the worker interrupted the tool's task"
             return ("error", stopped, contexts, concludes)
         except Exception as exc:
             contexts, concludes = ctx.collect()
@@ -163,6 +221,21 @@ class ToolWorker:
         if not is_json(value):
             return ("not_json", None, contexts, concludes)
         return ("ok", value, contexts, concludes)
+
+    async def _body(self, running: _Running, execute: Any, arguments: Any, ctx: Any) -> Any:
+        if inspect.iscoroutinefunction(execute):
+            return await execute(arguments, ctx)
+        thread_future = running.loop.run_in_executor(
+            self._pool, self._run_sync, running, execute, arguments, ctx
+        )
+        try:
+            value = await asyncio.shield(thread_future)
+        except asyncio.CancelledError:
+            await self._stop_thread(running, thread_future)
+            raise
+        if inspect.isawaitable(value):
+            value = await value
+        return value
 
     async def _stop_thread(self, running: _Running, thread_future: Any) -> None:
         """A cancelled call whose body is a thread: interrupt it and wait (bounded)."""
@@ -235,3 +308,7 @@ class ToolWorker:
     async def health(self) -> int:
         """The worker's pid (it answers even while bodies run)."""
         return os.getpid()
+
+
+def _settle(settled: Any, token: str, task: asyncio.Task[Any]) -> None:
+    settled.put_nowait((token, task))

@@ -28,6 +28,13 @@ def test_cluster_config_attaches_and_detaches() -> None:
     config = load_config(Path(CONFIGS[0]).parent / "cluster.toml")
     assert config.address == "auto"
     assert config.detached is True
+    assert config.executors.mode == "sharded"  # a farm: many scopes per executor actor
+
+
+def test_executors_default_to_one_actor_per_scope() -> None:
+    assert RuntimeConfig().executors.mode == "per_scope"
+    for name in ("local", "ci"):
+        assert load_config(Path(CONFIGS[0]).parent / f"{name}.toml").executors.mode == "per_scope"
 
 
 def test_defaults_without_a_file(monkeypatch: pytest.MonkeyPatch) -> None:

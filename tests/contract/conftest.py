@@ -2,10 +2,12 @@
 
 Each test gets a :class:`Backend` with one small interface (``register``, ``restrict``,
 ``guard``, ``install_timeouts``, ``run``); the ``ray`` parameter uses the session
-``ray_runtime`` and is marked ``ray``. Every batch a test runs is projected (results'
-``to_wire()``, values, contexts, conclusion, log events) and compared with the projection
-the other backend produced for the same test and batch number: a disagreement fails the
-second run with both projections, whatever the test itself asserts afterwards.
+``ray_runtime`` (one executor actor per scope) and ``ray-sharded`` the session's
+``sharded_runtime`` (scopes hosted by 2 executor shards); both are marked ``ray``. Every
+batch a test runs is projected (results' ``to_wire()``, values, contexts, conclusion, log
+events) and compared with the projection the first backend produced for the same test and
+batch number: a disagreement fails the later run with both projections, whatever the test
+itself asserts afterwards.
 
 Tool names are unique per test but identical on both backends (``<base>_<n>``, ``n``
 derived from the test id without the backend), so their texts are comparable. The Ray
@@ -294,17 +296,35 @@ class RayBackend(Backend):
         return await self.runtime.registry.execute(inp)  # type: ignore[no-any-return]
 
 
+class ShardedRayBackend(RayBackend):
+    """The session cluster's sharded namespace: many scopes per executor actor (API-v2 §16)."""
+
+    kind = "ray-sharded"
+
+
 def _test_key(nodeid: str) -> str:
-    return re.sub(r"\[(?:inprocess|ray)(?=[\]-])-?", "[", nodeid)
+    return re.sub(r"\[(?:inprocess|ray-sharded|ray)(?=[\]-])-?", "[", nodeid)
 
 
-@pytest.fixture(params=["inprocess", pytest.param("ray", marks=pytest.mark.ray)])
+@pytest.fixture(
+    params=[
+        "inprocess",
+        pytest.param("ray", marks=pytest.mark.ray),
+        pytest.param("ray-sharded", marks=pytest.mark.ray),
+    ]
+)
 def backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
-    """The backend under test; registrations are lifted at teardown."""
+    """The backend under test; registrations are lifted at teardown.
+
+    ``ray`` runs one executor actor per scope; ``ray-sharded`` runs the same scenarios on a
+    second namespace of the same session cluster whose scopes share 2 executor shards.
+    """
     key = _test_key(request.node.nodeid)
     made: Backend
     if request.param == "ray":
         made = RayBackend(key, request.getfixturevalue("ray_runtime"))
+    elif request.param == "ray-sharded":
+        made = ShardedRayBackend(key, request.getfixturevalue("sharded_runtime"))
     else:
         made = InProcessBackend(key)
     try:

@@ -14,7 +14,7 @@ __all__ = ("main",)
 
 
 def _parser() -> argparse.ArgumentParser:
-    from . import _bench, _chaos, _demo, _trace
+    from . import _bench, _chaos, _demo, _scopes, _trace
 
     parser = argparse.ArgumentParser(
         prog="toolray", description="Run LLM-agent tool calls on Ray actors."
@@ -34,7 +34,18 @@ def _parser() -> argparse.ArgumentParser:
         command = sub.add_parser(name, help=help_text, description=help_text)
         module.add_arguments(command)
         command.set_defaults(run=module.run)
+        if module is _bench:  # --scopes N measures agent scopes per executors mode instead
+            _scopes.add_arguments(command)
+            command.set_defaults(run=_bench_run)
     return parser
+
+
+def _bench_run(args: argparse.Namespace) -> int:
+    from . import _bench, _scopes
+
+    if args.scopes:
+        return _scopes.main_scopes(args)
+    return _bench.run(args)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,179 @@
+"""Coalesced dispatch: the calls bound for one worker within one loop tick, in one message.
+
+An :class:`Outbox` queues the requests bound for one destination (one worker actor) and
+flushes them at the end of the scheduling tick (``loop.call_soon``): every request submitted
+before the flush runs travels in the same message. While requests keep arriving in every
+tick — a batch's scheduler starts a wide fan-out 16 calls per tick — the flush waits up to
+``_MAX_DEFER`` more ticks, so such a fan-out travels in a few large messages.
+
+The message's reply is a stream of outcome chunks ``[(token, outcome), …]`` — the worker
+sends the outcomes that settle together in one chunk — and each request's future resolves
+as soon as its own outcome arrives, so a slow call never holds back its mates.
+
+Per-call semantics stay per call:
+
+- cancellation is addressed to a token (the worker's control lane), never to the message;
+- if the reply stream fails (the worker died), every request of that message still waiting
+  gets the error, and the caller decides what it means for its call (``WORKER_LOST``, or
+  ``ABORTED`` for a call that was being cancelled); outcomes that arrived before stay.
+
+Plain asyncio, no Ray: the transport is a :class:`Transport` callable, so the queue logic
+is tested with fakes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+__all__ = ("Chunk", "Outbox", "OutboxStats", "Outcome", "Request", "StreamEnded", "Transport")
+
+Request = tuple[str, str, bytes | None, Any, dict[str, Any]]
+"""``(token, definition key, blob or None, arguments, identity)``; the token is unique."""
+
+Outcome = tuple[Any, ...]
+"""What the worker returns for one request (see ``ToolWorker``)."""
+
+Chunk = Sequence[tuple[str, Outcome]]
+"""Outcomes that settled together: ``[(token, outcome), …]``."""
+
+_MAX_BATCH = 1024
+"""A message never carries more requests than this (a flush happens at once when full)."""
+
+_MAX_DEFER = 4
+"""Ticks a flush may wait while requests keep arriving in every tick (a wide fan-out)."""
+
+
+class Transport(Protocol):
+    """Sends one message of requests; returns the stream of its outcome chunks.
+
+    The message must be submitted before ``__call__`` returns (the stream is only read).
+    """
+
+    def __call__(self, requests: list[Request]) -> AsyncIterator[Chunk]:
+        """Submit ``requests`` as one message."""
+        ...
+
+
+class StreamEnded(RuntimeError):
+    """The reply stream ended without this request's outcome."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OutboxStats:
+    """How many messages carried how many requests."""
+
+    messages: int
+    requests: int
+
+
+def _retrieved(fut: asyncio.Future[Outcome]) -> None:
+    # A caller that gave up on its call (killed worker) never reads the error: mark it read.
+    if not fut.cancelled():
+        fut.exception()
+
+
+class Outbox:
+    """The requests bound for one destination, flushed once per loop tick.
+
+    Example:
+        >>> async def demo(send):                           # doctest: +SKIP
+        ...     box = Outbox(send)
+        ...     a = box.submit(("t1", "k", None, {}, {}))
+        ...     b = box.submit(("t2", "k", None, {}, {}))   # same tick: same message
+        ...     return await a, await b
+    """
+
+    def __init__(self, send: Transport, *, max_batch: int = _MAX_BATCH) -> None:
+        self._send = send
+        self._max_batch = max(1, max_batch)
+        self._pending: list[tuple[Request, asyncio.Future[Outcome]]] = []
+        self._scheduled = False
+        self._seen = 0
+        self._deferred = 0
+        self._readers: set[asyncio.Task[None]] = set()
+        self.messages = 0
+        self.requests = 0
+
+    def submit(self, request: Request) -> asyncio.Future[Outcome]:
+        """Queue ``request`` for this tick's message; the future gets its outcome."""
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[Outcome] = loop.create_future()
+        fut.add_done_callback(_retrieved)
+        self._pending.append((request, fut))
+        if len(self._pending) >= self._max_batch:
+            self.flush()
+        elif not self._scheduled:
+            self._scheduled = True
+            self._seen, self._deferred = len(self._pending), 0
+            loop.call_soon(self._tick)
+        return fut
+
+    def _tick(self) -> None:
+        """End of a tick: flush, unless the queue is still growing (a fan-out in progress)."""
+        if not self._scheduled:
+            return
+        if len(self._pending) > self._seen and self._deferred < _MAX_DEFER:
+            self._seen = len(self._pending)
+            self._deferred += 1
+            asyncio.get_running_loop().call_soon(self._tick)
+            return
+        self.flush()
+
+    def flush(self) -> None:
+        """Send everything queued now, as one message (a no-op when nothing is queued)."""
+        self._scheduled = False
+        if not self._pending:
+            return
+        batch, self._pending = self._pending, []
+        futures = {request[0]: fut for request, fut in batch}
+        self.messages += 1
+        self.requests += len(batch)
+        try:
+            stream = self._send([request for request, _ in batch])
+        except Exception as err:  # could not even submit: every request of it fails
+            _fail(futures, err)
+            return
+        reader = asyncio.ensure_future(self._read(stream, futures))
+        self._readers.add(reader)
+        reader.add_done_callback(self._readers.discard)
+
+    async def _read(
+        self, stream: AsyncIterator[Chunk], futures: dict[str, asyncio.Future[Outcome]]
+    ) -> None:
+        try:
+            async for chunk in stream:
+                for token, outcome in chunk:
+                    fut = futures.pop(token, None)
+                    if fut is not None and not fut.done():
+                        fut.set_result(outcome)
+        except asyncio.CancelledError:
+            _fail(futures, StreamEnded("the dispatch was shut down before this call settled"))
+            raise
+        except Exception as err:
+            _fail(futures, err)
+        else:
+            _fail(futures, StreamEnded("the worker's reply ended without this call's outcome"))
+
+    @property
+    def waiting(self) -> int:
+        """Requests queued and not yet sent."""
+        return len(self._pending)
+
+    def statistics(self) -> OutboxStats:
+        """A frozen snapshot of the counters."""
+        return OutboxStats(messages=self.messages, requests=self.requests)
+
+    def close(self) -> None:
+        """Stop reading every reply (their waiting requests fail with ``StreamEnded``)."""
+        for reader in list(self._readers):
+            reader.cancel()
+
+
+def _fail(futures: dict[str, asyncio.Future[Outcome]], err: BaseException) -> None:
+    for fut in futures.values():
+        if not fut.done():
+            fut.set_exception(err)
+    futures.clear()
