@@ -67,6 +67,7 @@ class BatchRun:
                 batch.signal,
                 scope=batch.scope,
                 tool_set=batch.tool_set,
+                log=batch.log,
             )
             for c in self.calls
         ]

@@ -9,6 +9,7 @@ dispatch did not produce is re-normalized (P-AROUND-4..8).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import inspect
 from collections.abc import Awaitable, Callable
@@ -23,7 +24,7 @@ from ._outcomes import ToolExecutionFailure, ToolExecutionResult, ToolExecutionS
 from ._signals import AbortSignal, detach_sources
 from ._waterfall import run_waterfall
 
-__all__ = ("BodyRunner", "inline_runner", "run_body_inline", "run_dispatch")
+__all__ = ("BodyRunner", "current_runner", "inline_runner", "run_body_inline", "run_dispatch")
 
 BodyRunner: TypeAlias = Callable[[Call, Entry, ToolRunContext], Awaitable[Any]]
 """Runs a body and returns its raw value (or raises): in-process, or on a Ray worker."""
@@ -51,6 +52,19 @@ def inline_runner(threads: Callable[[], Executor | None] = lambda: None) -> Body
 run_body_inline: BodyRunner = inline_runner()
 """The default in-process runner (sync bodies on the loop's default executor)."""
 
+_running: contextvars.ContextVar[BodyRunner | None] = contextvars.ContextVar(
+    "toolray_body_runner", default=None
+)
+
+
+def current_runner() -> BodyRunner:
+    """The runner running the current body (its nested calls' bodies run the same way).
+
+    Inside a body awaited by the dispatch stage this is that stage's runner (a Ray
+    executor's worker runner, a batch's thread-pool runner); elsewhere the inline runner.
+    """
+    return _running.get() or run_body_inline
+
 
 async def _invoke(
     call: Call, entry: Entry, signal: AbortSignal, runner: BodyRunner, mark: list[bool]
@@ -58,11 +72,14 @@ async def _invoke(
     execution = call.execution
     ctx = ToolRunContext(execution, signal)
     call.body_invoked = True
+    running = _running.set(runner)
     try:
         value = await runner(call, entry, ctx)
     except Exception as exc:
         contexts, _ = ctx.collect()
         return failure_from(exc, contexts)
+    finally:
+        _running.reset(running)
     contexts, concludes = ctx.collect()
     mark[0] = concludes
     result = normalize_value(
