@@ -63,6 +63,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "toolray._schema",
             "toolray._pydantic_schema",
             "toolray._sdk_types",
+            "toolray._sdk_ts",
             "toolray._sdk",
         ),
     ),

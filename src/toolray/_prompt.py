@@ -93,7 +93,7 @@ def require_runtime(view: PromptView, mode: str) -> Any:
         raise RuntimeError(missing_runtime(mode))
     language = getattr(runtime, "language", None)
     if not isinstance(language, str) or language not in SDK_RENDERERS:
-        known = ", ".join(json.dumps(name) for name in ("typescript", "python"))
+        known = ", ".join(json.dumps(name) for name in SDK_RENDERERS)
         shown = json.dumps(language) if isinstance(language, str) else repr(language)
         raise RuntimeError(
             f"dsh-tools: no SDK renderer registered for runtime language {shown} (known: {known})"

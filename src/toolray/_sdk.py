@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from ._sdk_ts import render_typescript_sdk
 from ._sdk_types import PyTypes, docstring, is_python_name, pascal, py_literal
 
 __all__ = (
@@ -148,5 +149,8 @@ def render_python_sdk(tools: Iterable[SdkTool], *, allowed_imports: Iterable[str
     return f"{text}\n\nThe available tools:\n\n```python\n{body}\n```"
 
 
-SDK_RENDERERS: Final[dict[str, Callable[..., str]]] = {"python": render_python_sdk}
+SDK_RENDERERS: Final[dict[str, Callable[..., str]]] = {
+    "typescript": render_typescript_sdk,
+    "python": render_python_sdk,
+}
 """Runtime language → SDK renderer (``tools:sdk``)."""
