@@ -546,3 +546,28 @@ async def test_c_code_11_arguments_reach_the_tool_frozen() -> None:
     await run_code(reg)
     with pytest.raises(TypeError):
         calls[0]["value"] = "changed"
+
+
+async def test_sub_call_bodies_run_with_the_runner_running_run_code() -> None:
+    """A custom runner (a Ray executor's worker runner, say) also runs the sub-call bodies."""
+    from toolray import AbortController, BatchExecutor, ToolBatchInput, ToolCall
+    from toolray.lowlevel import run_body_inline
+
+    reg, fake = code_registry()
+    register_echo(reg)
+    ran: list[str] = []
+
+    async def runner(call: Any, entry: Any, ctx: Any) -> Any:
+        ran.append(ctx.call_id)
+        return await run_body_inline(call, entry, ctx)
+
+    async def program(bindings: Mapping[str, Any], signal: AbortSignal) -> CodeRunOutcome:
+        return outcome(result=await bindings["echo"]({"value": "x"}))
+
+    fake.behavior = program
+    executor = BatchExecutor(reg, runner=runner)
+    args = {"code": "p", "description": "d"}
+    batch = ToolBatchInput([ToolCall("c1", "run_code", args)], AbortController().signal)
+    result = await executor.execute(batch)
+    assert result.results[0].result.value == {"logs": [], "result": "echo:x"}
+    assert ran == ["c1", "c1:ptc:1"]
