@@ -24,7 +24,14 @@ from ._outcomes import ToolExecutionFailure, ToolExecutionResult, ToolExecutionS
 from ._signals import AbortSignal, detach_sources
 from ._waterfall import run_waterfall
 
-__all__ = ("BodyRunner", "current_runner", "inline_runner", "run_body_inline", "run_dispatch")
+__all__ = (
+    "BodyRunner",
+    "current_notes",
+    "current_runner",
+    "inline_runner",
+    "run_body_inline",
+    "run_dispatch",
+)
 
 BodyRunner: TypeAlias = Callable[[Call, Entry, ToolRunContext], Awaitable[Any]]
 """Runs a body and returns its raw value (or raises): in-process, or on a Ray worker."""
@@ -52,8 +59,8 @@ def inline_runner(threads: Callable[[], Executor | None] = lambda: None) -> Body
 run_body_inline: BodyRunner = inline_runner()
 """The default in-process runner (sync bodies on the loop's default executor)."""
 
-_running: contextvars.ContextVar[BodyRunner | None] = contextvars.ContextVar(
-    "toolray_body_runner", default=None
+_running: contextvars.ContextVar[tuple[BodyRunner, dict[str, Any]] | None] = contextvars.ContextVar(
+    "toolray_running_body", default=None
 )
 
 
@@ -63,7 +70,14 @@ def current_runner() -> BodyRunner:
     Inside a body awaited by the dispatch stage this is that stage's runner (a Ray
     executor's worker runner, a batch's thread-pool runner); elsewhere the inline runner.
     """
-    return _running.get() or run_body_inline
+    running = _running.get()
+    return running[0] if running is not None else run_body_inline
+
+
+def current_notes() -> dict[str, Any] | None:
+    """The trace notes of the call whose body is running (a batch merges them into its span)."""
+    running = _running.get()
+    return running[1] if running is not None else None
 
 
 async def _invoke(
@@ -72,7 +86,7 @@ async def _invoke(
     execution = call.execution
     ctx = ToolRunContext(execution, signal)
     call.body_invoked = True
-    running = _running.set(runner)
+    running = _running.set((runner, call.notes))
     try:
         value = await runner(call, entry, ctx)
     except Exception as exc:

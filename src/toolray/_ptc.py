@@ -29,7 +29,7 @@ from typing import Any, Protocol
 
 from ._content import ContentBlock, UserMessage
 from ._definition import RESERVED_TOOL_NAME
-from ._dispatch import current_runner
+from ._dispatch import current_notes, current_runner
 from ._eventlog import LogStep
 from ._execution import ToolExecution, ToolRunContext
 from ._json import snapshot_json, thaw_json
@@ -132,6 +132,10 @@ class _Run:
         self.hooks = view.hooks("dispatch_log", execution.scope) if self.log else []
         self.count = 0
         self.log_work: set[asyncio.Task[None]] = set()
+        notes = current_notes()  # the run_code call's trace notes: sub-call spans go there
+        self.spans: list[dict[str, Any]] | None = None
+        if notes is not None:
+            self.spans = notes.setdefault("subCalls", [])
         self.lane = SubLane(
             view,
             self.signal,
@@ -191,6 +195,8 @@ class _Run:
         }
 
     def _started(self, sub: SubCall) -> None:
+        if self.spans is not None:
+            self.spans.append(sub.span)
         if self.log is not None:
             self.log.sink.append(self._event("tool/ptc-dispatch-start", sub))
 

@@ -48,7 +48,8 @@ class SubCall:
     task: asyncio.Task[Call] | None = None
     mode: str = "exclusive"
     settled: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
+    span: dict[str, Any] = field(default_factory=dict)
+    """Trace timings (absolute clock seconds) and the body runner's notes."""
 
 
 class SubLane:
@@ -72,6 +73,7 @@ class SubLane:
         self._on_start = on_start
         self._on_commit = on_commit
         self._on_abandon = on_abandon
+        self._now = lookup.clock.now
         self._pending: deque[SubCall] = deque()
         self._commits: deque[SubCall] = deque()
         self._in_flight: set[asyncio.Task[Call]] = set()
@@ -145,12 +147,14 @@ class SubLane:
 
     async def _start(self, sub: SubCall, mode: str) -> None:
         sub.mode = mode
+        sub.span.update(callId=sub.sub_call_id, name=sub.name, mode=mode, started=self._now())
         self._exclusive = mode == "exclusive"
         self._commits.append(sub)  # joins the commit order now; commits once settled
         self._on_start(sub)
         call = sub.call = await prepare(self._lookup, sub.input)
         if call.step != "dispatch":
             sub.settled = True
+            sub.span["settled"] = sub.span["started"]
             return
         task = asyncio.ensure_future(dispatch(call, self._runner))
         sub.task = task
@@ -160,6 +164,7 @@ class SubLane:
     def _on_settled(self, sub: SubCall, task: asyncio.Task[Call]) -> None:
         self._in_flight.discard(task)
         sub.settled = True
+        sub.span["settled"] = self._now()
         self._wake()
 
     async def _commit(self, sub: SubCall) -> None:
@@ -167,6 +172,11 @@ class SubLane:
             sub.call = sub.task.result()  # a dispatch stage that crashed fails the lane
         assert sub.call is not None
         result = await complete(sub.call)
+        info = getattr(getattr(result, "error", None), "info", None)
+        sub.span.update(sub.call.notes)
+        sub.span.update(
+            committed=self._now(), isError=result.is_error, code=info.code if info else None
+        )
         await self._on_commit(sub, result)
 
     def _fail(self, exc: BaseException) -> None:

@@ -571,3 +571,30 @@ async def test_sub_call_bodies_run_with_the_runner_running_run_code() -> None:
     result = await executor.execute(batch)
     assert result.results[0].result.value == {"logs": [], "result": "echo:x"}
     assert ran == ["c1", "c1:ptc:1"]
+
+
+async def test_a_batch_trace_nests_the_sub_call_spans_under_run_code() -> None:
+    from toolray import AbortController, BatchExecutor, ToolBatchInput, ToolCall
+
+    reg, fake = code_registry()
+    register_echo(reg)
+
+    async def program(bindings: Mapping[str, Any], signal: AbortSignal) -> CodeRunOutcome:
+        await bindings["echo"]({"value": "a"})
+        await caught(bindings["echo"]({}))
+        return outcome()
+
+    fake.behavior = program
+    trace: list[dict[str, Any]] = []
+    args = {"code": "p", "description": "d"}
+    batch = ToolBatchInput([ToolCall("c1", "run_code", args)], AbortController().signal)
+    await BatchExecutor(reg).execute(batch, trace=trace)
+    (span,) = [e for e in trace if e["type"] == "call"]
+    subs = span["subCalls"]
+    assert [(s["callId"], s["name"], s["isError"], s["code"]) for s in subs] == [
+        ("c1:ptc:1", "echo", False, None),
+        ("c1:ptc:2", "echo", True, "INVALID_ARGS"),
+    ]
+    for sub in subs:  # seconds since the batch started, inside the run_code span
+        assert span["started"] <= sub["started"] <= sub["settled"] <= sub["committed"]
+        assert sub["committed"] <= span["settled"]
