@@ -31,11 +31,11 @@ from toolray import (
     ToolCall,
     ToolExecutionInput,
     ToolExecutionResult,
-    ToolRegistry,
     parse_arguments,
 )
 from toolray.lowlevel import run_pipeline
 
+from ._code_pool import CodePool, code_registry
 from ._config import RuntimeConfig
 from ._errors import RuntimeUnavailableError
 from ._handles import control_options, create_pool, get_named, kill_self, registry_name
@@ -103,6 +103,7 @@ class ExecutorActor:
         self.scope = scope
         self.namespace = namespace
         self.config = RuntimeConfig.model_validate(config)
+        self.code = CodePool(self.config.code)
         self.seq = -1
         self.batches: dict[str, AbortController] = {}
         self.pools: dict[str, PoolClient] = {}
@@ -120,7 +121,7 @@ class ExecutorActor:
 
     # ------------------------------------------------------------------ the mirror
     def _rebuild(self, ops: list[Op]) -> None:
-        self.mirror = Mirror(ToolRegistry())
+        self.mirror = Mirror(code_registry(self.config, self.code))
         for op in ops:
             self.mirror.apply(op)
         self.executor = BatchExecutor(
@@ -314,6 +315,7 @@ class ExecutorActor:
                     self._rebuild(ops)
                     self.seq = seq
                 continue
+            self.code.close()
             kill_self()  # no await since the last check: nothing can start in between
             return
 

@@ -21,6 +21,7 @@ from toolray import (
     ToolDefinition,
     ToolExecutionInput,
     ToolExecutionResult,
+    ToolPromptSection,
 )
 
 from ._connection import Connection
@@ -214,6 +215,13 @@ class RemoteRegistry(_RemoteWriter):
     def known_names(self, scope: str | None = None) -> list[str]:
         """R-SCH-11 known names for the scope."""
         return list(self._conn.call("known_names", scope))
+
+    def prompt_sections(self, scope: str | None = None) -> list[ToolPromptSection]:
+        """Code Mode's system-prompt sections for ``scope`` (``ToolRegistry.prompt_sections``).
+
+        The SDK follows the config's ``[code]`` table (a Python runtime and its imports).
+        """
+        return list(self._conn.call("prompt_sections", scope))
 
     def info(self) -> dict[str, Any]:
         """Registry counters (contributions, sequence, executors, restarts, leases, scopes)."""
