@@ -7,7 +7,8 @@ The native batch contract, for calls that arrive one by one from a program:
   empty pool and holds its barrier until its commit — post-execute included — is done;
 - one lane runs the start hook, ``prepare`` (pre-execute, approval, guards) and the
   head-of-line commit (post-execute, finish); only the dispatch stage (around-dispatch and
-  the body) runs in tasks, so ordered stages never overlap;
+  the body) of a parallel call runs in a task of its own, so ordered stages never overlap
+  (an exclusive call's dispatch stage runs on the lane: nothing else may start meanwhile);
 - outcomes commit in submission order, so a fast later call waits for slower earlier ones;
 - once the run's signal has fired, queued calls are abandoned (they never start, nothing
   is logged for them), started ones are awaited and committed: :meth:`SubLane.drain`
@@ -117,7 +118,6 @@ class SubLane:
         loop = asyncio.get_running_loop()
         try:
             while True:
-                self._waiter = loop.create_future()  # before looking: no wake-up is lost
                 head = self._commits[0] if self._commits else None
                 if head is not None and head.settled:
                     self._commits.popleft()
@@ -138,6 +138,8 @@ class SubLane:
                         continue
                 if not (self._pending or self._commits or self._in_flight):
                     return
+                # made only now: wake-ups come from other tasks, never between look and wait
+                self._waiter = loop.create_future()
                 await self._waiter
         except BaseException as exc:
             self._fail(exc)
@@ -155,6 +157,11 @@ class SubLane:
         if call.step != "dispatch":
             sub.settled = True
             sub.span["settled"] = sub.span["started"]
+            return
+        if mode == "exclusive":  # alone until its commit: its body may run on the lane
+            sub.call = await dispatch(call, self._runner)
+            sub.settled = True
+            sub.span["settled"] = self._now()
             return
         task = asyncio.ensure_future(dispatch(call, self._runner))
         sub.task = task
