@@ -167,8 +167,7 @@ class _Run:
             self.execution, name, dispatched, call_id=sub_call_id, signal=self.signal
         )
         outcome: asyncio.Future[ToolExecutionResult] = asyncio.get_running_loop().create_future()
-        self.lane.submit(SubCall(sub_call_id, name, inp, dispatched, outcome))
-        result = await outcome
+        result = await self.lane.run(SubCall(sub_call_id, name, inp, dispatched, outcome))
         if self.signal.aborted:
             raise self.over(name, "result discarded")
         if result.is_error:

@@ -79,25 +79,38 @@ class SubLane:
         self._commits: deque[SubCall] = deque()
         self._in_flight: set[asyncio.Task[Call]] = set()
         self._exclusive = False
-        self._driver: asyncio.Task[None] | None = None
+        self._driver: asyncio.Task[None] | None = None  # the last driver task (kept alive)
+        self._driving = False
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._failure: BaseException | None = None
         self._waiter: asyncio.Future[None] | None = None
         loop = asyncio.get_running_loop()
         self._unhook = signal.add_listener(functools.partial(_threadsafe, loop, self._wake))
 
-    def submit(self, sub: SubCall) -> None:
-        """Queue ``sub`` behind every earlier call; the lane starts it when it may."""
+    async def run(self, sub: SubCall) -> ToolExecutionResult:
+        """Queue ``sub`` behind every earlier call and return its outcome once it commits.
+
+        One driver runs the lane at a time. When none is running, the caller's own task
+        drives (no task hand-off, no extra loop turn) until ``sub`` has its outcome, then
+        hands any remaining work to a driver task; otherwise the running driver serves it.
+        """
         self._pending.append(sub)
         self._wake()
-        if self._driver is None or self._driver.done():
-            self._driver = asyncio.ensure_future(self._drive())
+        if not self._driving:
+            self._driving = True
+            self._idle.clear()
+            await self._drive(sub)
+        return await sub.outcome
 
     async def drain(self) -> None:
         """After the run's signal fired: abandon queued calls, settle and commit the rest."""
         try:
-            if self._pending and (self._driver is None or self._driver.done()):
-                self._driver = asyncio.ensure_future(self._drive())
-            if self._driver is not None:
-                await self._driver
+            if self._pending and not self._driving:
+                self._hand_over()
+            await self._idle.wait()
+            if self._failure is not None:
+                raise self._failure
         finally:
             if self._in_flight:  # only after a lane failure: never leave a body behind
                 await asyncio.gather(*self._in_flight, return_exceptions=True)
@@ -114,10 +127,24 @@ class SubLane:
             return False
         return not self._in_flight if mode == "exclusive" else len(self._in_flight) < self._cap
 
-    async def _drive(self) -> None:
+    def _hand_over(self) -> None:
+        """Let a driver task run the lane (the flag stays up: one driver at a time)."""
+        self._driving = True
+        self._idle.clear()
+        self._driver = asyncio.ensure_future(self._drive(None))
+        self._driver.add_done_callback(_retrieve)  # a failure is kept in _failure
+
+    async def _drive(self, until: SubCall | None) -> None:
+        """Run the lane until it is empty, or, driving for ``until``, until it has settled."""
         loop = asyncio.get_running_loop()
+        handed = False
         try:
             while True:
+                if until is not None and until.outcome.done():
+                    if self._pending or self._commits or self._in_flight:
+                        self._hand_over()
+                        handed = True
+                    return
                 head = self._commits[0] if self._commits else None
                 if head is not None and head.settled:
                     self._commits.popleft()
@@ -146,6 +173,9 @@ class SubLane:
             raise
         finally:
             self._waiter = None
+            if not handed:
+                self._driving = False
+                self._idle.set()
 
     async def _start(self, sub: SubCall, mode: str) -> None:
         sub.mode = mode
@@ -188,6 +218,8 @@ class SubLane:
 
     def _fail(self, exc: BaseException) -> None:
         """A lane failure (a bug, or cancellation): no binding may wait forever."""
+        if not isinstance(exc, asyncio.CancelledError):
+            self._failure = exc
         for sub in (*self._commits, *self._pending):
             if not sub.outcome.done():
                 if isinstance(exc, asyncio.CancelledError):
@@ -196,6 +228,11 @@ class SubLane:
                     sub.outcome.set_exception(exc)
         self._pending.clear()
         self._commits.clear()
+
+
+def _retrieve(task: asyncio.Task[None]) -> None:
+    if not task.cancelled():
+        task.exception()
 
 
 def _threadsafe(loop: asyncio.AbstractEventLoop, fn: Callable[[], Any]) -> None:
