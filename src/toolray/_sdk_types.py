@@ -169,8 +169,13 @@ class PyTypes:
         return f"dict[str, {parts[0]}]"
 
     def typed_dict(self, node: dict[str, Any], hint: str, fields: dict[str, str]) -> str:
-        """Declare a ``TypedDict`` for an object node whose property types are ``fields``."""
-        name = self.class_name(hint)
+        """Declare a ``TypedDict`` for an object node whose property types are ``fields``.
+
+        Its name is the node's ``title`` when it has one (a pydantic model's name), else
+        ``hint``.
+        """
+        title = node.get("title")
+        name = self.class_name(pascal(title) if isinstance(title, str) and title else hint)
         required = node.get("required")
         needed = set(required) if isinstance(required, list) else set()
         self.typing.add("TypedDict")
