@@ -65,6 +65,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "toolray._jsonschema_convert",
             "toolray._jsonschema_params",
             "toolray._pydantic_schema",
+            "toolray._sdk_types",
+            "toolray._sdk_ts",
+            "toolray._sdk",
         ),
     ),
     (
@@ -77,7 +80,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "toolray._normalize",
         ),
     ),
-    ("execution identity", ("toolray._execution",)),
+    ("execution identity", ("toolray._execution", "toolray._nested")),
     ("definitions", ("toolray._definition", "toolray._run_code", "toolray._decorator")),
     ("layers and views", ("toolray._layers", "toolray._view")),
     ("registry state and lookup", ("toolray._state", "toolray._lookup")),
@@ -98,6 +101,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     ("batch run and executor", ("toolray._batch_types", "toolray._batch_run", "toolray._batch")),
+    ("code mode", ("toolray._ptc_lane", "toolray._ptc", "toolray._prompt")),
     ("facade", ("toolray._registry",)),
     (
         "public namespaces",

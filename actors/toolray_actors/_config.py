@@ -74,6 +74,8 @@ class RuntimeConfig(_Strict):
 
     namespace: str = Field(default="toolray", min_length=1)
     address: str | None = None
+    mode: Literal["native", "code", "both"] = "native"
+    """The deployment presentation mode (a scope's ``present_as`` overrides it)."""
     kill_grace_ms: float = Field(default=300, gt=0)
     cancel_grace_ms: float = Field(default=50, ge=0)
     executor_idle_ttl_s: float = Field(default=300, gt=0)

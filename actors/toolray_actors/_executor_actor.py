@@ -23,8 +23,15 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from toolray import AbortController, BatchExecutor, LogStep, ToolBatchInput, ToolCall, ToolRegistry
+from toolray import (
+    AbortController,
+    BatchExecutor,
+    LogStep,
+    ToolBatchInput,
+    ToolCall,
+)
 
+from ._code_pool import CodePool, code_registry
 from ._config import RuntimeConfig
 from ._errors import RuntimeUnavailableError
 from ._executor_calls import ExecutorCalls
@@ -97,6 +104,7 @@ class ExecutorActor(ExecutorCalls):
         self.scope = scope
         self.namespace = namespace
         self.config = RuntimeConfig.model_validate(config)
+        self.code = CodePool(self.config.code)
         self.seq = -1
         self.batches: dict[str, AbortController] = {}
         self.pools: dict[str, PoolClient] = {}
@@ -115,7 +123,7 @@ class ExecutorActor(ExecutorCalls):
 
     # ------------------------------------------------------------------ the mirror
     def _rebuild(self, ops: list[Op]) -> None:
-        self.mirror = Mirror(ToolRegistry())
+        self.mirror = Mirror(code_registry(self.config, self.code))
         for op in ops:
             self.mirror.apply(op)
         self.executor = BatchExecutor(
@@ -310,6 +318,7 @@ class ExecutorActor(ExecutorCalls):
                     self._rebuild(ops)
                     self.seq = seq
                 continue
+            self.code.close()
             kill_self()  # no await since the last check: nothing can start in between
             return
 

@@ -20,8 +20,10 @@ import os
 from dataclasses import replace
 from typing import Any
 
-from toolray import ToolRegistry
+from toolray import ToolPromptSection
 
+from ._code_pool import CodePool, code_registry
+from ._config import RuntimeConfig
 from ._errors import RuntimeUnavailableError
 from ._fanout import Fanout
 from ._handles import executor_name, get_named, kill, kill_self, named_actors
@@ -72,12 +74,20 @@ class RegistryActor(RegistryReads):
     The read side and the change counter come from :class:`RegistryReads`.
     """
 
-    def __init__(self, namespace: str, detached: bool = False, per_scope: bool = True) -> None:
+    def __init__(
+        self,
+        namespace: str,
+        detached: bool = False,
+        per_scope: bool = True,
+        config: dict[str, Any] | None = None,
+    ) -> None:
         self.namespace = namespace
         self.detached = detached
         self.per_scope = per_scope
         self.store = Store(namespace)
-        self.mirror = Mirror(ToolRegistry())
+        cfg = RuntimeConfig.model_validate(config or {})
+        # the same mode, cap and runtime language as the executors' mirrors (no program runs here)
+        self.mirror = Mirror(code_registry(cfg, CodePool(cfg.code)))
         self.ops: dict[int, Op] = {}
         self.index = _Index()
         self.next_id = 1
@@ -356,6 +366,10 @@ class RegistryActor(RegistryReads):
         return self.fanout.seq, list(self.ops.values())
 
     # ------------------------------------------------------------------ reads
+    async def prompt_sections(self, scope: str | None) -> list[ToolPromptSection]:
+        """Code Mode's prompt sections for the scope (R-SCH-15)."""
+        return self.mirror.registry.prompt_sections(scope)
+
     async def info(self) -> dict[str, Any]:
         """Counters: contributions, sequence, executors, restarts, leases."""
         return {

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from toolray import Disposer, ToolDefinition
+from toolray import Disposer, ToolDefinition, ToolPromptSection
 
 from ._change_feed import ChangeFeed
 from ._connection import Connection
@@ -242,3 +242,10 @@ class RemoteRegistry(_RemoteWriter, RemoteReads):
     def close(self) -> None:
         """Stop delivering change events (the runtime is shutting down)."""
         self._feed.close()
+
+    def prompt_sections(self, scope: str | None = None) -> list[ToolPromptSection]:
+        """Code Mode's system-prompt sections for ``scope`` (``ToolRegistry.prompt_sections``).
+
+        The SDK follows the config's ``[code]`` table (a Python runtime and its imports).
+        """
+        return list(self._conn.call("prompt_sections", scope))

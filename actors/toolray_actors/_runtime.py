@@ -100,6 +100,7 @@ class RayRuntime:
                 cfg.namespace,
                 cfg.detached,
                 per_scope,
+                cfg.model_dump(mode="json"),
             )
 
         lease_id = uuid.uuid4().hex

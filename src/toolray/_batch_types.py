@@ -8,7 +8,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ._content import UserMessage
 from ._definition import ToolDefinition
-from ._eventlog import EventLog
+from ._eventlog import LogStep
 from ._execution import ToolSet
 from ._outcomes import ToolExecutionResult
 from ._signals import AbortSignal
@@ -59,15 +59,6 @@ class ToolCall:
             raise TypeError(f"ToolCall.id must be a str, not {type(self.id).__name__}")
         if not isinstance(self.name, str):
             raise TypeError(f"ToolCall.name must be a str, not {type(self.name).__name__}")
-
-
-@dataclass(frozen=True, slots=True)
-class LogStep:
-    """Where a batch's ``tool/call`` and ``tool/result`` records go."""
-
-    turn: int
-    step: int
-    sink: EventLog
 
 
 @dataclass(frozen=True, slots=True)

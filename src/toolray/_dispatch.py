@@ -9,6 +9,7 @@ dispatch did not produce is re-normalized (P-AROUND-4..8).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import inspect
 import threading
@@ -24,7 +25,15 @@ from ._outcomes import ToolExecutionFailure, ToolExecutionResult, ToolExecutionS
 from ._signals import AbortSignal, detach_sources
 from ._waterfall import run_waterfall
 
-__all__ = ("BodyRunner", "NestFactory", "inline_runner", "run_body_inline", "run_dispatch")
+__all__ = (
+    "BodyRunner",
+    "NestFactory",
+    "current_notes",
+    "current_runner",
+    "inline_runner",
+    "run_body_inline",
+    "run_dispatch",
+)
 
 BodyRunner: TypeAlias = Callable[[Call, Entry, ToolRunContext], Awaitable[Any]]
 """Runs a body and returns its raw value (or raises): in-process, or on a Ray worker."""
@@ -71,6 +80,26 @@ def inline_runner(threads: Callable[[], Executor | None] = lambda: None) -> Body
 run_body_inline: BodyRunner = inline_runner()
 """The default in-process runner (sync bodies on the loop's default executor)."""
 
+_running: contextvars.ContextVar[tuple[BodyRunner, dict[str, Any]] | None] = contextvars.ContextVar(
+    "toolray_running_body", default=None
+)
+
+
+def current_runner() -> BodyRunner:
+    """The runner running the current body (its nested calls' bodies run the same way).
+
+    Inside a body awaited by the dispatch stage this is that stage's runner (a Ray
+    executor's worker runner, a batch's thread-pool runner); elsewhere the inline runner.
+    """
+    running = _running.get()
+    return running[0] if running is not None else run_body_inline
+
+
+def current_notes() -> dict[str, Any] | None:
+    """The trace notes of the call whose body is running (a batch merges them into its span)."""
+    running = _running.get()
+    return running[1] if running is not None else None
+
 
 async def _invoke(
     call: Call,
@@ -84,11 +113,14 @@ async def _invoke(
     dispatcher = nest(call, runner) if nest is not None else None
     ctx = ToolRunContext(execution, signal, dispatcher=dispatcher)
     call.body_invoked = True
+    running = _running.set((runner, call.notes))
     try:
         value = await runner(call, entry, ctx)
     except Exception as exc:
         contexts, _ = ctx.collect()
         return failure_from(exc, contexts)
+    finally:
+        _running.reset(running)
     contexts, concludes = ctx.collect()
     mark[0] = concludes
     result = normalize_value(

@@ -21,6 +21,7 @@ from typing import Any, Protocol, final, runtime_checkable
 
 from ._clock import Clock
 from ._content import UserMessage
+from ._eventlog import LogStep
 from ._outcomes import ToolExecutionResult
 from ._signals import AbortSignal
 
@@ -124,6 +125,8 @@ class ToolExecutionInput:
     scope: str | None = None
     tool_set: ToolSet | None = None
     parent: ExecutionToken | None = None
+    log: LogStep | None = None
+    """The batch step whose log records this call (a ``run_code`` call logs its sub-calls)."""
 
 
 class ToolExecution:
@@ -170,6 +173,7 @@ class ToolExecution:
     parent = property(lambda self: self._input.parent, doc="The enclosing token, if nested.")
     schema = property(lambda self: self._input.schema, doc="Binding-time schema, if any.")
     tool_set = property(lambda self: self._input.tool_set, doc="The step's admitted set.")
+    log = property(lambda self: self._input.log, doc="The batch step logging this call.")
     arguments = property(lambda self: self._arguments, doc="Frozen argument snapshot.")
     token = property(lambda self: self._token, doc="This execution's opaque token.")
     root_call_id = property(lambda self: self._root_call_id, doc="The root model call id.")

@@ -24,6 +24,10 @@ read a registry's private state:
   (a set resolved in one process, used in another);
 - :class:`InvalidArguments` stands for arguments that cannot be a call's (the pipeline
   answers them with that call's own failure).
+- :func:`nested_input` derives a nested call's input from its live parent execution
+  (``parent`` token, root call id, scope, step admission) — Code Mode sub-calls use it, and
+  so can any nested dispatch; :func:`current_runner` is the runner running the current
+  body, which a nested call's body should run with too (a Ray executor's worker runner).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from __future__ import annotations
 from ._arguments import InvalidArguments as InvalidArguments
 from ._call import Call as Call
 from ._dispatch import BodyRunner as BodyRunner
+from ._dispatch import current_runner as current_runner
 from ._dispatch import run_body_inline as run_body_inline
 from ._execution import NestedDispatcher as NestedDispatcher
 from ._execution import not_live as not_live
@@ -38,6 +43,7 @@ from ._json import is_json as is_json
 from ._json import thaw_json as thaw_json
 from ._layers import Entry as Entry
 from ._lookup import ToolLookup as ToolLookup
+from ._nested import nested_input as nested_input
 from ._normalize import failure_from as failure_from
 from ._pipeline import LocalNested as LocalNested
 from ._pipeline import run_nested as run_nested
@@ -58,9 +64,11 @@ __all__ = (
     "ToolLookup",
     "admitted_entries",
     "chain_entries",
+    "current_runner",
     "failure_from",
     "has_scope",
     "is_json",
+    "nested_input",
     "not_live",
     "run_body_inline",
     "run_nested",
