@@ -1,4 +1,4 @@
-"""``docs/parity.md`` runs as written: one program, in-process and on Ray, same output.
+"""README's "Same code, in-process or on Ray" runs as written: one program, both backends.
 
 The snippet runs in this process, against the session's Ray (``RayRuntime.start()`` with
 no address attaches to the Ray this process already runs, in the config's default
@@ -15,24 +15,26 @@ from typing import Any
 
 import pytest
 
+from tests.docs._snippets import section
+
 pytestmark = pytest.mark.ray
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "parity.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 EXPECTED = "['6', 'sunny in Lyon', 'Error: no shell here']"
 
 
 def test_the_doc_has_its_sections_and_one_program() -> None:
-    text = DOC.read_text(encoding="utf-8")
-    assert text.startswith("## Same code, in-process or on Ray")
-    assert "## Which API runs where" in text
-    assert f"Both lines print `{EXPECTED}`" in text
+    same = section(README, "## Same code, in-process or on Ray")
+    assert f"Both lines print `{EXPECTED}`" in same
+    assert "### Which API runs where" in same
 
 
 @pytest.mark.timeout(240)
 def test_the_program_prints_the_same_in_process_and_on_ray(ray_runtime: Any) -> None:
-    (block,) = re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), re.DOTALL)
+    same = section(README, "## Same code, in-process or on Ray")
+    (block,) = re.findall(r"```python\n(.*?)```", same, re.DOTALL)
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        exec(compile(block, DOC.name, "exec"), {"__name__": "__parity_docs__"})
+        exec(compile(block, README.name, "exec"), {"__name__": "__parity_docs__"})
     printed = [line for line in out.getvalue().splitlines() if line.startswith("[")]
     assert printed == [EXPECTED, EXPECTED]  # (Ray's own "(raylet) …" lines are not ours)

@@ -29,24 +29,48 @@ class Snippet:
         return f"{self.kind}-L{self.line}"
 
 
-SHARED_SECTIONS = ("## Use with OpenAI / Anthropic / MCP",)
-"""Sections whose snippets share one namespace; their own tests run them
-(``tests/adapters/test_docs.py``)."""
+SHARED_SECTIONS = (
+    "## Use with OpenAI / Anthropic / MCP",
+    "## Same code, in-process or on Ray",
+    "## Code Mode",
+)
+"""Sections whose snippets have rules of their own; their own tests run them
+(``tests/adapters/test_docs.py``, ``tests/actors/test_parity_docs.py``,
+``tests/docs/test_code_mode_doc.py``)."""
+
+
+def section(path: Path, heading: str) -> str:
+    """The text of the section of ``path`` that starts with ``heading`` (to the next ``## ``)."""
+    text = path.read_text(encoding="utf-8")
+    span = _span(text, heading)
+    if span is None:
+        raise LookupError(f"{path.name} has no section {heading!r}")
+    return text[span[0] : span[1]]
+
+
+def _span(text: str, heading: str) -> tuple[int, int] | None:
+    found = re.search("^" + re.escape(heading), text, re.M)
+    if found is None:
+        return None
+    fenced = False
+    offset = found.end()
+    for line in text[found.end() :].splitlines(keepends=True):
+        if line.startswith("```"):
+            fenced = not fenced
+        elif line.startswith("## ") and not fenced:
+            return found.start(), offset
+        offset += len(line)
+    return found.start(), len(text)
 
 
 def _shared_spans(text: str) -> list[tuple[int, int]]:
-    spans = []
-    for heading in SHARED_SECTIONS:
-        start = text.find(heading)
-        if start != -1:
-            end = text.find("\n## ", start + len(heading))
-            spans.append((start, end if end != -1 else len(text)))
-    return spans
+    return [span for h in SHARED_SECTIONS if (span := _span(text, h)) is not None]
 
 
-def snippets(path: Path) -> list[Snippet]:
-    text = path.read_text(encoding="utf-8")
-    shared = _shared_spans(text)
+def snippets(path: Path, within: str | None = None) -> list[Snippet]:
+    """The Python blocks of ``path`` (of its section ``within``, when given)."""
+    text = path.read_text(encoding="utf-8") if within is None else section(path, within)
+    shared = _shared_spans(text) if within is None else []
     out = []
     for match in _BLOCK.finditer(text):
         if any(a <= match.start() < b for a, b in shared):

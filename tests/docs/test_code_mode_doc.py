@@ -1,4 +1,4 @@
-"""``docs/code_mode.md`` (the README's Code Mode section): every snippet runs as written.
+"""README's Code Mode section: every snippet runs as written.
 
 The same rules as README.md (each snippet standalone, its ``print`` comments its output), and
 the ``text`` blocks showing what the model reads are what the snippets really produce.
@@ -13,14 +13,15 @@ from typing import Any
 
 import pytest
 
-from tests.docs._snippets import ROOT, expected_output, run_inline, snippets
+from tests.docs._snippets import ROOT, expected_output, run_inline, section, snippets
 
-DOC = ROOT / "docs" / "code_mode.md"
-ALL = snippets(DOC)
+DOC = ROOT / "README.md"
+HEADING = "## Code Mode"
+ALL = snippets(DOC, HEADING)
 
 
 def _text_blocks() -> list[str]:
-    return re.findall(r"^````text\n(.*?)\n````$", DOC.read_text(encoding="utf-8"), re.S | re.M)
+    return re.findall(r"^````text\n(.*?)\n````$", section(DOC, HEADING), re.S | re.M)
 
 
 def _namespace(snippet: Any) -> dict[str, Any]:
@@ -31,7 +32,7 @@ def _namespace(snippet: Any) -> dict[str, Any]:
 
 
 def test_the_section_has_its_snippets() -> None:
-    assert DOC.read_text(encoding="utf-8").startswith("## Code Mode")
+    assert section(DOC, HEADING).startswith(HEADING)
     assert [s.kind for s in ALL].count("core") >= 2
     assert [s.kind for s in ALL].count("ray") == 1
     assert len(_text_blocks()) == 3
