@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections import OrderedDict
 from typing import Any, final
 
 import ray
@@ -20,18 +21,23 @@ import ray.exceptions as rex
 
 from toolray import AbortSignal, ToolExecutionResult, ToolRunContext
 
-from ._errors import translate
+from ._errors import is_actor_death, translate
 from ._wire import RemoteToken, shippable_arguments
 
 __all__ = ("RemoteNested", "worker_context")
 
-_handles: dict[tuple[str, str], Any] = {}
+_MAX_HANDLES = 256
+"""Executor handles cached per worker (least recently used go first: scopes come and go)."""
+
+_handles: OrderedDict[tuple[str, str], Any] = OrderedDict()
 _lock = threading.Lock()
 
 
 def _executor(home: tuple[str, str]) -> Any:
     with _lock:
         handle = _handles.get(home)
+        if handle is not None:
+            _handles.move_to_end(home)
     if handle is None:
         try:  # not ``_handles.get_named``: the worker actor class lives there (no cycle)
             handle = ray.get_actor(home[0], namespace=home[1])
@@ -41,6 +47,8 @@ def _executor(home: tuple[str, str]) -> Any:
             ) from None
         with _lock:
             _handles[home] = handle
+            if len(_handles) > _MAX_HANDLES:
+                _handles.popitem(last=False)
     return handle
 
 
@@ -48,6 +56,12 @@ def _forget(home: tuple[str, str], err: BaseException) -> BaseException:
     with _lock:
         _handles.pop(home, None)  # a recreated executor gets the name: look it up again
     return translate(err, f"the executor actor {home[0]!r}")
+
+
+_ATTEMPTS = 2
+"""A cached handle may name an executor that was reaped and recreated under the same name:
+one retry with a fresh lookup. Safe: a new executor never accepts a parent it did not
+issue, so a request that did reach the dead one is rejected, never run twice."""
 
 
 @final
@@ -69,10 +83,14 @@ class RemoteNested:
         self, ctx: ToolRunContext, name: str, arguments: Any, call_id: str | None
     ) -> ToolExecutionResult:
         """Run the nested call in the executor actor; returns its result."""
-        try:
-            return await self._send(ctx, name, arguments, call_id)  # type: ignore[no-any-return]
-        except rex.RayError as err:
-            raise _forget(self._home, err) from None
+        for attempt in range(_ATTEMPTS):
+            try:
+                return await self._send(ctx, name, arguments, call_id)  # type: ignore[no-any-return]
+            except rex.RayError as err:
+                failure = _forget(self._home, err)
+                if not is_actor_death(err) or attempt == _ATTEMPTS - 1:
+                    raise failure from None
+        raise AssertionError("unreachable")
 
     def dispatch_sync(
         self, ctx: ToolRunContext, name: str, arguments: Any, call_id: str | None
@@ -87,10 +105,14 @@ class RemoteNested:
                 "dispatch_sync() would block the worker's event loop; an async body awaits "
                 "ctx.dispatch() instead"
             )
-        try:
-            return ray.get(self._send(ctx, name, arguments, call_id))  # type: ignore[no-any-return]
-        except rex.RayError as err:
-            raise _forget(self._home, err) from None
+        for attempt in range(_ATTEMPTS):
+            try:
+                return ray.get(self._send(ctx, name, arguments, call_id))  # type: ignore[no-any-return]
+            except rex.RayError as err:
+                failure = _forget(self._home, err)
+                if not is_actor_death(err) or attempt == _ATTEMPTS - 1:
+                    raise failure from None
+        raise AssertionError("unreachable")
 
 
 def worker_context(signal: AbortSignal, ident: dict[str, Any]) -> ToolRunContext:

@@ -1,9 +1,10 @@
-"""The registry's fan-out never gives up (DESIGN.md §2, API-v2 §12 issue 12).
+"""The registry's fan-out never gives up (DESIGN.md §2; issue 12).
 
-"A write returns only after every executor has seen it": ``Fanout.publish`` waits for a
-slow executor however long it takes (logging at debug level while it waits), keeps it
-attached, and drops only an executor that is dead. Plain objects stand in for the actor
-handles, so no Ray cluster is needed.
+"A write returns only after every executor has seen it": ``Fanout.wait`` waits for a slow
+executor however long it takes (logging at debug level every slow round), and the slow
+executor stays attached. A failing but live executor is kept too (it resyncs on its next
+sequence gap); only a dead one is dropped (``test_fanout_unit.py``). Plain objects stand in
+for the actor handles, so no Ray cluster is needed.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import logging
 from typing import Any
 
 import pytest
-import ray.exceptions as rex
 
 from toolray_actors import _fanout
 from toolray_actors._fanout import Fanout
@@ -40,7 +40,7 @@ class _Method:
 
 class _Executor:
     def __init__(self, future: concurrent.futures.Future[Any]) -> None:
-        self.invalidate = _Method(future)
+        self.apply_changes = _Method(future)
 
 
 def _settled(value: Any = None, error: BaseException | None = None) -> Any:
@@ -59,26 +59,26 @@ async def test_a_write_waits_for_a_slow_executor_and_keeps_it(
     slow: concurrent.futures.Future[Any] = concurrent.futures.Future()
     fanout = Fanout("ns")
     fanout.executors = {"slow": _Executor(slow), "fast": _Executor(_settled(1))}
-    fanout.seq = 7
     with caplog.at_level(logging.DEBUG, logger="toolray"):
-        task = asyncio.ensure_future(fanout.publish(("add", "op")))
+        seq = fanout.publish(("add", "op"))
+        task = asyncio.ensure_future(fanout.wait(seq))
         for _ in range(2000):  # a bound: wait until several slow rounds were logged
-            if sum("slow to apply change 7" in r.message for r in caplog.records) >= 5:
+            if sum(f"slow to apply change {seq}" in r.message for r in caplog.records) >= 5:
                 break
             await asyncio.sleep(0.005)
         assert not task.done()
-        slow.set_result(7)
+        slow.set_result(seq)
         await asyncio.wait_for(task, 5)
     assert set(fanout.executors) == {"slow", "fast"}
-    assert fanout.executors["slow"].invalidate.calls == [(7, ("add", "op"))]
+    assert fanout.executors["slow"].apply_changes.calls == [(seq, (("add", "op"),))]
 
 
-async def test_a_dead_executor_is_dropped_and_a_failing_one_kept() -> None:
+async def test_a_failing_but_live_executor_stays_attached() -> None:
     fanout = Fanout("ns")
     fanout.executors = {
-        "dead": _Executor(_settled(error=rex.ActorDiedError())),
         "odd": _Executor(_settled(error=RuntimeError("resync on the next gap"))),
         "fine": _Executor(_settled(3)),
     }
-    await asyncio.wait_for(fanout.publish(("remove", 3)), 5)
+    seq = fanout.publish(("remove", 3))
+    await asyncio.wait_for(fanout.wait(seq), 5)
     assert set(fanout.executors) == {"odd", "fine"}

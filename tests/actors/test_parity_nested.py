@@ -87,3 +87,20 @@ def test_a_change_by_another_driver_reaches_the_listener_and_shutdown_is_quiet(
     assert noisy == []
     assert "Traceback" not in capfd.readouterr().err
     assert rt.registry.get("pn_from_other") is None
+
+
+async def test_nested_dispatch_reaches_a_recreated_executor(rt: Any, scope_key: str) -> None:
+    """A worker's cached handle may name a killed executor: the next one is looked up."""
+    import ray
+
+    from toolray_actors._handles import executor_name
+
+    rt.owned.append(rt.registry.register(tools.composite_tool("pn_outer")))
+    rt.owned.append(rt.registry.register(tools.constant_tool("pn_leaf", "leaf-ran")))
+    call = [ToolCall("c1", "pn_outer", {"calls": [{"name": "pn_leaf"}]})]
+    ex = rt.executor(scope_key)
+    first = await ex.execute_batch(_batch(call, scope_key))
+    assert first.results[0].result.value[0]["value"] == "leaf-ran"
+    ray.kill(ray.get_actor(executor_name(scope_key), namespace=rt.config.namespace))
+    again = await ex.execute_batch(_batch(call, scope_key))
+    assert again.results[0].result.value[0]["value"] == "leaf-ran"
