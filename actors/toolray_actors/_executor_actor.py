@@ -241,7 +241,8 @@ class ExecutorActor(ExecutorCalls):
     async def run_batch(self, spec: BatchSpec) -> AsyncIterator[tuple[Any, ...]]:
         """Stream one batch as it commits, then its end record.
 
-        Chunks are ``("chunk", [entry, …])``, then ``("end", contexts, concluded, trace)``.
+        Chunks are ``("chunk", [entry, …])``; the last one travels with the end record,
+        ``("end", contexts, concluded, trace, [entry, …])`` (a small batch is one item).
 
         An entry is ``("e", event)`` (a log record) or ``("c", index, ToolCallResult)``.
         """
@@ -250,6 +251,7 @@ class ExecutorActor(ExecutorCalls):
         trace: list[dict[str, Any]] = []
         batch = self._batch(spec, queue)
         task = asyncio.ensure_future(self._execute(batch, queue, trace))
+        last: list[tuple[Any, ...]] = []
         try:
             while not (task.done() and queue.empty()):
                 if queue.empty():
@@ -263,9 +265,12 @@ class ExecutorActor(ExecutorCalls):
                     chunk = []
                 while not queue.empty():
                     chunk.append(queue.get_nowait())
+                if task.done() and task.exception() is None:
+                    last = chunk  # everything committed: it leaves with the end record
+                    break
                 yield ("chunk", chunk)
             result = task.result()
-            yield ("end", result.additional_contexts, result.concluded, trace)
+            yield ("end", result.additional_contexts, result.concluded, trace, last)
         finally:
             if not task.done():  # the stream was cancelled: abort, then let the run drain
                 self.batches[spec.batch_id].abort("the batch stream was cancelled")

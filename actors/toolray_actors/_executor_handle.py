@@ -177,6 +177,8 @@ class ExecutorHandle:
             async for ref in stream:
                 item = await ref
                 if item[0] == "end":
+                    for committed in acc.take(item[4]):
+                        yield committed
                     acc.finish(item[1], item[2])
                     self.last_trace = item[3]
                     continue

@@ -92,3 +92,47 @@ def test_impossible_numbers_fail_before_ray_starts(capsys: Any) -> None:
 
     assert main(["bench", "--calls", "0"]) == 2
     assert "--calls and --repetitions must be at least 1" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------- --scopes
+@pytest.mark.ray
+def test_bench_scopes_measures_both_modes_side_by_side(ray_runtime: Any) -> None:
+    from toolray_actors.cli._scopes import ScopesOptions, run_scopes
+    from toolray_actors.cli._scopes_cli import scopes_table
+
+    opts = ScopesOptions(scopes=(2,), shards=1, noop_calls=0, repetitions=1, per_scope_max=2)
+    report = run_scopes(ray_runtime, opts)
+    rows = {r["mode"]: r for r in report["scopes"]}
+    assert set(rows) == {"per_scope", "sharded"}
+    for mode, row in rows.items():
+        assert row["all_right"] is True
+        assert row["calls"] == 10
+        assert min(row["start_s"], row["wall_s"], row["again_s"], row["executor_rss_mb"]) > 0
+        assert row["hosted_scopes"] >= 2, mode  # a shard also hosts its warm-up scope
+    assert rows["per_scope"]["executor_actors"] == 2  # one per agent scope
+    assert rows["sharded"]["executor_actors"] == 1  # the one shard hosts them all
+    assert len(scopes_table(report)) == 1  # no no-op table when it was not measured
+
+
+def test_bench_scopes_skips_per_scope_rows_over_the_limit() -> None:
+    from toolray_actors.cli._scopes import ScopesOptions, run_scopes
+
+    opts = ScopesOptions(scopes=(500,), modes=("per_scope",), noop_calls=0, per_scope_max=100)
+    report = run_scopes(None, opts)  # type: ignore[arg-type]  # nothing to start
+    assert "--per-scope-max 100" in report["scopes"][0]["skipped"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--scopes", "10", "--modes", "per_agent"], "unknown executors mode"),
+        (["--scopes", "10", "--shards", "0"], "must be at least 1"),
+    ],
+)
+def test_bad_scopes_options_fail_before_ray_starts(
+    argv: list[str], message: str, capsys: Any
+) -> None:
+    from toolray_actors.cli import main
+
+    assert main(["bench", *argv]) == 2
+    assert message in capsys.readouterr().err

@@ -14,7 +14,7 @@ __all__ = ("main",)
 
 
 def _parser() -> argparse.ArgumentParser:
-    from . import _bench, _chaos, _demo, _scopes, _trace
+    from . import _bench, _chaos, _demo, _scopes_cli, _trace
 
     parser = argparse.ArgumentParser(
         prog="toolray", description="Run LLM-agent tool calls on Ray actors."
@@ -35,16 +35,16 @@ def _parser() -> argparse.ArgumentParser:
         module.add_arguments(command)
         command.set_defaults(run=module.run)
         if module is _bench:  # --scopes N measures agent scopes per executors mode instead
-            _scopes.add_arguments(command)
+            _scopes_cli.add_arguments(command)
             command.set_defaults(run=_bench_run)
     return parser
 
 
 def _bench_run(args: argparse.Namespace) -> int:
-    from . import _bench, _scopes
+    from . import _bench, _scopes_cli
 
     if args.scopes:
-        return _scopes.main_scopes(args)
+        return _scopes_cli.main_scopes(args)
     return _bench.run(args)
 
 

@@ -1,13 +1,15 @@
 """``toolray bench --scopes N``: N agent scopes submitting a batch each, at once, per mode.
 
 For each executors mode (``per_scope``, and ``sharded`` with ``--shards`` shards) and each
-N, a fresh namespace on the same local Ray: N scopes each submit one ``--scope-calls``-call
-batch (default 5) at the same moment, and the figures are the time to the last result,
+N, a fresh namespace on the same local Ray. First the namespace starts what every scope
+shares (its worker pool; in sharded mode every shard), timed apart as "namespace start".
+Then N new agent scopes each submit one ``--scope-calls``-call batch (default 5) at the
+same moment — per-scope mode starts their N executor actors here, as a farm would when N
+agents arrive — and again on the same scopes. Figures: the time to the last result,
 calls/s, whether every result is right (each call echoes its own text), and the executor
-actors with their total RSS (``rt.stats().actors``). The namespace is torn down before the
-next one, so each row starts from nothing but Ray itself: per-scope rows include starting
-N executor actors, sharded rows starting the shards. Then, per mode, the no-op 1,000-call
-batch against raw Ray's per-call fan-out (``bench_rows``: same worker actors, side by side).
+actors serving the agents with their total RSS (``rt.stats().actors``). The namespace is
+torn down before the next one. Then, per mode, the no-op 1,000-call batch against raw
+Ray's per-call fan-out (``bench_rows``: same worker actors, side by side).
 
 Example:
     >>> opts = ScopesOptions(scopes=(30,), repetitions=1)         # doctest: +SKIP
@@ -16,7 +18,6 @@ Example:
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import time
@@ -30,16 +31,7 @@ from ._rawray import GroupShape
 if TYPE_CHECKING:
     from toolray_actors import RayRuntime
 
-__all__ = (
-    "MODES",
-    "ScopesOptions",
-    "add_arguments",
-    "echo_tool",
-    "main_scopes",
-    "measure_scopes",
-    "run_scopes",
-    "scopes_table",
-)
+__all__ = ("MODES", "ScopesOptions", "echo_tool", "measure_scopes", "run_scopes")
 
 MODES = ("per_scope", "sharded")
 
@@ -112,14 +104,41 @@ def _all_right(keys: list[str], results: list[Any], calls: int) -> bool:
     )
 
 
-async def measure_scopes(rt: RayRuntime, scopes: int, calls: int) -> dict[str, Any]:
-    """``scopes`` scopes submit one ``calls``-call batch each at once, twice; the figures.
+async def _start_namespace(rt: RayRuntime) -> float:
+    """Start what every scope shares (the pool; in sharded mode every shard); its seconds.
 
-    The first round includes starting the executor actors (per scope, or the shards); the
-    second runs on them warm.
+    One 1-call batch per warm-up scope: one scope per shard, or one (per-scope) executor.
     """
     from toolray import AbortController, ToolBatchInput, ToolCall
 
+    names: dict[str, str] = {}
+    shards = rt.config.executors.shards if rt.config.executors.mode == "sharded" else 1
+    for i in range(10 * shards):
+        names.setdefault(rt.executor(f"warm-{i}").name, f"warm-{i}")
+        if len(names) == shards:
+            break
+    one = [ToolCall("w", "bench_echo", "{}")]
+    start = time.perf_counter()
+    await asyncio.gather(
+        *(
+            rt.executor(k).execute_batch(ToolBatchInput(one, AbortController().signal, scope=k))
+            for k in names.values()
+        )
+    )
+    return time.perf_counter() - start
+
+
+async def measure_scopes(rt: RayRuntime, scopes: int, calls: int) -> dict[str, Any]:
+    """N new scopes submit one ``calls``-call batch each at once, on a running namespace.
+
+    First the namespace starts (its pool, and the shards in sharded mode: ``start_s``); then
+    ``scopes`` new agent scopes submit at once (``wall_s``: per-scope mode starts their
+    executor actors here), then again on the same scopes (``again_s``). Executor actors and
+    RSS count the actors serving the agent scopes (not a per-scope warm-up executor).
+    """
+    from toolray import AbortController, ToolBatchInput, ToolCall
+
+    start_s = await _start_namespace(rt)
     keys = [f"agent-{i}" for i in range(scopes)]
     batches = [
         ToolBatchInput(
@@ -131,20 +150,22 @@ async def measure_scopes(rt: RayRuntime, scopes: int, calls: int) -> dict[str, A
     ]
     handles = [rt.executor(k) for k in keys]
     walls, right = [], True
-    for _ in range(2):  # cold (the namespace's executors start), then again on them
+    for _ in range(2):  # new scopes, then again on them
         start = time.perf_counter()
         runs = (h.execute_batch(b) for h, b in zip(handles, batches, strict=True))
         results = await asyncio.gather(*runs)
         walls.append(time.perf_counter() - start)
         right = right and _all_right(keys, results, calls)
     stats = await asyncio.to_thread(rt.stats)
-    executors = [a for a in stats.actors if a.kind == "executor"]
+    serving = {h.name for h in handles}
+    executors = [a for a in stats.actors if a.kind == "executor" and a.name in serving]
     rss = sum(a.rss_bytes for a in executors) / 2**20
     return {
         "mode": rt.config.executors.mode,
         "shards": rt.config.executors.shards if rt.config.executors.mode == "sharded" else None,
         "scopes": scopes,
         "calls": scopes * calls,
+        "start_s": start_s,
         "wall_s": walls[0],
         "calls_per_s": scopes * calls / walls[0],
         "again_s": walls[1],
@@ -214,122 +235,3 @@ def _why_skipped(n: int, opts: ScopesOptions) -> str:
         f"over --per-scope-max {opts.per_scope_max}: {n} executor actors would need about "
         f"{n * 93 / 1024:.0f} GB and minutes to start on this machine"
     )
-
-
-def _mode(row: dict[str, Any]) -> str:
-    return f"sharded ({row['shards']})" if row.get("shards") else row["mode"]
-
-
-def scopes_table(report: dict[str, Any]) -> list[Any]:
-    """Rich tables: the scopes rows, then the no-op batch against raw Ray."""
-    from rich.table import Table
-
-    per = report["options"]["scope_calls"]
-    scopes = Table(title=f"N agent scopes, one {per}-call batch each, all at once")
-    for name in ("mode", "scopes", "calls", "to last result", "calls/s", "warm again"):
-        scopes.add_column(name, justify="right")
-    scopes.add_column("all right", justify="right")
-    for name in ("executor actors", "executor RSS"):
-        scopes.add_column(name, justify="right")
-    for r in report["scopes"]:
-        if "skipped" in r:
-            scopes.add_row(r["mode"], str(r["scopes"]), "—", "skipped", *["—"] * 5)
-            continue
-        scopes.add_row(
-            _mode(r),
-            str(r["scopes"]),
-            str(r["calls"]),
-            f"{r['wall_s']:.2f} s",
-            f"{r['calls_per_s']:,.0f}",
-            f"{r['again_s']:.2f} s",
-            "yes" if r["all_right"] else "NO",
-            str(r["executor_actors"]),
-            f"{r['executor_rss_mb']:,.0f} MB",
-        )
-    tables = [scopes]
-    if report["noop"]:
-        noop = Table(title="no-op batch, cap = calls, vs raw Ray per-call fan-out (same run)")
-        for name in ("mode", "workers", "calls", "toolray calls/s", "raw calls/s", "ratio"):
-            noop.add_column(name, justify="right")
-        for r in report["noop"]:
-            noop.add_row(
-                r["mode"],
-                str(r["workers"]),
-                str(r["calls"]),
-                f"{r['toolray']['calls_per_s']:,.0f}",
-                f"{r['raw']['calls_per_s']:,.0f}",
-                f"{r['ratio']:.2f}×",
-            )
-        tables.append(noop)
-    return tables
-
-
-def _counts(text: str) -> tuple[int, ...]:
-    try:
-        values = tuple(int(v) for v in text.split(",") if v.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected N or N,M,…: {text!r}") from None
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError(f"scope counts must be positive: {text!r}")
-    return values
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The ``--scopes`` options of ``toolray bench``."""
-    add = parser.add_argument
-    add(
-        "--scopes",
-        type=_counts,
-        default=None,
-        metavar="N[,M…]",
-        help="instead: N agent scopes submitting one batch each at once, per executors mode",
-    )
-    add("--modes", default="per_scope,sharded", help="with --scopes: the modes to compare")
-    add("--shards", type=int, default=2, help="with --scopes: shards of the sharded mode")
-    add("--scope-calls", type=int, default=5, help="with --scopes: calls per scope's batch")
-    add("--per-scope-max", type=int, default=100, help="with --scopes: larger per_scope rows skip")
-    add("--noop-calls", type=int, default=1000, help="with --scopes: no-op batch vs raw Ray")
-
-
-def main_scopes(args: Any) -> int:
-    """``toolray bench --scopes N[,M…]``: start Ray, measure every row, print the tables."""
-    import sys
-
-    from rich.console import Console
-
-    from toolray_actors import RayRuntime
-    from toolray_actors._config import load_config
-
-    opts = ScopesOptions(
-        scopes=tuple(args.scopes),
-        modes=tuple(m.strip() for m in args.modes.split(",") if m.strip()),
-        shards=args.shards,
-        scope_calls=args.scope_calls,
-        per_scope_max=args.per_scope_max,
-        noop_calls=args.noop_calls,
-        repetitions=args.repetitions,
-    )
-    opts.check()  # before Ray starts
-    base = load_config(args.config)
-    cfg = base.model_copy(update={"namespace": f"{base.namespace}-bench", "detached": False})
-    console = Console(file=sys.stdout)
-    if not console.is_terminal:
-        console = Console(file=sys.stdout, width=140)
-    say = None if args.no_progress else (lambda what: print(f"  {what}", file=sys.stderr))
-    runtime = RayRuntime.start(cfg, address=cfg.address or "local")
-    try:
-        report = run_scopes(runtime, opts, say=say)
-    finally:
-        runtime.shutdown()
-    for table in scopes_table(report):
-        console.print(table)
-    m = report["machine"]
-    console.print(
-        f"machine: nproc {m['nproc']}, Python {m['python']}, Ray {m['ray']}; "
-        f"{report['date']}; {report['seconds']:.0f} s measuring",
-        highlight=False,
-    )
-    if args.json is not None:
-        args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-        console.print(f"wrote JSON: {args.json}")
-    return 0
