@@ -16,6 +16,7 @@ the text stays linear in the value's size (C-CODE-15). The walk is iterative.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -235,3 +236,20 @@ class RunCodeDefinition(ToolDefinition):
 
     def __repr__(self) -> str:
         return "<RunCodeDefinition run_code>"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # A copy for another process (a Ray driver reading ``get("run_code")``): the same
+        # texts, fixed at the language of now; its body belongs to the registry it came from.
+        return (_shipped, (self._language(),))
+
+
+def _constant(language: str | None) -> str | None:
+    return language
+
+
+def _elsewhere(args: Any, ctx: Any) -> Any:
+    raise RuntimeError("this run_code definition is a copy: run_code runs in its registry")
+
+
+def _shipped(language: str | None) -> RunCodeDefinition:
+    return RunCodeDefinition(execute=_elsewhere, language=functools.partial(_constant, language))
