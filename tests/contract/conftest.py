@@ -50,6 +50,7 @@ from toolray import (
     ToolRegistry,
     UserMessage,
 )
+from toolray.code import PythonRuntime
 
 cloudpickle.register_pickle_by_value(tools)
 
@@ -254,7 +255,9 @@ class InProcessBackend(Backend):
 
     def __init__(self, test_key: str) -> None:
         super().__init__(test_key)
-        self._registry = ToolRegistry()
+        # a Python code runtime, as a Ray namespace mounts one from its [code] table, so
+        # run_code reads the same on both backends (no process starts until a run)
+        self._registry = ToolRegistry(code_runtime=PythonRuntime(warm=0))
         self.executor = BatchExecutor(self._registry)
         self._owned.append(self._registry.set_executor(self.executor))
 
