@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 from typing import Any
@@ -101,6 +102,17 @@ async def test_nested_dispatch_reaches_a_recreated_executor(rt: Any, scope_key: 
     ex = rt.executor(scope_key)
     first = await ex.execute_batch(_batch(call, scope_key))
     assert first.results[0].result.value[0]["value"] == "leaf-ran"
-    ray.kill(ray.get_actor(executor_name(scope_key), namespace=rt.config.namespace))
+    old = ray.get_actor(executor_name(scope_key), namespace=rt.config.namespace)
+    ray.kill(old)
+    for _ in range(400):  # a bound: until the kill has landed (ray.kill does not wait)
+        try:
+            await old.ping.remote()
+        except ray.exceptions.RayActorError:
+            break
+        await asyncio.sleep(0.05)
+    else:
+        raise AssertionError("the killed executor kept answering")
     again = await ex.execute_batch(_batch(call, scope_key))
-    assert again.results[0].result.value[0]["value"] == "leaf-ran"
+    outcome = again.results[0].result
+    assert not outcome.is_error, outcome.to_wire()
+    assert outcome.value[0]["value"] == "leaf-ran"
