@@ -106,4 +106,6 @@ def run_inline(source: str) -> list[str]:
     namespace = {"__name__": "__main__"}
     with contextlib.redirect_stdout(buffer):
         exec(compile(source, "<README snippet>", "exec"), namespace)
-    return buffer.getvalue().splitlines()
+    # Ray's own driver-side notices ("(raylet) WARNING: N PYTHON worker processes…") can
+    # land in the captured stdout on a loaded machine; they are not the snippet's output.
+    return [line for line in buffer.getvalue().splitlines() if "(raylet)" not in line]
