@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import graphlib
+import re
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
@@ -60,7 +61,13 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "toolray._schema._codegen",
             "toolray._schema._dsl",
             "toolray._schema",
+            "toolray._jsonschema_unions",
+            "toolray._jsonschema_convert",
+            "toolray._jsonschema_params",
             "toolray._pydantic_schema",
+            "toolray._sdk_types",
+            "toolray._sdk_ts",
+            "toolray._sdk",
         ),
     ),
     (
@@ -73,7 +80,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "toolray._normalize",
         ),
     ),
-    ("execution identity", ("toolray._execution",)),
+    ("execution identity", ("toolray._execution", "toolray._nested")),
     ("definitions", ("toolray._definition", "toolray._run_code", "toolray._decorator")),
     ("layers and views", ("toolray._layers", "toolray._view")),
     ("registry state and lookup", ("toolray._state", "toolray._lookup")),
@@ -94,6 +101,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     ("batch run and executor", ("toolray._batch_types", "toolray._batch_run", "toolray._batch")),
+    ("code mode", ("toolray._ptc_lane", "toolray._ptc", "toolray._prompt")),
     ("facade", ("toolray._registry",)),
     (
         "public namespaces",
@@ -104,6 +112,34 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "toolray.lowlevel",
             "toolray",
             "toolray.__main__",
+        ),
+    ),
+    (
+        "code mode runtime (on the public API)",
+        (
+            "toolray.code._types",
+            "toolray.code._child_guard",
+            "toolray.code._failures",
+            "toolray.code._frames",
+            "toolray.code._process",
+            "toolray.code._child",
+            "toolray.code._session",
+            "toolray.code._runtime",
+            "toolray.code",
+        ),
+    ),
+    (
+        "provider adapters (on the public API)",
+        (
+            "toolray.adapters",
+            "toolray.adapters._common",
+            "toolray.adapters._strict",
+            "toolray.adapters._openai_out",
+            "toolray.adapters._mcp_import",
+            "toolray.adapters._mcp_serve",
+            "toolray.adapters.anthropic",
+            "toolray.adapters.mcp",
+            "toolray.adapters.openai",
         ),
     ),
 )
@@ -262,6 +298,28 @@ def test_the_ray_layer_uses_only_public_core_namespaces() -> None:
 
 def test_the_ray_layer_has_no_import_cycle() -> None:
     assert _cycle(ray_modules()) == []
+
+
+# ---------------------------------------------------------------- the map
+def test_architecture_md_has_one_line_per_module() -> None:
+    """ARCHITECTURE.md names every module of both packages, and only modules that exist."""
+    text = (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    named = re.findall(r"^- `((?:toolray|toolray_actors)/[\w/]+\.py)`", text, re.M)
+    files = sorted(
+        str(path.relative_to(package.parent))
+        for package in (CORE, RAY)
+        for path in package.rglob("*.py")
+    )
+    assert len(named) == len(set(named)), "a module has two lines in ARCHITECTURE.md"
+    assert sorted(named) == files
+
+
+def test_architecture_md_reads_the_core_in_rank_order() -> None:
+    """Its module lines list the core in the order of LAYERS (the bottom-up reading order)."""
+    text = (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    named = re.findall(r"^- `(toolray/[\w/]+)\.py`", text, re.M)
+    dotted = [name.replace("/", ".").removesuffix(".__init__") for name in named]
+    assert sorted(dotted, key=RANK.__getitem__) == dotted
 
 
 # ---------------------------------------------------------------- the checker itself

@@ -37,6 +37,7 @@ def _render_text(args: Any, value: Any) -> list[Any]:
 
 JSON_OUT = ToolOutput(schema={"type": "json"}, render=_render_json)
 TEXT_OUT = ToolOutput(schema={"type": "string"}, render=_render_text)
+RAW_JSON_OUT = ToolOutput(schema={}, render=_render_json)  # for raw ToolDefinitions
 
 
 class QuotaError(HarnessError):
@@ -328,6 +329,268 @@ def crash_tool(name: str = "crash") -> Any:
         output=_STR_OUT,
         execute=body,
         is_concurrency_safe=lambda args: True,
+    )
+
+
+# ---------------------------------------------------------------- nested dispatch
+def _nested_view(result: Any) -> dict[str, Any]:
+    """What a composite reports of one nested result (comparable across backends)."""
+    return {
+        "wire": result.to_wire(),
+        "value": getattr(result, "value", None),
+        "meta": result.meta,
+        "contexts": [m.content[0]["text"] for m in result.additional_contexts],
+        "concludes_turn": result.concludes_turn,
+    }
+
+
+def composite_tool(name: str, *, sync: bool = False) -> ToolDefinition:
+    """Dispatches ``calls`` (``[{"name", "arguments"?, "call_id"?, "tag"?}]``) nested, in order.
+
+    ``tag`` adds this execution's token id to the nested arguments as ``parent`` (a
+    ``whoami`` tool then checks its parent). The nested results are returned and also
+    deferred as one context's ``meta`` (so they survive an abort of the composite).
+    ``sync`` uses ``ctx.dispatch_sync`` from a sync body (a thread).
+    """
+
+    def requests(args: Any, ctx: Any) -> list[tuple[str, Any, Any]]:
+        out = []
+        for c in args["calls"]:
+            arguments = dict(c.get("arguments", {}))
+            if c.get("tag"):
+                arguments["parent"] = ctx.token.id
+            out.append((c["name"], arguments, c.get("call_id")))
+        return out
+
+    def report(ctx: Any, views: list[Any]) -> list[Any]:
+        ctx.defer_context(UserMessage([text_block("nested")], source=name, meta=views))
+        return views
+
+    async def body(args: Any, ctx: Any) -> Any:
+        views = []
+        for inner, arguments, call_id in requests(args, ctx):
+            views.append(_nested_view(await ctx.dispatch(inner, arguments, call_id=call_id)))
+        return report(ctx, views)
+
+    def sync_body(args: Any, ctx: Any) -> Any:
+        views = []
+        for inner, arguments, call_id in requests(args, ctx):
+            views.append(_nested_view(ctx.dispatch_sync(inner, arguments, call_id=call_id)))
+        return report(ctx, views)
+
+    return ToolDefinition(
+        name=name,
+        description="Calls other tools",
+        parameters={"type": "object", "properties": {"calls": {"type": "array"}}},
+        output=RAW_JSON_OUT,
+        execute=sync_body if sync else body,
+    )
+
+
+def whoami_tool(name: str) -> ToolDefinition:
+    """Reports the nested call's identity (``parent``: whether it is the tagged caller)."""
+
+    async def body(args: Any, ctx: Any) -> Any:
+        parent = ctx.parent
+        return {
+            "call_id": ctx.call_id,
+            "root_call_id": ctx.root_call_id,
+            "scope": ctx.scope,
+            "nested": parent is not None,
+            "parent_is_caller": parent is not None and parent.id == args.get("parent"),
+        }
+
+    return ToolDefinition(
+        name=name,
+        description="Who am I",
+        parameters={"type": "object", "properties": {"parent": {"type": "string"}}},
+        output=RAW_JSON_OUT,
+        execute=body,
+        is_concurrency_safe=lambda args: True,
+    )
+
+
+def non_json_nested_tool(name: str, inner: str) -> ToolDefinition:
+    """Dispatches ``inner`` with a NaN, a tuple and a set: each is that call's P-ARGS-4."""
+
+    async def body(args: Any, ctx: Any) -> Any:
+        bad = [{"x": float("nan")}, {"t": (1, 2)}, {"s": {1}}]
+        return [(await ctx.dispatch(inner, arguments)).to_wire() for arguments in bad]
+
+    return ToolDefinition(
+        name=name,
+        description="Sends bad nested arguments",
+        parameters={"type": "object"},
+        output=RAW_JSON_OUT,
+        execute=body,
+    )
+
+
+def token_tool(name: str) -> ToolDefinition:
+    """Returns its own execution's token id (a test then replays it: a settled parent)."""
+
+    async def body(args: Any, ctx: Any) -> Any:
+        return ctx.token.id
+
+    return ToolDefinition(
+        name=name,
+        description="Token id",
+        parameters={"type": "object"},
+        output=TEXT_OUT,
+        execute=body,
+    )
+
+
+def env_tool(name: str, variable: str, placement: Any = None) -> ToolDefinition:
+    """Returns ``os.environ.get(variable)`` and the node it ran on."""
+
+    def body(args: Any, ctx: Any) -> Any:
+        import ray
+
+        return {"env": os.environ.get(variable), "node": ray.get_runtime_context().get_node_id()}
+
+    return ToolDefinition(
+        name=name,
+        description="Environment probe",
+        parameters={"type": "object"},
+        output=RAW_JSON_OUT,
+        execute=body,
+        timeout_ms=None,
+        placement=placement,
+        is_concurrency_safe=lambda args: True,
+    )
+
+
+class RecordingExecutor:
+    """A picklable ``ToolExecutor`` answering every call with ``<label>:<call id>``.
+
+    It stands in for a user's executor: ``set_executor`` must make the batches of its
+    scope run here (in the executor actor on Ray), not on the default executor.
+    """
+
+    sections: tuple[Any, ...] = ()
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+
+    def describe(self, definitions: Any) -> Any:
+        from toolray import ToolModelInput
+
+        return ToolModelInput(schemas=[], known_names=[d.name for d in definitions])
+
+    async def execute(self, batch: Any) -> Any:
+        from toolray import ToolBatchResult, ToolCallResult, ToolExecutionSuccess
+
+        results = tuple(
+            ToolCallResult(
+                c.id,
+                ToolExecutionSuccess(
+                    value=f"{self.label}:{c.id}",
+                    content=[text_block(f"{self.label}:{c.id}")],
+                ),
+            )
+            for c in batch.calls
+        )
+        return ToolBatchResult(results=results, additional_contexts=(), concluded=False)
+
+
+# ---------------------------------------------------------------- conditions and hooks
+def when_model(model: str) -> Any:
+    """A ``when`` admitting the tool for steps of ``model``."""
+
+    def condition(context: Any) -> bool:
+        return bool(context.model.model == model)
+
+    return condition
+
+
+def when_raises(message: str) -> Any:
+    """A ``when`` that raises ``LookupError(message)``."""
+
+    async def condition(context: Any) -> bool:
+        raise LookupError(message)
+
+    return condition
+
+
+def when_waits(directory: str, key: str) -> Any:
+    """An async ``when`` that marks ``<directory>/<key>.started`` and waits for its signal."""
+
+    async def condition(context: Any) -> bool:
+        Path(directory, f"{key}.started").touch()
+        await asyncio.wait_for(context.signal.wait(), timeout=20)
+        return True
+
+    return condition
+
+
+def deny_nested(tool_name: str, reason: str) -> Any:
+    """A pre-execute listener denying *nested* calls of ``tool_name`` (model calls pass)."""
+
+    async def listener(execution: Any, next_: Any) -> Any:
+        from toolray import Deny
+
+        if execution.name == tool_name and execution.parent is not None:
+            return Deny(reason)
+        return await next_()
+
+    return listener
+
+
+def deny_with_schema(tool_name: str) -> Any:
+    """A pre-execute listener denying ``tool_name`` with the execution's ``schema`` as text."""
+
+    async def listener(execution: Any, next_: Any) -> Any:
+        from toolray import Deny
+
+        if execution.name == tool_name:
+            return Deny(f"schema={json.dumps(execution.schema, sort_keys=True)}")
+        return await next_()
+
+    return listener
+
+
+def run_code_dispatches(inner: str) -> Any:
+    """An ``on_execute`` wrapper standing in for Code Mode: ``run_code`` runs ``inner`` nested.
+
+    It runs in the executor (``toolray.lowlevel.run_nested``, with the run_code execution
+    as parent) and answers ``{"logs": [], "result": <the nested result's wire>}``.
+    """
+
+    async def wrapper(execution: Any, next_: Any) -> Any:
+        from toolray import ToolExecutionSuccess
+        from toolray.lowlevel import run_nested, thaw_json
+
+        if execution.name != "run_code":
+            return await next_()
+        sub_id = f"{execution.call_id}:ptc:1"
+        nested = await run_nested(execution.host, execution, inner, {}, call_id=sub_id)
+        value = {"logs": [], "result": thaw_json(nested.to_wire())}
+        return ToolExecutionSuccess(value=value, content=[text_block("ran")])
+
+    return wrapper
+
+
+def impersonating_tool(name: str, inner: str) -> ToolDefinition:
+    """Dispatches ``inner`` claiming to be the execution ``args["as"]`` (a forged parent).
+
+    Returns the text of the error the dispatch raised (``"accepted"`` if it was not).
+    """
+
+    async def body(args: Any, ctx: Any) -> Any:
+        ctx.token = type(ctx.token)(args["as"])
+        try:
+            await ctx.dispatch(inner, {})
+        except Exception as err:
+            return f"{type(err).__name__}: {err}"
+        return "accepted"
+
+    return ToolDefinition(
+        name=name,
+        description="Forges its parent token",
+        parameters={"type": "object", "properties": {"as": {"type": "string"}}},
+        output=TEXT_OUT,
+        execute=body,
     )
 
 

@@ -74,6 +74,8 @@ class RuntimeConfig(_Strict):
 
     namespace: str = Field(default="toolray", min_length=1)
     address: str | None = None
+    mode: Literal["native", "code", "both"] = "native"
+    """The deployment presentation mode (a scope's ``present_as`` overrides it)."""
     kill_grace_ms: float = Field(default=300, gt=0)
     cancel_grace_ms: float = Field(default=50, ge=0)
     executor_idle_ttl_s: float = Field(default=300, gt=0)
@@ -92,13 +94,36 @@ class RuntimeConfig(_Strict):
         return load_config(path)
 
 
+_PACKAGED = Path(__file__).with_name("configs")
+
+
+def packaged_configs() -> dict[str, Path]:
+    """The configs shipped with toolray_actors (``local``, ``cluster``, ``ci``), by name."""
+    return {p.stem: p for p in sorted(_PACKAGED.glob("*.toml"))}
+
+
+def _resolve(path: Path) -> Path:
+    """``path`` if it exists, else the shipped config of that name.
+
+    So ``"cluster"`` and ``"configs/cluster.toml"`` work from any directory.
+    """
+    if path.exists():
+        return path
+    shipped = packaged_configs().get(path.stem)
+    return shipped if shipped is not None and path.suffix in ("", ".toml") else path
+
+
 def load_config(path: str | os.PathLike[str] | None = None) -> RuntimeConfig:
-    """Load ``path`` (or ``$TOOLRAY_CONFIG``, or the defaults when neither is given)."""
+    """Load ``path`` (or ``$TOOLRAY_CONFIG``, or the defaults when neither is given).
+
+    ``path`` is a TOML file, or the name of a shipped config: ``"local"``, ``"cluster"``,
+    ``"ci"`` (also ``"configs/cluster.toml"`` from a directory that has no such file).
+    """
     if path is None:
         path = os.environ.get("TOOLRAY_CONFIG") or None
     if path is None:
         return RuntimeConfig()
-    file = Path(path)
+    file = _resolve(Path(path))
     try:
         data = tomllib.loads(file.read_text(encoding="utf-8"))
     except FileNotFoundError:

@@ -29,7 +29,7 @@ class ActorDirectory:
         """The ready actor ``name``; ``start()`` runs once for concurrent first callers."""
         while True:
             with self._lock:
-                entry = self._entries.get(name)
+                entry: Any = self._entries.get(name)
                 mine = entry is None
                 if mine:
                     entry = self._entries[name] = concurrent.futures.Future()

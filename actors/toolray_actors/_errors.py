@@ -55,7 +55,8 @@ def task_cause(err: BaseException) -> BaseException:
         if isinstance(cause, BaseException):
             return cause
         try:
-            return err.as_instanceof_cause()
+            unwrapped: BaseException = err.as_instanceof_cause()  # type: ignore[no-untyped-call]
+            return unwrapped
         except Exception:
             return RuntimeError(str(err))
     return err

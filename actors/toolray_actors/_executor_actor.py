@@ -29,15 +29,12 @@ from toolray import (
     LogStep,
     ToolBatchInput,
     ToolCall,
-    ToolExecutionInput,
-    ToolExecutionResult,
-    ToolRegistry,
-    parse_arguments,
 )
-from toolray.lowlevel import run_pipeline
 
+from ._code_pool import CodePool, code_registry
 from ._config import RuntimeConfig
 from ._errors import RuntimeUnavailableError
+from ._executor_calls import ExecutorCalls
 from ._handles import control_options, create_pool, get_named, kill_self, registry_name
 from ._mirror import Mirror, Op
 from ._placement import pool_plan
@@ -97,8 +94,8 @@ class _Sink:
         self.queue.put_nowait(("e", event))
 
 
-class ExecutorActor:
-    """Runs batches for the scopes routed to it."""
+class ExecutorActor(ExecutorCalls):
+    """Runs batches for the scopes routed to it (single calls: :class:`ExecutorCalls`)."""
 
     def __init__(
         self, name: str, scope: str | None, namespace: str, config: dict[str, Any]
@@ -107,6 +104,7 @@ class ExecutorActor:
         self.scope = scope
         self.namespace = namespace
         self.config = RuntimeConfig.model_validate(config)
+        self.code = CodePool(self.config.code)
         self.seq = -1
         self.batches: dict[str, AbortController] = {}
         self.pools: dict[str, PoolClient] = {}
@@ -116,6 +114,7 @@ class ExecutorActor:
             self._key_of,
             cancel_grace_ms=self.config.cancel_grace_ms,
             kill_grace_ms=self.config.kill_grace_ms,
+            home=(name, namespace),
         )
         self._rebuild([])
         self.last_active = time.monotonic()
@@ -124,7 +123,7 @@ class ExecutorActor:
 
     # ------------------------------------------------------------------ the mirror
     def _rebuild(self, ops: list[Op]) -> None:
-        self.mirror = Mirror(ToolRegistry())
+        self.mirror = Mirror(code_registry(self.config, self.code))
         for op in ops:
             self.mirror.apply(op)
         self.executor = BatchExecutor(
@@ -235,7 +234,7 @@ class ExecutorActor:
             ctrl.signal,
             max_parallel_tool_calls=spec.max_parallel_tool_calls,
             scope=spec.scope,
-            tool_set=spec.tool_set,
+            tool_set=self._tool_set(spec.tool_set),
             log=step,
         )
 
@@ -251,11 +250,7 @@ class ExecutorActor:
         queue: asyncio.Queue[tuple[Any, ...]] = asyncio.Queue()
         trace: list[dict[str, Any]] = []
         batch = self._batch(spec, queue)
-        task = asyncio.ensure_future(
-            self.executor.execute(
-                batch, on_commit=lambda i, r: queue.put_nowait(("c", i, r)), trace=trace
-            )
-        )
+        task = asyncio.ensure_future(self._execute(batch, queue, trace))
         last: list[tuple[Any, ...]] = []
         try:
             while not (task.done() and queue.empty()):
@@ -282,6 +277,20 @@ class ExecutorActor:
             self.batches.pop(spec.batch_id, None)
             self.last_active = time.monotonic()
 
+    async def _execute(
+        self, batch: ToolBatchInput, queue: asyncio.Queue[tuple[Any, ...]], trace: list[Any]
+    ) -> Any:
+        """Run ``batch`` on the scope's executor: ours, or a ``set_executor()`` one."""
+        custom = self._custom_executor(batch)
+        if custom is None:
+            return await self.executor.execute(
+                batch, on_commit=lambda i, r: queue.put_nowait(("c", i, r)), trace=trace
+            )
+        result = await custom.execute(batch)
+        for index, committed in enumerate(result.results):
+            queue.put_nowait(("c", index, committed))
+        return result
+
     async def cancel(self, batch_id: str, reason: Any = None) -> bool:
         """Abort a running batch (the driver's signal fired, or its task was cancelled)."""
         ctrl = self.batches.get(batch_id)
@@ -289,24 +298,6 @@ class ExecutorActor:
             return False
         ctrl.abort(reason)
         return True
-
-    async def execute(
-        self, call: ToolCall, scope: str | None, key: str, aborted: bool, reason: Any = None
-    ) -> ToolExecutionResult:
-        """One call through the whole pipeline (bodies on workers); ``key`` was reserved."""
-        self.last_active = time.monotonic()
-        ctrl = self.batches.setdefault(key, AbortController())
-        if aborted:
-            ctrl.abort(reason)
-        self.scopes_seen.add(scope)
-        raw = call.arguments
-        arguments = parse_arguments(raw) if isinstance(raw, str) else raw
-        inp = ToolExecutionInput(call.id, call.name, arguments, ctrl.signal, scope=scope)
-        try:
-            return await run_pipeline(self.mirror.registry, inp, self.runner)
-        finally:
-            self.batches.pop(key, None)
-            self.last_active = time.monotonic()
 
     # ------------------------------------------------------------------ lifecycle
     def _idle(self) -> bool:
@@ -332,6 +323,7 @@ class ExecutorActor:
                     self._rebuild(ops)
                     self.seq = seq
                 continue
+            self.code.close()
             kill_self()  # no await since the last check: nothing can start in between
             return
 

@@ -22,6 +22,9 @@ from typing import Any
 import ray.exceptions as rex
 
 from toolray import (
+    AbortError,
+    AbortSignal,
+    ActivationContext,
     ToolBatchInput,
     ToolBatchResult,
     ToolCall,
@@ -36,6 +39,8 @@ from ._connection import Connection
 from ._errors import is_actor_death, translate, wire_reason
 from ._executor_actor import BatchSpec, ExecutorActor, ExecutorStats
 from ._handles import control_options, create_executor, get_named
+from ._toolset import RemoteToolSet, wire_tool_set
+from ._wire import CallSpec
 
 __all__ = ("ExecutorHandle",)
 
@@ -135,6 +140,10 @@ class ExecutorHandle:
         raise AssertionError("unreachable")
 
     # ------------------------------------------------------------------ batches
+    def _check_scope(self, scope: str | None) -> None:
+        if scope != self.scope:
+            raise ValueError(f"scope {scope!r} is not this executor's {self.scope!r}")
+
     def _spec(self, batch: ToolBatchInput, batch_id: str) -> BatchSpec:
         if not isinstance(batch, ToolBatchInput):
             raise TypeError(f"execute_batch() takes a ToolBatchInput, not {type(batch).__name__}")
@@ -149,7 +158,7 @@ class ExecutorHandle:
             log=(log.turn, log.step) if log is not None else None,
             aborted=batch.signal.aborted,
             reason=wire_reason(batch.signal.reason) if batch.signal.aborted else None,
-            tool_set=batch.tool_set,
+            tool_set=wire_tool_set(batch.tool_set),
         )
 
     async def _entries(
@@ -214,35 +223,65 @@ class ExecutorHandle:
         return self._conn.portal.run(self.execute_batch(batch))
 
     # ------------------------------------------------------------------ one call
-    async def execute(self, inp: ToolExecutionInput) -> ToolExecutionResult:
-        """One call through the executor actor's pipeline."""
-        if not isinstance(inp, ToolExecutionInput):
-            raise TypeError(f"execute() takes a ToolExecutionInput, not {type(inp).__name__}")
-        call = ToolCall(inp.call_id, inp.name, inp.arguments)
-        key = uuid.uuid4().hex
-        batch = ToolBatchInput([call], inp.signal, scope=inp.scope)
-        acc = Accumulator(batch, log=False)
+    async def _forwarded(self, method: str, key: str, signal: AbortSignal, *args: Any) -> Any:
+        """Call ``method`` on the actor (``key`` reserved), forwarding ``signal``'s aborts.
+
+        An abort that happened before is part of the request; a later one (the signal, or
+        the cancellation of the awaiting task) reaches the actor as ``cancel(key, reason)``.
+        """
         actor = await self._reserved(key)
-        signal = inp.signal
         stop = signal.add_listener(lambda: actor.cancel.remote(key, wire_reason(signal.reason)))
         try:
-            return await actor.execute.remote(  # type: ignore[no-any-return]
-                call,
-                inp.scope,
-                key,
-                signal.aborted,
-                wire_reason(signal.reason) if signal.aborted else None,
-            )
+            return await getattr(actor, method).remote(*args)
         except asyncio.CancelledError as err:
             actor.cancel.remote(key, wire_reason(err))
             raise
         except rex.RayError as err:
-            if not is_actor_death(err):
-                raise translate(err, self._what) from None
-            self._lost()
-            return next(iter(acc.lose(err)))[1].result
+            if is_actor_death(err):
+                self._lost()
+            raise
         finally:
             stop()
+
+    async def execute(self, inp: ToolExecutionInput) -> ToolExecutionResult:
+        """One call through the executor actor's pipeline, with the core's fidelity.
+
+        Arguments travel as they are when lossless JSON, else as the P-ARGS-4 failure;
+        ``root_call_id``, ``schema``, ``tool_set`` and ``parent`` (by token id: the
+        executor accepts only a live execution it issued) travel; aborts are forwarded.
+        """
+        if not isinstance(inp, ToolExecutionInput):
+            raise TypeError(f"execute() takes a ToolExecutionInput, not {type(inp).__name__}")
+        self._check_scope(inp.scope)
+        key = uuid.uuid4().hex
+        spec = CallSpec.of(inp, key, wire_tool_set(inp.tool_set))
+        try:
+            return await self._forwarded(  # type: ignore[no-any-return]
+                "execute_call", key, inp.signal, spec
+            )
+        except rex.RayError as err:
+            if not is_actor_death(err):
+                raise translate(err, self._what) from None
+            batch = ToolBatchInput([ToolCall(inp.call_id, inp.name, "{}")], inp.signal)
+            return next(iter(Accumulator(batch, log=False).lose(err)))[1].result
+
+    async def resolve(self, context: ActivationContext) -> RemoteToolSet:
+        """Evaluate the scope's ``when`` conditions in this executor actor (one step)."""
+        if not isinstance(context, ActivationContext):
+            raise TypeError(f"resolve() takes an ActivationContext, not {type(context).__name__}")
+        self._check_scope(context.scope)
+        signal = context.signal
+        _raise_if_aborted(signal)
+        key = uuid.uuid4().hex
+        try:
+            ids = await self._forwarded(
+                "resolve", key, signal, key, context.scope, context.model, False, None
+            )
+        except rex.RayError as err:
+            _raise_if_aborted(signal)  # the caller's own reason, as in-process
+            raise translate(err, self._what) from None
+        _raise_if_aborted(signal)  # aborted while the answer came back: publish nothing
+        return RemoteToolSet(context.scope, ids, self._conn)
 
     def execute_sync(self, inp: ToolExecutionInput) -> ToolExecutionResult:
         """``execute`` from a script or from inside a running loop."""
@@ -259,3 +298,12 @@ class ExecutorHandle:
                     raise translate(err, self._what) from None
                 self._lost()
         raise AssertionError("unreachable")
+
+
+def _raise_if_aborted(signal: AbortSignal) -> None:
+    """The core's ``resolve()`` abort: the reason if it is an exception, else ``AbortError``."""
+    if signal.aborted:
+        reason = signal.reason
+        if isinstance(reason, BaseException):
+            raise reason
+        raise AbortError("tool resolution was aborted")

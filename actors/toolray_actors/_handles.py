@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
 import ray
 
@@ -31,6 +32,7 @@ __all__ = (
     "named_actors",
     "pool_name",
     "registry_name",
+    "resources_offered",
     "shard_name",
 )
 
@@ -57,31 +59,47 @@ def pool_name(pool: str) -> str:
     return f"toolray:pool:{pool}"
 
 
-@ray.remote(num_cpus=0, concurrency_groups={"control": 4})
-class _WorkerActor(ToolWorker):
-    @ray.method(concurrency_group="control")
+# Ray's own stubs type ``ray.remote`` / ``ray.method`` for plain functions only; at this one
+# edge they are used untyped, and everything past it is typed by our own classes.
+_remote: Any = ray.remote
+_method: Any = ray.method
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _control(fn: _F) -> _F:
+    """Run ``fn`` on the worker's ``control`` lane (it answers while a body runs)."""
+    return cast("_F", _method(concurrency_group="control")(fn))
+
+
+class _WorkerClass(ToolWorker):
+    @_control
     async def abort(self, token: str, reason: Any = None) -> bool:
         return await super().abort(token, reason)
 
-    @ray.method(concurrency_group="control")
+    @_control
     async def abort_many(self, items: list[tuple[str, Any]]) -> int:
         return await super().abort_many(items)
 
-    @ray.method(concurrency_group="control")
+    @_control
     async def interrupt(self, token: str) -> str:
         return await super().interrupt(token)
 
-    @ray.method(concurrency_group="control")
+    @_control
     async def status(self) -> Any:
         return await super().status()
 
-    @ray.method(concurrency_group="control")
+    @_control
     async def health(self) -> int:
         return await super().health()
 
-    @ray.method(concurrency_group="control")
+    @_control
     async def actor_stats(self) -> Any:
         return await super().actor_stats()
+
+
+_WorkerActor: Any = _remote(num_cpus=0, concurrency_groups={"control": 4})(_WorkerClass)
 
 
 def create_worker(options: dict[str, Any], threads: int) -> Any:
@@ -96,7 +114,7 @@ HEAD_RESOURCE = "node:__internal_head__"
 
 @functools.cache
 def _actor_class(cls: Any) -> Any:
-    return ray.remote(cls)
+    return _remote(cls)
 
 
 def control_options(control_resource: str | None) -> dict[str, Any]:
@@ -169,6 +187,25 @@ def get_named(name: str, namespace: str) -> Any | None:
         return ray.get_actor(name, namespace=namespace)
     except ValueError:
         return None
+
+
+def resources_offered(options: dict[str, Any]) -> bool:
+    """Whether some live node has (in total) the resources actor ``options`` ask for.
+
+    Blocking (``ray.nodes()``); a pool manager asks it off its loop.
+    """
+    wanted = dict(options.get("resources") or {})
+    for key, name in (("num_cpus", "CPU"), ("num_gpus", "GPU")):
+        if options.get(key):
+            wanted[name] = wanted.get(name, 0) + float(options[key])
+    if not wanted:
+        return True
+    nodes: list[dict[str, Any]] = ray.nodes()  # type: ignore[no-untyped-call]
+    for node in nodes:
+        offered = node.get("Resources", {}) if node.get("Alive") else {}
+        if all(offered.get(name, 0) >= amount for name, amount in wanted.items()):
+            return True
+    return False
 
 
 def kill(handle: Any, *, no_restart: bool = True) -> None:

@@ -67,7 +67,8 @@ def dead_jobs(job_ids: set[str]) -> set[str]:
         return set()
     from ray._private import state
 
-    table: list[dict[str, Any]] = state.jobs()
+    jobs: Any = state.jobs
+    table: list[dict[str, Any]] = jobs()
     alive = {str(j["JobID"]) for j in table if not j.get("IsDead")}
     known = {str(j["JobID"]) for j in table}
     # A job the table does not know yet (just started) counts as alive.

@@ -21,7 +21,7 @@ __all__ = ("Mirror", "Op", "dumps_named")
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Op:
-    """One contribution: ``kind`` in register/restrict/guard/present_as/hook/scope."""
+    """One contribution: ``kind`` in register/restrict/guard/present_as/hook/executor/scope."""
 
     id: int
     kind: str
@@ -60,6 +60,7 @@ class Mirror:
     blobs: dict[int, bytes] = field(default_factory=dict)
     keys: dict[int, str] = field(default_factory=dict)  # id(definition) -> cache key
     owners: dict[int, int] = field(default_factory=dict)  # op id -> id(definition)
+    executors: dict[int, Any] = field(default_factory=dict)  # op id -> set_executor() object
 
     def apply(self, op: Op, *, replace: bool = False) -> None:
         """Replay one contribution (raises what the core raises)."""
@@ -86,6 +87,11 @@ class Mirror:
         elif op.kind == "present_as":
             assert op.mode is not None
             disposer = ctx.present_as(op.mode)
+        elif op.kind == "executor":
+            assert op.blob is not None
+            executor = cloudpickle.loads(op.blob)
+            disposer = ctx.set_executor(executor)
+            self.executors[op.id] = executor
         elif op.kind == "approval":
             assert op.blob is not None
             disposer = reg.set_approval(cloudpickle.loads(op.blob))
@@ -102,6 +108,7 @@ class Mirror:
     def _forget(self, op_id: int) -> Disposer | None:
         disposer = self.disposers.pop(op_id, None)
         self.blobs.pop(op_id, None)
+        self.executors.pop(op_id, None)
         owner = self.owners.pop(op_id, None)
         if owner is not None:
             self.keys.pop(owner, None)
@@ -136,6 +143,15 @@ class Mirror:
     def scope_count(self) -> int:
         """How many scopes the core registry holds."""
         return self.registry.statistics().scopes
+
+    def op_id_of(self, definition: Any) -> int | None:
+        """The contribution id of a registered definition (``None`` for ``run_code``)."""
+        key = self.keys.get(id(definition))
+        return int(key.split(":", 1)[1]) if key is not None else None
+
+    def is_custom_executor(self, executor: Any) -> bool:
+        """Whether ``executor`` came from a ``set_executor()`` contribution."""
+        return any(executor is e for e in self.executors.values())
 
     def key_of(self, definition: Any) -> tuple[str, bytes] | None:
         """The worker cache key and blob of a registered definition."""

@@ -17,25 +17,32 @@ from ._config import PoolConfig, RuntimeConfig
 __all__ = ("PoolPlan", "placement_key", "pool_plan")
 
 
+_FIELDS = (
+    "num_cpus",
+    "num_gpus",
+    "resources",
+    "runtime_env",
+    "size",
+    "spare",
+    "max_concurrency",
+    "pool",
+)
+
+
 def placement_key(placement: Any) -> str:
-    """``"default"``, the placement's named pool, or ``"p-<digest>"``."""
+    """``"default"``, ``"named-<pool>"`` for a bare named pool, or ``"p-<digest>"``.
+
+    The digest covers every field (``runtime_env`` and the pool sizing included), as
+    canonical JSON, so every process computes the same key for equal placements.
+    """
     if placement is None:
         return "default"
-    if getattr(placement, "pool", None):
-        return str(placement.pool)
-    fields = {
-        name: getattr(placement, name, None)
-        for name in (
-            "num_cpus",
-            "num_gpus",
-            "resources",
-            "runtime_env",
-            "size",
-            "spare",
-            "max_concurrency",
-        )
-    }
-    text = json.dumps(fields, sort_keys=True, default=repr)
+    fields = {name: getattr(placement, name, None) for name in _FIELDS}
+    name = fields.pop("pool")
+    if name and not any(v is not None for v in fields.values()):
+        return f"named-{name}"
+    fields["pool"] = name
+    text = json.dumps(fields, sort_keys=True, separators=(",", ":"), default=repr)
     return "p-" + hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -61,7 +68,13 @@ def pool_plan(placement: Any, config: RuntimeConfig) -> PoolPlan:
     base: PoolConfig = config.pool
     name = getattr(placement, "pool", None) if placement is not None else None
     if name:
-        base = config.pools.get(str(name), base)
+        if str(name) not in config.pools:
+            known = ", ".join(sorted(config.pools)) or "(none)"
+            raise ValueError(
+                f'placement names pool "{name}", but the runtime config has no [pools.{name}] '
+                f"table (configured pools: {known})"
+            )
+        base = config.pools[str(name)]
     options: dict[str, Any] = {"num_cpus": base.num_cpus}
     if base.resources:
         options["resources"] = dict(base.resources)

@@ -8,6 +8,8 @@ inside a running event loop alike.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextlib
 import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
@@ -58,6 +60,30 @@ class Portal:
         except BaseException:
             future.cancel()
             raise
+
+    def submit(self, coro: Coroutine[Any, Any, Any]) -> concurrent.futures.Future[Any]:
+        """Start ``coro`` on the portal's loop without waiting for it."""
+        return asyncio.run_coroutine_threadsafe(coro, self._ensure())
+
+    def in_loop(self) -> bool:
+        """Whether the caller runs on the portal's own thread (it must not block there)."""
+        return threading.current_thread() is self._thread
+
+    def cancel(self, task: asyncio.Future[Any]) -> None:
+        """Cancel a task of the portal's loop and let it finish (bounded; quiet)."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+        if self.in_loop():
+            task.cancel()
+            return
+
+        async def stop() -> None:
+            task.cancel()
+            await asyncio.wait({task}, timeout=5)
+
+        with contextlib.suppress(Exception):
+            asyncio.run_coroutine_threadsafe(stop(), loop).result(timeout=6)
 
     def close(self) -> None:
         """Stop the loop thread (idempotent)."""

@@ -20,6 +20,7 @@ _NOISE = (
     "Worker unexpectedly exits",
     "worker died unexpectedly",
     "The actor died unexpectedly",
+    "Raylet is terminated",
 )
 
 _installed = False

@@ -48,7 +48,8 @@ def _found_cluster() -> str | None:
     try:
         from ray._private.services import canonicalize_bootstrap_address
 
-        return canonicalize_bootstrap_address(None)
+        found: str | None = canonicalize_bootstrap_address(None)  # type: ignore[arg-type]
+        return found
     except Exception:
         return None
 
@@ -88,9 +89,9 @@ def _start_local(cfg: RuntimeConfig, kwargs: dict[str, Any]) -> None:
     if "RAY_AUTH_MODE" not in os.environ:
         os.environ["RAY_AUTH_MODE"] = "token"
         try:  # Ray caches its config at import; refresh it as Ray itself does
-            from ray._raylet import Config
+            from ray import _raylet
 
-            Config.initialize("")
+            _raylet.Config.initialize("")  # type: ignore[attr-defined]
         except Exception:
             pass
     # Workers import the driver's modules (tools defined in a script or a test module).

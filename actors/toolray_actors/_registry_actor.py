@@ -20,13 +20,16 @@ import os
 from dataclasses import replace
 from typing import Any
 
-from toolray import ToolRegistry
+from toolray import ToolPromptSection
 
+from ._code_pool import CodePool, code_registry
+from ._config import RuntimeConfig
 from ._errors import RuntimeUnavailableError
 from ._fanout import Fanout
 from ._handles import executor_name, get_named, kill, kill_self, named_actors
 from ._leases import Lease, LeaseTable, dead_jobs
 from ._mirror import Mirror, Op
+from ._registry_reads import RegistryReads
 from ._stats import ActorStats, actor_stats
 from ._store import Store
 
@@ -65,15 +68,26 @@ class _Index:
                 del self.by_key[op.key]
 
 
-class RegistryActor:
-    """Holds the namespace's registry state and fans changes out to executor actors."""
+class RegistryActor(RegistryReads):
+    """Holds the namespace's registry state and fans changes out to executor actors.
 
-    def __init__(self, namespace: str, detached: bool = False, per_scope: bool = True) -> None:
+    The read side and the change counter come from :class:`RegistryReads`.
+    """
+
+    def __init__(
+        self,
+        namespace: str,
+        detached: bool = False,
+        per_scope: bool = True,
+        config: dict[str, Any] | None = None,
+    ) -> None:
         self.namespace = namespace
         self.detached = detached
         self.per_scope = per_scope
         self.store = Store(namespace)
-        self.mirror = Mirror(ToolRegistry())
+        cfg = RuntimeConfig.model_validate(config or {})
+        # the same mode, cap and runtime language as the executors' mirrors (no program runs here)
+        self.mirror = Mirror(code_registry(cfg, CodePool(cfg.code)))
         self.ops: dict[int, Op] = {}
         self.index = _Index()
         self.next_id = 1
@@ -83,7 +97,7 @@ class RegistryActor:
         self._lock = asyncio.Lock()
         self._watcher: asyncio.Task[None] | None = None
         self._ending = False
-        self._restore()
+        self._start_change_count(self._restore())
 
     # ------------------------------------------------------------------ persistence
     def _meta(self) -> dict[str, Any]:
@@ -94,12 +108,15 @@ class RegistryActor:
             "restarts": self.restarts,
             "leases": self.leases.snapshot(),
             "detached": self.detached,
+            "changes": self.changes,
         }
 
-    def _restore(self) -> None:
+    def _restore(self) -> int:
+        """Replay the persisted state; returns the change count it had reached."""
+        self.changes = 0
         meta, ops = self.store.load()
         if meta is None:
-            return
+            return 0
         for op in ops:
             try:
                 self.mirror.apply(op)
@@ -114,7 +131,9 @@ class RegistryActor:
             handle = get_named(name, self.namespace)
             if handle is not None:
                 self.fanout.executors[name] = handle
+        self.changes = int(meta.get("changes", 0))
         self.store.put_meta(self._meta())
+        return self.changes
 
     async def _save_meta(self) -> None:
         await self.store.a_put_meta(self._meta())
@@ -261,8 +280,11 @@ class RegistryActor:
         await self.store.a_put_op(new)
         return new.id, await self._publish(("swap", live.id, new))
 
-    async def ensure_scope(self, key: str, parent: str | None) -> None:
-        """Create a scope (and its chain) if new; a conflicting parent raises ValueError."""
+    async def ensure_scope(self, key: str, parent: str | None) -> str | None:
+        """Create a scope (and its chain) if new; returns its parent.
+
+        A conflicting parent raises ``ValueError``.
+        """
         async with self._lock:
             reg = self.mirror.registry
             known = self.mirror.has_scope(key)
@@ -276,7 +298,9 @@ class RegistryActor:
                 self._record(op)
                 await self.store.a_put_op(op)
                 seq = await self._publish(("add", op))
+            found = self.mirror.parent_of(key)
         await self.fanout.wait(seq)  # the last change: the earlier ones went out before it
+        return found
 
     async def dispose(self, op_id: int) -> bool:
         """Drop one holder of a contribution; ``False`` if it was already gone."""
@@ -339,25 +363,9 @@ class RegistryActor:
         return self.fanout.seq, list(self.ops.values())
 
     # ------------------------------------------------------------------ reads
-    async def schemas(self, scope: str | None) -> list[dict[str, Any]]:
-        """``schemas(scope)`` of the authoritative registry."""
-        return self.mirror.registry.schemas(scope)
-
-    async def definition_blob(self, name: str, scope: str | None) -> bytes | None:
-        """The pickled definition ``scope`` sees under ``name``."""
-        definition = self.mirror.registry.get(name, scope)
-        if definition is None:
-            return None
-        found = self.mirror.key_of(definition)
-        return found[1] if found is not None else None
-
-    async def names(self, scope: str | None) -> list[str]:
-        """Visible capability names, in view order."""
-        return [d.name for d in self.mirror.registry.definitions(scope)]
-
-    async def known_names(self, scope: str | None) -> list[str]:
-        """R-SCH-11 known names for the scope."""
-        return self.mirror.registry.known_names(scope)
+    async def prompt_sections(self, scope: str | None) -> list[ToolPromptSection]:
+        """Code Mode's prompt sections for the scope (R-SCH-15)."""
+        return self.mirror.registry.prompt_sections(scope)
 
     async def info(self) -> dict[str, Any]:
         """Counters: contributions, sequence, executors, restarts, leases."""
@@ -368,6 +376,7 @@ class RegistryActor:
             "restarts": self.restarts,
             "leases": len(self.leases.leases),
             "scopes": self.mirror.scope_count(),
+            "changes": self.changes,
             "pid": os.getpid(),
         }
 

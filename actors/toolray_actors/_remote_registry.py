@@ -1,10 +1,13 @@
 """Driver-side facades of the registry actor: the remote registry and remote scopes.
 
 Writes are synchronous (they return once every executor has the change, DESIGN.md §2) and
-return ordinary :class:`toolray.Disposer` objects. Definitions, hooks and guards travel as
-cloudpickle blobs; one that cannot be pickled fails at once with a ``TypeError`` naming it.
-Registration is idempotent across drivers: an identical definition under a live name just
-adds a holder (see ``_fingerprint``); a different one needs ``replace=True``.
+return ordinary :class:`toolray.Disposer` objects. Definitions, hooks, guards and
+executors travel as cloudpickle blobs; one that cannot be pickled fails at once with a
+``TypeError`` naming it. Registration is idempotent across drivers: an identical
+definition under a live name just adds a holder (see ``_fingerprint``); a different one
+needs ``replace=True``. ``on_change`` listeners run in this driver (``_change_feed``);
+``set_executor`` ships a picklable ``ToolExecutor`` that runs inside the executor actors.
+The read side is :class:`~toolray_actors._remote_reads.RemoteReads`.
 """
 
 from __future__ import annotations
@@ -12,39 +15,43 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-import cloudpickle
+from toolray import Disposer, ToolDefinition, ToolPromptSection
 
-from toolray import (
-    Disposer,
-    ToolBatchInput,
-    ToolBatchResult,
-    ToolDefinition,
-    ToolExecutionInput,
-    ToolExecutionResult,
-)
-
+from ._change_feed import ChangeFeed
 from ._connection import Connection
 from ._fingerprint import fingerprint
 from ._mirror import Op, dumps_named
+from ._remote_reads import RemoteReads
 
 __all__ = ("RemoteRegistry", "RemoteScope")
+
+
+def _names(value: Any) -> Any:
+    """A name list as it travels (a bare ``str`` stays as it is: the core rejects it)."""
+    return tuple(value) if value is not None and not isinstance(value, str | bytes) else value
 
 
 class _RemoteWriter:
     """The write API of one context, executed by the registry actor."""
 
-    def __init__(self, conn: Connection, key: str | None) -> None:
+    def __init__(self, conn: Connection, key: str | None, feed: ChangeFeed) -> None:
         self._conn = conn
         self._key = key
+        self._feed = feed
 
     def _check(self) -> None:
         """Raise if this context can no longer be written to."""
 
+    def _call(self, method: str, *args: Any) -> Any:
+        """A write: returns once the change reached every executor and this driver's listeners."""
+        out = self._conn.call(method, *args)
+        self._feed.wait_delivered()
+        return out
+
     def _apply(self, op: Op) -> Disposer:
         self._check()
-        op_id = self._conn.call("apply", op)
-        conn = self._conn
-        return Disposer(lambda: conn.call("dispose", op_id))
+        op_id = self._call("apply", op)
+        return Disposer(lambda: self._call("dispose", op_id))
 
     def register(
         self,
@@ -61,6 +68,8 @@ class _RemoteWriter:
         if not isinstance(definition, ToolDefinition):
             raise TypeError(f"register() takes a ToolDefinition, not {type(definition).__name__}")
         name = definition.name
+        if when is not None and not callable(when):
+            raise TypeError(f'tool "{name}" when must be callable')
         blob = dumps_named(definition, f'tool "{name}"')
         when_blob = dumps_named(when, f'the when condition of tool "{name}"') if when else None
         digest = fingerprint(definition) + (fingerprint(when) if when is not None else "")
@@ -81,13 +90,13 @@ class _RemoteWriter:
         self, *, allow: Iterable[str] | None = None, deny: Iterable[str] | None = None
     ) -> Disposer:
         """Mask inherited tools for this scope."""
-        as_tuple = lambda v: tuple(v) if v is not None and not isinstance(v, str) else v  # noqa: E731
-        return self._apply(
-            Op(id=0, kind="restrict", key=self._key, allow=as_tuple(allow), deny=as_tuple(deny))
-        )
+        op = Op(id=0, kind="restrict", key=self._key, allow=_names(allow), deny=_names(deny))
+        return self._apply(op)
 
     def guard(self, fn: Callable[[Any], str | None]) -> Disposer:
         """A monotonic guard (runs in the executor actors)."""
+        if not callable(fn):
+            raise TypeError("guard() takes a callable")
         return self._apply(Op(id=0, kind="guard", key=self._key, blob=dumps_named(fn, "guard")))
 
     def present_as(self, mode: str) -> Disposer:
@@ -95,6 +104,9 @@ class _RemoteWriter:
         return self._apply(Op(id=0, kind="present_as", key=self._key, mode=mode))
 
     def _hook(self, hook: str, fn: Callable[..., Any], prepend: bool = False) -> Disposer:
+        if not callable(fn):
+            kind = {"pre_execute": "pre", "post_execute": "post"}.get(hook, hook)
+            raise TypeError(f"a {kind} hook must be callable")  # the core's text
         blob = dumps_named(fn, f"the {hook} hook")
         return self._apply(
             Op(id=0, kind="hook", key=self._key, blob=blob, hook=hook, prepend=prepend)
@@ -121,100 +133,119 @@ class _RemoteWriter:
         return self._hook("dispatch_log", listener, prepend)
 
     def on_change(self, listener: Callable[[], Any]) -> Disposer:
-        """Not available remotely yet: a change listener runs inside the registry.
+        """``() -> None`` in this driver after every committed change, never scope-filtered.
 
-        Poll ``rt.registry.info()["seq"]`` (it grows with every change) instead.
+        It runs on the runtime's loop thread; a change made through this driver is
+        delivered before the write returns, others' within a poll (see ``_change_feed``).
         """
-        raise NotImplementedError(
-            "on_change() listeners run synchronously inside the registry and cannot live in "
-            "a driver; poll rt.registry.info()['seq'] instead"
-        )
+        self._check()
+        return self._feed.add(listener)
 
     def set_executor(self, executor: Any) -> Disposer:
-        """Not available remotely: on Ray, each scope's executor is its executor actor."""
-        raise NotImplementedError(
-            "set_executor() selects an in-process executor; on Ray every scope runs on its "
-            "own executor actor (rt.executor(scope))"
-        )
+        """The batch executor for this context (global = the deployment default).
+
+        ``executor`` is a picklable ``ToolExecutor``; it runs inside the executor actor
+        serving each batch, as in-process it runs in the registry's process.
+        """
+        if not callable(getattr(executor, "execute", None)):
+            raise TypeError(
+                f"set_executor() takes a ToolExecutor (an object with an async "
+                f"execute(batch)), not {type(executor).__name__}"
+            )
+        blob = dumps_named(executor, "the executor")
+        return self._apply(Op(id=0, kind="executor", key=self._key, blob=blob))
 
 
 class RemoteScope(_RemoteWriter):
     """The scoped context of one agent scope, held by the registry actor."""
 
-    def __init__(self, conn: Connection, key: str, parent: str | None) -> None:
-        super().__init__(conn, key)
+    def __init__(
+        self,
+        conn: Connection,
+        key: str,
+        feed: ChangeFeed,
+        forget: Callable[[str], None],
+    ) -> None:
+        super().__init__(conn, key, feed)
         self.key = key
-        self.parent = parent
+        self._parent: str | None = None
         self._disposed = False
+        self._forget = forget
+        self._listeners: list[Disposer] = []
+
+    @property
+    def parent(self) -> str | None:
+        """The parent scope key, if any (``None`` once disposed, as in the core)."""
+        return None if self._disposed else self._parent
 
     @property
     def disposed(self) -> bool:
-        """Whether :meth:`dispose` has run (through this object)."""
+        """Whether :meth:`dispose` has run."""
         return self._disposed
 
     def _check(self) -> None:
         if self._disposed:
             raise RuntimeError(f'scope "{self.key}" is disposed')
 
+    def on_change(self, listener: Callable[[], Any]) -> Disposer:
+        """``() -> None`` after every committed change (owned by this scope: see dispose)."""
+        disposer = super().on_change(listener)
+        self._listeners.append(disposer)
+        return disposer
+
     def dispose(self) -> None:
         """Unwind everything registered through this scope and forget the scope."""
         if self._disposed:
             return
         self._disposed = True
-        self._conn.call("dispose_scope", self.key)
+        while self._listeners:
+            self._listeners.pop()()
+        self._forget(self.key)
+        self._call("dispose_scope", self.key)
 
     def __repr__(self) -> str:
         return f"<RemoteScope {self.key!r} parent={self.parent!r}>"
 
 
-class RemoteRegistry(_RemoteWriter):
+class RemoteRegistry(_RemoteWriter, RemoteReads):
     """The global context and the read side of the namespace's registry actor."""
 
     def __init__(self, conn: Connection, executors: Callable[[str | None], Any]) -> None:
-        super().__init__(conn, None)
+        super().__init__(conn, None, ChangeFeed(conn))
         self._executors = executors
-
-    async def execute_batch(self, batch: ToolBatchInput) -> ToolBatchResult:
-        """Run ``batch`` on its scope's executor actor (``rt.executor(batch.scope)``)."""
-        return await self._executors(batch.scope).execute_batch(batch)  # type: ignore[no-any-return]
-
-    async def execute(self, inp: ToolExecutionInput) -> ToolExecutionResult:
-        """Run one call through its scope's executor actor."""
-        return await self._executors(inp.scope).execute(inp)  # type: ignore[no-any-return]
+        self._scopes: dict[str, RemoteScope] = {}
 
     def set_approval(self, service: Any) -> Disposer:
         """Mount the approval service in every executor actor (it must be picklable)."""
+        if not callable(getattr(service, "request", None)):
+            raise TypeError("set_approval() takes an object with an async request(request)")
         blob = dumps_named(service, "the approval service")
         return self._apply(Op(id=0, kind="approval", key=None, blob=blob))
 
     def scope(self, key: str, *, parent: str | None = None) -> RemoteScope:
-        """The remote scoped context (created on first use)."""
+        """The remote scoped context of ``key`` (created on first use; the same object after).
+
+        Naming a different parent for an existing scope, or a cycle, raises ``ValueError``.
+        """
         if not isinstance(key, str):
             raise TypeError("a scope key is a str")
-        self._conn.call("ensure_scope", key, parent)
-        return RemoteScope(self._conn, key, parent)
+        bound = self._conn.call("ensure_scope", key, parent)
+        found = self._scopes.get(key)
+        if found is None:
+            found = self._scopes[key] = RemoteScope(self._conn, key, self._feed, self._drop)
+        found._parent = bound
+        return found
 
-    def schemas(self, scope: str | None = None) -> list[dict[str, Any]]:
-        """Model-facing schemas as ``scope`` sees them."""
-        return list(self._conn.call("schemas", scope))
+    def _drop(self, key: str) -> None:
+        self._scopes.pop(key, None)
 
-    def names(self, scope: str | None = None) -> list[str]:
-        """Visible capability names, in view order."""
-        return list(self._conn.call("names", scope))
+    def close(self) -> None:
+        """Stop delivering change events (the runtime is shutting down)."""
+        self._feed.close()
 
-    def get(self, name: str, scope: str | None = None) -> ToolDefinition | None:
-        """The definition ``scope`` sees (unpickled here)."""
-        blob = self._conn.call("definition_blob", name, scope)
-        return cloudpickle.loads(blob) if blob is not None else None
+    def prompt_sections(self, scope: str | None = None) -> list[ToolPromptSection]:
+        """Code Mode's system-prompt sections for ``scope`` (``ToolRegistry.prompt_sections``).
 
-    def definitions(self, scope: str | None = None) -> list[ToolDefinition]:
-        """The visible capability definitions (unpickled here), in view order."""
-        return [d for d in (self.get(n, scope) for n in self.names(scope)) if d is not None]
-
-    def known_names(self, scope: str | None = None) -> list[str]:
-        """R-SCH-11 known names for the scope."""
-        return list(self._conn.call("known_names", scope))
-
-    def info(self) -> dict[str, Any]:
-        """Registry counters (contributions, sequence, executors, restarts, leases, scopes)."""
-        return dict(self._conn.call("info"))
+        The SDK follows the config's ``[code]`` table (a Python runtime and its imports).
+        """
+        return list(self._conn.call("prompt_sections", scope))

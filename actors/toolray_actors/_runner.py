@@ -56,9 +56,13 @@ class RayBodyRunner:
         *,
         cancel_grace_ms: float,
         kill_grace_ms: float,
+        home: tuple[str, str] = ("", ""),
     ) -> None:
         self._pools = pools
         self._key_of = key_of
+        self._home = home  # (executor actor name, namespace): where workers send nested calls
+        self.live: dict[str, ToolRunContext] = {}
+        """The contexts of executions whose bodies are out on workers, by token id."""
         self.cancel_grace = cancel_grace_ms / 1000.0
         self.kill_grace = max(kill_grace_ms / 1000.0, self.cancel_grace)
         self.stats = RunnerStats()
@@ -96,25 +100,35 @@ class RayBodyRunner:
             return await run_body_inline(call, entry, ctx)
         key, blob = found
         pool = self._pools(definition.placement)
+        live_id = ctx.token.id
         ident = {
             "call_id": ctx.call_id,
             "name": ctx.name,
             "root_call_id": ctx.root_call_id,
             "scope": ctx.scope,
+            "token": live_id,
+            "parent": ctx.parent.id if ctx.parent is not None else None,
+            "home": self._home,
         }
         token = f"{self._prefix}{next(self._tokens)}"  # unique per worker; no uuid per call
         arguments = thaw_json(ctx.arguments)
         self.stats.calls += 1
-        for _ in range(2):
-            slot = await pool.pick()
-            call.notes["worker"] = slot.wid
-            try:
-                outcome = await self._run_on(pool, slot, token, key, blob, arguments, ident, ctx)
-            finally:
-                call.notes["killed"] = slot.killed
-            if outcome[0] != "missing":
-                break
-            slot.sent.discard(key)
+        self.live[live_id] = ctx  # nested calls from the body map back to it (and only it)
+        try:
+            for _ in range(2):
+                slot = await pool.pick(ctx.signal)
+                call.notes["worker"] = slot.wid
+                try:
+                    outcome = await self._run_on(
+                        pool, slot, token, key, blob, arguments, ident, ctx
+                    )
+                finally:
+                    call.notes["killed"] = slot.killed
+                if outcome[0] != "missing":
+                    break
+                slot.sent.discard(key)
+        finally:
+            self.live.pop(live_id, None)
         return _unpack(outcome, ctx)
 
     async def _run_on(

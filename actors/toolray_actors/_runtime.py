@@ -100,6 +100,7 @@ class RayRuntime:
                 cfg.namespace,
                 cfg.detached,
                 per_scope,
+                cfg.model_dump(mode="json"),
             )
 
         lease_id = uuid.uuid4().hex
@@ -153,6 +154,7 @@ class RayRuntime:
         if self._closed:
             return
         self._closed = True
+        self.registry.close()  # change listeners stop before the loop that runs them
         try:
             if ray.is_initialized() and not self._conn.closed:
                 self._conn.call("release_lease", self._lease_id)
@@ -192,7 +194,8 @@ def _check_control_resource(cfg: RuntimeConfig) -> None:
     name = cfg.control_resource
     if name is None:
         return
-    if not any(n.get("Alive") and name in n.get("Resources", {}) for n in ray.nodes()):
+    nodes: list[dict[str, Any]] = ray.nodes()  # type: ignore[no-untyped-call]
+    if not any(n.get("Alive") and name in n.get("Resources", {}) for n in nodes):
         raise StartError(
             f"no live node offers the control resource {name!r} (control_resource in the "
             "config): start a node with --resources or clear the setting"

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import functools
 import inspect
 import os
 import threading
@@ -26,9 +27,10 @@ from typing import Any
 
 import cloudpickle
 
-from toolray import AbortController, AbortError, HarnessError, ToolRunContext
+from toolray import AbortController, AbortError, HarnessError
 from toolray.lowlevel import is_json
 
+from ._nested_remote import worker_context
 from ._stats import ActorStats, actor_stats
 
 __all__ = ("ToolInterrupted", "ToolWorker", "WorkerStatus", "body_limit")
@@ -156,7 +158,7 @@ class ToolWorker:
             except Exception as exc:  # a blob that does not load fails its own call only
                 execute = exc
             task = asyncio.ensure_future(self._run_one(request, execute))
-            task.add_done_callback(lambda t, token=request[0]: settled.put_nowait((token, t)))
+            task.add_done_callback(functools.partial(_settle, settled, request[0]))
             tasks.append(task)
         left = len(tasks)
         try:
@@ -202,7 +204,7 @@ class ToolWorker:
             self._runs += 1
         if early is not None:
             running.controller.abort(early)
-        ctx = ToolRunContext(None, running.controller.signal, **ident)
+        ctx = worker_context(running.controller.signal, ident)  # nested calls: its executor
         try:
             async with self._slots:  # the per-worker body limit (many bodies per message)
                 value = await self._body(running, execute, arguments, ctx)
@@ -316,3 +318,7 @@ class ToolWorker:
     async def health(self) -> int:
         """The worker's pid (it answers even while bodies run)."""
         return os.getpid()
+
+
+def _settle(settled: Any, token: str, task: asyncio.Task[Any]) -> None:
+    settled.put_nowait((token, task))

@@ -108,6 +108,8 @@ from ._presentation import ToolResultView as ToolResultView
 from ._presentation import WebFetchResultView as WebFetchResultView
 from ._presentation import WebSearchResultView as WebSearchResultView
 from ._presentation import WebSource as WebSource
+from ._prompt import ToolPromptSection as ToolPromptSection
+from ._ptc import PtcDispatchLog as PtcDispatchLog
 from ._registry import ToolRegistry as ToolRegistry
 from ._schema import assert_object_json_schema as assert_object_json_schema
 from ._schema import assert_supported_json_schema as assert_supported_json_schema
@@ -189,6 +191,7 @@ __all__ = (
     "Placement",
     "PostToolDecision",
     "PreToolDecision",
+    "PtcDispatchLog",
     "ReadLine",
     "ReadResultView",
     "RegistryStatistics",
@@ -227,6 +230,7 @@ __all__ = (
     "ToolNotFoundError",
     "ToolOutput",
     "ToolOutputError",
+    "ToolPromptSection",
     "ToolRegistry",
     "ToolResult",
     "ToolResultView",

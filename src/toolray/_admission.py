@@ -14,7 +14,7 @@ import asyncio
 import inspect
 from collections.abc import Mapping
 from types import TracebackType
-from typing import Any, final
+from typing import Any
 
 from ._activation import ActivationContext
 from ._definition import ToolDefinition
@@ -25,9 +25,13 @@ from .errors import AbortError
 __all__ = ("ResolvedToolSet", "resolve_tool_set")
 
 
-@final
 class ResolvedToolSet:
-    """One step's admitted registrations for one scope."""
+    """One step's admitted registrations for one scope.
+
+    Not meant for subclassing by applications; a runtime that carries a set to another
+    process (the Ray layer's ``RemoteToolSet``) subclasses it so that ``resolve()`` returns
+    a ``ResolvedToolSet`` everywhere.
+    """
 
     __slots__ = ("_admitted", "_cache", "_disposed", "_scope", "_state")
 
@@ -54,6 +58,10 @@ class ResolvedToolSet:
         view = state.build(scope, lambda e: e.serial in admitted)
         self._cache = (state.epoch, view)
         return view
+
+    def admits(self, entry: Entry) -> bool:
+        """Whether this set admitted ``entry`` at resolve time (whatever its visibility now)."""
+        return not self._disposed and entry.serial in self._admitted
 
     def entry(self, scope: str | None, name: str) -> Entry | None:
         """The admitted entry for ``name``, if still visible."""
@@ -117,8 +125,15 @@ async def resolve_tool_set(state: RegistryState, context: ActivationContext) -> 
             pending[entry.serial] = asyncio.ensure_future(outcome)
         else:
             verdicts[entry.serial] = outcome
-    if pending:
-        await _settle(pending, verdicts, signal)
+    if pending and not signal.aborted:
+        try:
+            await _settle(pending, verdicts, signal)
+        except asyncio.CancelledError:  # the host cancelled us: stop the conditions too
+            await _discard(pending)
+            raise
+    if signal.aborted:  # aborted during resolution (API.md §11): publish nothing
+        await _discard(pending)
+        _raise_aborted(signal.reason)
     for entry in conditional:  # the first failure in registration order wins
         verdict = verdicts[entry.serial]
         if isinstance(verdict, Exception):
@@ -138,13 +153,17 @@ async def _settle(
         while waiting:
             done, _ = await asyncio.wait(waiting | {aborted}, return_when=asyncio.FIRST_COMPLETED)
             if aborted in done:
-                for fut in waiting:
-                    fut.cancel()
-                await asyncio.gather(*waiting, return_exceptions=True)
-                _raise_aborted(signal.reason)
+                return  # the caller sees the abort and discards what is pending
             waiting -= done
     finally:
         aborted.cancel()
     for serial, fut in pending.items():
         exc = fut.exception()
         verdicts[serial] = exc if exc is not None else fut.result()
+
+
+async def _discard(pending: dict[int, asyncio.Future[Any]]) -> None:
+    """Cancel the conditions still running and wait for them (their outcome is dropped)."""
+    for fut in pending.values():
+        fut.cancel()
+    await asyncio.gather(*pending.values(), return_exceptions=True)

@@ -67,6 +67,7 @@ class BatchRun:
                 batch.signal,
                 scope=batch.scope,
                 tool_set=batch.tool_set,
+                log=batch.log,
             )
             for c in self.calls
         ]
@@ -123,6 +124,13 @@ class BatchRun:
         if self.trace is not None:
             self.trace.append(span)
         return span
+
+    def _relative(self, spans: list[dict[str, Any]] | None) -> None:
+        """A run_code call's sub-call spans: clock times → seconds since the batch started."""
+        for span in spans or ():
+            for key in ("started", "settled", "committed"):
+                if key in span:
+                    span[key] = round(span[key] - self._t0, 6)
 
     def _note(self, event: dict[str, Any]) -> None:
         if self.trace is not None:
@@ -193,6 +201,7 @@ class BatchRun:
                 call = self.ready[k] = task.result()
                 if self.trace is not None:
                     self._spans[k].update(settled=self._elapsed(), **call.notes)
+                    self._relative(self._spans[k].get("subCalls"))
             await self._commit_ready()
             was_aborted = was_aborted or signal.aborted
             await fill()

@@ -8,7 +8,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ._content import UserMessage
 from ._definition import ToolDefinition
-from ._eventlog import EventLog
+from ._eventlog import LogStep
 from ._execution import ToolSet
 from ._outcomes import ToolExecutionResult
 from ._signals import AbortSignal
@@ -55,19 +55,10 @@ class ToolCall:
     arguments: str | Mapping[str, Any]
 
     def __post_init__(self) -> None:
-        for field in ("id", "name"):
-            value = getattr(self, field)
-            if not isinstance(value, str):
-                raise TypeError(f"ToolCall.{field} must be a str, not {type(value).__name__}")
-
-
-@dataclass(frozen=True, slots=True)
-class LogStep:
-    """Where a batch's ``tool/call`` and ``tool/result`` records go."""
-
-    turn: int
-    step: int
-    sink: EventLog
+        if not isinstance(self.id, str):
+            raise TypeError(f"ToolCall.id must be a str, not {type(self.id).__name__}")
+        if not isinstance(self.name, str):
+            raise TypeError(f"ToolCall.name must be a str, not {type(self.name).__name__}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ from ._layers import Entry, GuardEntry, Hook, HookKind, Layer, Restriction
 from ._state import MODES, RegistryState
 
 __all__ = ("ScopedTools", "Scopes", "WriteSide")
+
 _RESTRICT_UNSCOPED = (
     "restrict() requires a scoped context (registry.scope(key)): a context-global restriction "
     "would mask every agent — deny the tool for the intended agent instead"
@@ -110,6 +111,10 @@ class WriteSide:
         position) in one change event. The returned disposer lifts the new registration;
         the replaced one's disposer no longer lifts anything.
         """
+        self._check_live()
+        if not isinstance(definition, ToolDefinition):
+            kind = type(definition).__name__
+            raise TypeError(f"register() takes a ToolDefinition, not {kind}")
         check_registration(definition)
         if when is not None and not callable(when):
             raise TypeError(f'tool "{definition.name}" when must be callable')
@@ -152,6 +157,7 @@ class WriteSide:
         """Mask inherited tools for this scope (scoped contexts only)."""
         if self._key is None:
             raise ValueError(_RESTRICT_UNSCOPED)
+        self._check_live()
         allow_names, deny_names = _names(allow, "allow"), _names(deny, "deny")
         if allow_names is None and deny_names is None:
             raise ValueError(_RESTRICT_EMPTY)
@@ -184,6 +190,7 @@ class WriteSide:
         """Declare this scope's presentation mode (``native``, ``code`` or ``both``)."""
         if self._key is None:
             raise ValueError(_PRESENT_UNSCOPED)
+        self._check_live()
         if mode not in MODES:
             raise ValueError('present_as() mode must be one of "native", "code", "both"')
         layer = self._layer()
@@ -250,10 +257,19 @@ class WriteSide:
         """``() -> None`` after every registration change, never scope-filtered (R-EVT-08)."""
         if not callable(listener):
             raise TypeError("on_change() takes a callable")
+        self._check_live()
         return self._own(Disposer(self._state.add_change_listener(listener)))
+
+    def _check_live(self) -> None:
+        """Raise if this context can take no contribution (a disposed scope)."""
 
     def set_executor(self, executor: Any) -> Disposer:
         """Select the batch executor for this context (global = the deployment default)."""
+        if not callable(getattr(executor, "execute", None)):
+            raise TypeError(
+                "set_executor() takes a ToolExecutor (an object with an async "
+                f"execute(batch)), not {type(executor).__name__}"
+            )
         layer = self._layer()
         layer.executors.append(executor)
         if self._key is None:
@@ -295,9 +311,12 @@ class ScopedTools(WriteSide):
         self._owned.append(disposer)
         return disposer
 
-    def _layer(self) -> Layer:
+    def _check_live(self) -> None:
         if self._disposed:
             raise RuntimeError(f'scope "{self.key}" is disposed')
+
+    def _layer(self) -> Layer:
+        self._check_live()
         return super()._layer()
 
     def dispose(self) -> None:

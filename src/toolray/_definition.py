@@ -49,13 +49,36 @@ class ToolOutput:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Placement:
-    """Ray layer only: which worker pool runs the body (ignored in-process)."""
+    """Ray layer only: which worker pool runs the body (ignored in-process).
+
+    Tools with equal placements share one pool. ``num_cpus``, ``num_gpus``, ``resources``
+    and ``runtime_env`` are the worker actors' options; ``size``, ``spare`` and
+    ``max_concurrency`` size that pool (one worker, no spare and the configured
+    concurrency when not given); ``pool`` names a ``[pools.<name>]`` table of the runtime
+    configuration, whose settings the other fields override.
+
+    Example:
+        >>> Placement(resources={"gpu_slot": 1}, size=2).spare is None
+        True
+    """
 
     num_cpus: float | None = None
     num_gpus: float | None = None
     resources: dict[str, float] | None = None
     runtime_env: dict[str, Any] | None = None
     pool: str | None = None
+    size: int | None = None
+    spare: int | None = None
+    max_concurrency: int | None = None
+
+    def __post_init__(self) -> None:
+        for field, least in (("size", 1), ("spare", 0), ("max_concurrency", 1)):
+            value = getattr(self, field)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                kind = "a positive integer" if least else "a non-negative integer"
+                raise ValueError(f"Placement.{field} must be {kind}, not {value!r}")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -9,30 +9,58 @@ dispatch did not produce is re-normalized (P-AROUND-4..8).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import inspect
+import threading
 from collections.abc import Awaitable, Callable
-from concurrent.futures import Executor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any, TypeAlias
 
 from ._call import Call
-from ._execution import ToolRunContext
+from ._execution import NestedDispatcher, ToolRunContext, swap_signal
 from ._layers import Entry
 from ._normalize import NOT_LOSSLESS, aborted, fail, failure_from, normalize_value, unknown_tool
 from ._outcomes import ToolExecutionFailure, ToolExecutionResult, ToolExecutionSuccess
-from ._signals import AbortSignal
+from ._signals import AbortSignal, detach_sources
 from ._waterfall import run_waterfall
 
-__all__ = ("BodyRunner", "inline_runner", "run_body_inline", "run_dispatch")
+__all__ = (
+    "BodyRunner",
+    "NestFactory",
+    "current_notes",
+    "current_runner",
+    "inline_runner",
+    "run_body_inline",
+    "run_dispatch",
+)
 
 BodyRunner: TypeAlias = Callable[[Call, Entry, ToolRunContext], Awaitable[Any]]
 """Runs a body and returns its raw value (or raises): in-process, or on a Ray worker."""
+
+NestFactory: TypeAlias = Callable[[Call, BodyRunner], NestedDispatcher]
+"""Makes the dispatcher a body's run context uses for nested calls (``ctx.dispatch``)."""
+
+_NESTED_THREADS = 64
+_nested_pool: ThreadPoolExecutor | None = None
+_nested_lock = threading.Lock()
+
+
+def _nested_threads() -> ThreadPoolExecutor:
+    """Threads for nested sync bodies, apart from the batch's own (no cap deadlock)."""
+    global _nested_pool
+    with _nested_lock:
+        if _nested_pool is None:
+            _nested_pool = ThreadPoolExecutor(_NESTED_THREADS, thread_name_prefix="toolray-nested")
+        return _nested_pool
 
 
 def inline_runner(threads: Callable[[], Executor | None] = lambda: None) -> BodyRunner:
     """An in-process runner: await an async body, run a sync one in a thread.
 
-    ``threads()`` gives the pool (``None``: the loop's default executor).
+    ``threads()`` gives the pool (``None``: the loop's default executor). A nested call's
+    sync body runs on a separate pool: its caller may hold every thread of ``threads()``
+    while it waits for the nested result.
     """
 
     async def run(call: Call, entry: Entry, ctx: ToolRunContext) -> Any:
@@ -40,7 +68,8 @@ def inline_runner(threads: Callable[[], Executor | None] = lambda: None) -> Body
         if inspect.iscoroutinefunction(fn):
             return await fn(ctx.arguments, ctx)
         loop = asyncio.get_running_loop()
-        value = await loop.run_in_executor(threads(), functools.partial(fn, ctx.arguments, ctx))
+        pool = threads() if call.input.parent is None else _nested_threads()
+        value = await loop.run_in_executor(pool, functools.partial(fn, ctx.arguments, ctx))
         if inspect.isawaitable(value):
             value = await value
         return value
@@ -51,18 +80,47 @@ def inline_runner(threads: Callable[[], Executor | None] = lambda: None) -> Body
 run_body_inline: BodyRunner = inline_runner()
 """The default in-process runner (sync bodies on the loop's default executor)."""
 
+_running: contextvars.ContextVar[tuple[BodyRunner, dict[str, Any]] | None] = contextvars.ContextVar(
+    "toolray_running_body", default=None
+)
+
+
+def current_runner() -> BodyRunner:
+    """The runner running the current body (its nested calls' bodies run the same way).
+
+    Inside a body awaited by the dispatch stage this is that stage's runner (a Ray
+    executor's worker runner, a batch's thread-pool runner); elsewhere the inline runner.
+    """
+    running = _running.get()
+    return running[0] if running is not None else run_body_inline
+
+
+def current_notes() -> dict[str, Any] | None:
+    """The trace notes of the call whose body is running (a batch merges them into its span)."""
+    running = _running.get()
+    return running[1] if running is not None else None
+
 
 async def _invoke(
-    call: Call, entry: Entry, signal: AbortSignal, runner: BodyRunner, mark: list[bool]
+    call: Call,
+    entry: Entry,
+    signal: AbortSignal,
+    runner: BodyRunner,
+    mark: list[bool],
+    nest: NestFactory | None,
 ) -> ToolExecutionResult:
     execution = call.execution
-    ctx = ToolRunContext(execution, signal)
+    dispatcher = nest(call, runner) if nest is not None else None
+    ctx = ToolRunContext(execution, signal, dispatcher=dispatcher)
     call.body_invoked = True
+    running = _running.set((runner, call.notes))
     try:
         value = await runner(call, entry, ctx)
     except Exception as exc:
         contexts, _ = ctx.collect()
         return failure_from(exc, contexts)
+    finally:
+        _running.reset(running)
     contexts, concludes = ctx.collect()
     mark[0] = concludes
     result = normalize_value(
@@ -103,8 +161,14 @@ def _renormalize(call: Call, result: Any, concluded: bool) -> tuple[str, ToolExe
     return ("final" if renormalized.is_error else "post"), renormalized
 
 
-async def run_dispatch(call: Call, runner: BodyRunner | None = None) -> Call:
-    """Run the ``on_execute`` waterfall around the body; sets the next stage."""
+async def run_dispatch(
+    call: Call, runner: BodyRunner | None = None, nest: NestFactory | None = None
+) -> Call:
+    """Run the ``on_execute`` waterfall around the body; sets the next stage.
+
+    ``nest`` makes the body context's nested-call dispatcher (none: ``ctx.dispatch`` is
+    unavailable).
+    """
     registry, inp, execution = call.registry, call.input, call.execution
     caller = inp.signal
     produced: list[ToolExecutionResult] = []
@@ -121,14 +185,14 @@ async def run_dispatch(call: Call, runner: BodyRunner | None = None) -> Call:
                 if entry is None:
                     result = unknown_tool(inp.name)
                 else:
-                    execution._signal = body_signal
+                    swap_signal(execution, body_signal)
                     result = await _invoke(
-                        call, entry, body_signal, runner or run_body_inline, mark
+                        call, entry, body_signal, runner or run_body_inline, mark, nest
                     )
         finally:
-            execution._signal = current
+            swap_signal(execution, current)
             if body_signal is not current:
-                body_signal._release_sources()
+                detach_sources(body_signal)
         produced.append(result)
         return result
 

@@ -1,4 +1,4 @@
-"""Durable ``tool/call`` and ``tool/result`` records.
+"""Durable ``tool/call`` and ``tool/result`` records, and where a batch step writes them.
 
 ``JsonlEventLog`` writes one JSON object per line with one ``write`` of the whole line,
 flushes it to the OS at once (so a killed process loses no appended record) and fsyncs at
@@ -10,11 +10,12 @@ from __future__ import annotations
 import json
 import os
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol, final, runtime_checkable
 
-__all__ = ("EventLog", "JsonlEventLog", "MemoryEventLog", "read_jsonl")
+__all__ = ("EventLog", "JsonlEventLog", "LogStep", "MemoryEventLog", "read_jsonl")
 
 
 @runtime_checkable
@@ -24,6 +25,20 @@ class EventLog(Protocol):
     def append(self, event: dict[str, Any]) -> None:
         """Record one event."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class LogStep:
+    """Where a batch's ``tool/call`` and ``tool/result`` records go (and its calls' own).
+
+    A call carries its batch's step (``ToolExecutionInput.log``), so a ``run_code`` call
+    writes its sub-calls' ``tool/ptc-dispatch-start`` / ``tool/ptc-dispatch`` records to
+    the same sink, with the same ``turn`` and ``step``.
+    """
+
+    turn: int
+    step: int
+    sink: EventLog
 
 
 @final

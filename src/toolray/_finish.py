@@ -14,6 +14,7 @@ import logging
 from typing import Any
 
 from ._call import Call
+from ._execution import freeze
 from ._normalize import failure_from, materialize, message_of
 from ._outcomes import ToolExecutionResult
 
@@ -68,7 +69,7 @@ def finish(call: Call) -> ToolExecutionResult:
     """Materialize the candidate, finalize it once, freeze the execution, notify observers."""
     assert call.result is not None
     result = _finalize(call, materialize(call.result))
-    call.execution._frozen = True
+    freeze(call.execution)
     call.result = result
     _observe(call, result)
     return result

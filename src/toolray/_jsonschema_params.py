@@ -109,7 +109,7 @@ def json_schema_parameters(
     converted, violations = convert(schema, relax=relax)
     if not violations:
         # The public name, imported late: this module loads while ``toolray`` is importing.
-        from toolray import assert_object_json_schema
+        from ._schema import assert_object_json_schema
 
         try:
             assert_object_json_schema(converted)

@@ -9,21 +9,38 @@ fixed checkpoints of P-CANCEL-1 and only ever replaces a success.
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+from typing import Any, final
 
 from ._arguments import InvalidArguments
 from ._call import Call
 from ._dispatch import BodyRunner, run_dispatch
-from ._execution import ExecutionToken, ToolDispatchExecution, ToolExecutionInput
+from ._execution import (
+    ExecutionToken,
+    ToolDispatchExecution,
+    ToolExecution,
+    ToolExecutionInput,
+    ToolRunContext,
+    not_live,
+)
 from ._finish import finish
 from ._json import snapshot_json
 from ._lookup import ToolLookup
 from ._normalize import aborted, fail, failure_from, unknown_tool
 from ._outcomes import ToolExecutionResult
 from ._policy import run_post_execute, run_pre_execute
+from ._signals import AbortSignal
 from .errors import NotJsonError
 
-__all__ = ("ARGS_NOT_JSON", "complete", "dispatch", "prepare", "run_pipeline")
+__all__ = (
+    "ARGS_NOT_JSON",
+    "LocalNested",
+    "complete",
+    "dispatch",
+    "prepare",
+    "run_nested",
+    "run_pipeline",
+)
 
 ARGS_NOT_JSON = "tool execution arguments must be losslessly JSON-serializable"
 
@@ -89,7 +106,7 @@ async def dispatch(call: Call, runner: BodyRunner | None = None) -> Call:
     """Run the around-dispatch waterfall and the body (only for ``step == "dispatch"``)."""
     if call.step != "dispatch":
         return call
-    return await run_dispatch(call, runner)
+    return await run_dispatch(call, runner, LocalNested.for_call)
 
 
 async def complete(call: Call) -> ToolExecutionResult:
@@ -107,3 +124,94 @@ async def run_pipeline(
     call = await prepare(registry, inp)
     await dispatch(call, runner)
     return await complete(call)
+
+
+# ---------------------------------------------------------------------- nested calls
+async def run_nested(
+    registry: ToolLookup,
+    parent: ToolExecution,
+    name: str,
+    arguments: Any,
+    *,
+    call_id: str,
+    signal: AbortSignal | None = None,
+    runner: BodyRunner | None = None,
+) -> ToolExecutionResult:
+    """Run a nested call of ``parent`` through the full pipeline of its scope.
+
+    The nested call has ``parent`` = the parent execution's token and inherits its
+    ``root_call_id``, scope and ``tool_set``; ``signal`` defaults to the parent's current
+    signal (inside a body: the body's, so the caller's abort reaches the nested call).
+    This is the one entry point behind ``ctx.dispatch`` in-process and in a Ray executor
+    actor, and the one Code Mode bindings use (with their own ids and run signal).
+    """
+    inp = ToolExecutionInput(
+        call_id,
+        name,
+        arguments,
+        signal if signal is not None else parent.signal,
+        root_call_id=parent.root_call_id,
+        scope=parent.scope,
+        tool_set=parent.tool_set,
+        parent=parent.token,
+    )
+    return await run_pipeline(registry, inp, runner)
+
+
+@final
+class LocalNested:
+    """The in-process :class:`~toolray._execution.NestedDispatcher` of one body's context.
+
+    Nested calls run on the loop that runs the calling body, through the same registry
+    view and body runner (a Ray executor actor: its mirror and worker dispatch).
+    """
+
+    __slots__ = ("_loop", "_registry", "_runner")
+
+    def __init__(
+        self, registry: ToolLookup, runner: BodyRunner | None, loop: asyncio.AbstractEventLoop
+    ) -> None:
+        self._registry = registry
+        self._runner = runner
+        self._loop = loop
+
+    @classmethod
+    def for_call(cls, call: Call, runner: BodyRunner) -> LocalNested:
+        """The dispatcher for the body of ``call`` (made on the running loop)."""
+        return cls(call.registry, runner, asyncio.get_running_loop())
+
+    async def dispatch(
+        self, ctx: ToolRunContext, name: str, arguments: Any, call_id: str | None
+    ) -> ToolExecutionResult:
+        """One nested call of ``ctx``'s execution (default id: ``<call id>:sub:<n>``)."""
+        parent = ctx.execution
+        if parent is None or ctx.settled:
+            raise not_live(ctx.token.id if ctx.token is not None else ctx.call_id)
+        sub_id = call_id if call_id is not None else ctx.next_sub_call_id()
+        return await run_nested(
+            self._registry,
+            parent,
+            name,
+            arguments,
+            call_id=sub_id,
+            signal=ctx.signal,
+            runner=self._runner,
+        )
+
+    def dispatch_sync(
+        self, ctx: ToolRunContext, name: str, arguments: Any, call_id: str | None
+    ) -> ToolExecutionResult:
+        """:meth:`dispatch` from a body's thread (never from the loop it would block)."""
+        try:
+            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self._loop:
+            raise RuntimeError(
+                "dispatch_sync() would block the event loop that runs the nested call; "
+                "an async body awaits ctx.dispatch() instead"
+            )
+        future = asyncio.run_coroutine_threadsafe(
+            self.dispatch(ctx, name, arguments, call_id), self._loop
+        )
+        return future.result()

@@ -18,14 +18,11 @@ from ._execution import ToolExecution, ToolExecutionInput, ToolSet
 from ._json import snapshot_json, thaw_json
 from ._layers import Entry, HookKind
 from ._plan import ExecutionMode
-from ._run_code import RUN_CODE
 from ._schema import compile_validator
 from ._state import RegistryState, Variant
 from .errors import NotJsonError
 
-__all__ = ("RUN_CODE_ENTRY", "ReadSide")
-
-RUN_CODE_ENTRY = Entry(definition=RUN_CODE, when=None, layer_key=None)
+__all__ = ("ReadSide",)
 
 
 def _projected_parameters(entry: Entry) -> Any:
@@ -73,6 +70,10 @@ class ReadSide:
         """The nearest ``present_as`` on the chain (scope first), else the deployment mode."""
         return self._state.effective_mode(scope)
 
+    def declared_modes(self, scope: str | None) -> list[str]:
+        """The ``present_as`` declarations on the scope's chain, farthest first."""
+        return [la.mode for la in self._state.layers_on_chain(scope) if la.mode is not None]
+
     # ------------------------------------------------------------------ visibility
     def _definitions_view(
         self, scope: str | None, tool_set: ToolSet | None, variant: Variant
@@ -86,7 +87,8 @@ class ReadSide:
     ) -> ToolDefinition | None:
         """The definition ``scope`` sees under ``name`` (``run_code`` when presented)."""
         if name == RESERVED_TOOL_NAME:
-            return RUN_CODE if self._state.effective_mode(scope) != "native" else None
+            state = self._state
+            return state.run_code.definition if state.effective_mode(scope) != "native" else None
         if tool_set is not None:
             found: ToolDefinition | None = tool_set.view(scope).get(name)
             return found
@@ -104,7 +106,7 @@ class ReadSide:
         self, name: str, scope: str | None, tool_set: ToolSet | None
     ) -> Entry | None:
         if name == RESERVED_TOOL_NAME:
-            return RUN_CODE_ENTRY if self._state.effective_mode(scope) != "native" else None
+            return self._state.run_code if self._state.effective_mode(scope) != "native" else None
         if tool_set is not None:
             admitted: Entry | None = tool_set.entries(scope).get(name)
             return admitted
@@ -126,7 +128,7 @@ class ReadSide:
             else self._state.entries(scope).values()
         )
         if self._state.effective_mode(scope) != "native":
-            entries.append(RUN_CODE_ENTRY)
+            entries.append(self._state.run_code)
         return [
             {
                 "name": entry.definition.name,

@@ -11,24 +11,36 @@ selected executor (``execute_batch``).
 
 from __future__ import annotations
 
-from typing import final
+from collections.abc import Iterable
+from typing import Any, final
 
 from ._activation import ActivationContext
 from ._admission import ResolvedToolSet, resolve_tool_set
 from ._approval import ApprovalService
 from ._batch import BatchExecutor
-from ._batch_types import ToolBatchInput, ToolBatchResult, ToolExecutor
+from ._batch_types import ToolBatchInput, ToolBatchResult, ToolExecutor, check_cap
 from ._clock import Clock, system_clock
 from ._context import ScopedTools, Scopes, WriteSide
 from ._disposer import Disposer
 from ._execution import ToolExecutionInput
+from ._layers import Entry
 from ._outcomes import ToolExecutionResult
 from ._pipeline import run_pipeline
+from ._prompt import ToolPromptSection, missing_runtime, prompt_sections
+from ._ptc import ProgramRuntime, code_run
 from ._read import ReadSide
+from ._run_code import RunCodeDefinition
 from ._state import MODES, RegistryState, RegistryStatistics
-from .errors import ExecutorUnavailableError
+from .errors import CodeRunFailedError, ExecutorUnavailableError
 
-__all__ = ("ToolRegistry", "has_scope", "scope_parent")
+__all__ = (
+    "ToolRegistry",
+    "admitted_entries",
+    "chain_entries",
+    "has_scope",
+    "scope_parent",
+    "tool_set_of",
+)
 
 
 @final
@@ -48,14 +60,66 @@ class ToolRegistry(ReadSide, WriteSide):
         ['echo']
     """
 
-    def __init__(self, *, mode: str = "native", clock: Clock | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        mode: str = "native",
+        clock: Clock | None = None,
+        code_runtime: ProgramRuntime | None = None,
+        max_parallel_sub_calls: int = 10,
+    ) -> None:
         if mode not in MODES:
             raise ValueError(f'mode must be one of "native", "code", "both" (got {mode!r})')
-        state = RegistryState(mode=mode, clock=clock if clock is not None else system_clock)
+        self._max_parallel_sub_calls = check_cap(max_parallel_sub_calls, "max_parallel_sub_calls")
+        if code_runtime is not None and not (
+            isinstance(getattr(code_runtime, "language", None), str)
+            and callable(getattr(code_runtime, "run", None))
+        ):
+            raise TypeError(
+                "code_runtime must be a CodeRuntime (a str language and an async "
+                "run(program, bindings, signal)), e.g. toolray.code.PythonRuntime()"
+            )
+        self._code_runtime = code_runtime
+        body = code_run(self, self._runtime, self._max_parallel_sub_calls, _no_runtime)
+        run_code = RunCodeDefinition(execute=body, language=self._language)
+        state = RegistryState(
+            mode=mode,
+            clock=clock if clock is not None else system_clock,
+            run_code=Entry(definition=run_code, when=None, layer_key=None),
+        )
         ReadSide.__init__(self, state)
         WriteSide.__init__(self, state, None)
         self._scopes = Scopes(state)
         self._default_executor: ToolExecutor | None = None
+
+    @property
+    def code_runtime(self) -> Any:
+        """The code runtime ``run_code`` runs programs with (``None``: not mounted)."""
+        return self._code_runtime
+
+    @property
+    def max_parallel_sub_calls(self) -> int:
+        """How many parallel sub-calls of one ``run_code`` program may overlap."""
+        return self._max_parallel_sub_calls
+
+    def _runtime(self) -> ProgramRuntime | None:
+        return self._code_runtime
+
+    def _language(self) -> str | None:
+        runtime = self._code_runtime
+        return None if runtime is None else runtime.language
+
+    def prompt_sections(self, scope: str | None = None) -> list[ToolPromptSection]:
+        """The Code Mode system-prompt sections for ``scope`` (R-SCH-15).
+
+        ``tools:code-only`` (order 99) holds the "only ``run_code`` is callable" rule under
+        an effective ``code`` mode; ``tools:sdk`` (order 150) the typed stubs of the tools a
+        program can call, under ``code`` or ``both``. Both are listed (possibly empty)
+        wherever Code Mode is contributed — a non-native deployment, or a non-native
+        ``present_as`` on the scope's chain — and neither elsewhere. A non-native mode with
+        no runtime, or a runtime language without a renderer, raises ``RuntimeError``.
+        """
+        return prompt_sections(self, scope)
 
     def statistics(self) -> RegistryStatistics:
         """Counts of scopes, live layers (empty ones are reclaimed), tools and the cache."""
@@ -80,6 +144,9 @@ class ToolRegistry(ReadSide, WriteSide):
 
     async def resolve(self, context: ActivationContext) -> ResolvedToolSet:
         """Evaluate every ``when`` visible to the context's scope once, concurrently."""
+        if not isinstance(context, ActivationContext):
+            kind = type(context).__name__
+            raise TypeError(f"resolve() takes an ActivationContext, not {kind}")
         return await resolve_tool_set(self._state, context)
 
     async def execute(self, inp: ToolExecutionInput) -> ToolExecutionResult:
@@ -107,6 +174,10 @@ class ToolRegistry(ReadSide, WriteSide):
         return await self.executor_for(batch.scope).execute(batch)
 
 
+def _no_runtime(mode: str) -> Exception:
+    return CodeRunFailedError(missing_runtime(mode))
+
+
 def has_scope(registry: ToolRegistry, key: str) -> bool:
     """Whether ``key`` is a live scope of ``registry`` (created and not disposed)."""
     return registry._state.has_scope(key)
@@ -115,3 +186,24 @@ def has_scope(registry: ToolRegistry, key: str) -> bool:
 def scope_parent(registry: ToolRegistry, key: str) -> str | None:
     """The parent ``key`` is bound to, or ``None`` (no parent, or no such scope)."""
     return registry._state.parent_of(key)
+
+
+def chain_entries(registry: ToolRegistry, scope: str | None) -> list[Entry]:
+    """Every registration on ``scope``'s chain (global layer first), visible or not."""
+    return [e for layer in registry._state.layers_on_chain(scope) for e in layer.tools.values()]
+
+
+def admitted_entries(registry: ToolRegistry, tool_set: ResolvedToolSet) -> list[Entry]:
+    """The registrations ``tool_set`` admitted that are still registered, in chain order."""
+    return [e for e in chain_entries(registry, tool_set.scope) if tool_set.admits(e)]
+
+
+def tool_set_of(
+    registry: ToolRegistry, scope: str | None, admitted: Iterable[Entry]
+) -> ResolvedToolSet:
+    """A step's set for ``scope`` admitting exactly ``admitted`` (a set rebuilt elsewhere).
+
+    A runtime that resolves in one process and runs the step in another records which
+    registrations were admitted and rebuilds the set over its own registry with this.
+    """
+    return ResolvedToolSet(registry._state, scope, {e.serial for e in admitted if e.alive})

@@ -18,7 +18,7 @@ from ._disposer import Disposer
 from ._latch import Latch
 from .errors import TOOL_TIMEOUT, AbortError
 
-__all__ = ("AbortController", "AbortSignal", "TimeoutReason", "format_ms")
+__all__ = ("AbortController", "AbortSignal", "TimeoutReason", "detach_sources", "format_ms")
 
 
 def format_ms(ms: float) -> str:
@@ -155,6 +155,15 @@ class AbortSignal:
     def __repr__(self) -> str:
         state = f"aborted reason={self._reason!r}" if self.aborted else "pending"
         return f"<AbortSignal {state}>"
+
+
+def detach_sources(signal: AbortSignal) -> None:
+    """Detach a derived signal (``any``, ``timeout``) from its sources, once its user is done.
+
+    A fused signal listens to every source; without this, a long-lived caller signal would
+    keep every per-call signal derived from it alive.
+    """
+    signal._release_sources()
 
 
 def _canceller(task: asyncio.Task[None]) -> Callable[[], None]:

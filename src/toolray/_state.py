@@ -78,11 +78,13 @@ class RegistryState:
         "default_replaced",
         "epoch",
         "mode",
+        "run_code",
     )
 
-    def __init__(self, *, mode: str, clock: Clock) -> None:
+    def __init__(self, *, mode: str, clock: Clock, run_code: Entry) -> None:
         self.mode = mode
         self.clock = clock
+        self.run_code = run_code  # the reserved transport's one entry (R-COND-07)
         self.epoch = 0
         self.approvals: list[ApprovalService] = []  # mounted services; the last one answers
         self.default_replaced = False  # a global set_executor replaced the default executor

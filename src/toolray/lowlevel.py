@@ -13,33 +13,67 @@ read a registry's private state:
   :class:`Entry` (one registration, as the pipeline resolved it) and the run context;
 - :func:`is_json` / :func:`thaw_json` check and copy lossless JSON values;
 - :func:`failure_from` builds the failure result of an error, as the pipeline does;
-- :func:`has_scope` / :func:`scope_parent` read a registry's scope tree.
+- :func:`has_scope` / :func:`scope_parent` read a registry's scope tree;
+- :func:`run_nested` runs a nested call of a live parent execution through the pipeline
+  of its scope (``ctx.dispatch`` is built on it, in-process and in a Ray executor actor;
+  Code Mode bindings use it with their own ids), and :class:`LocalNested` is the
+  in-process :class:`NestedDispatcher` a body's run context uses; :func:`not_live` is the
+  rejection of a nested call whose parent execution is settled or unknown;
+- :func:`chain_entries`, :func:`admitted_entries` and :func:`tool_set_of` record which
+  registrations a ``ResolvedToolSet`` admitted and rebuild that set over another registry
+  (a set resolved in one process, used in another);
+- :class:`InvalidArguments` stands for arguments that cannot be a call's (the pipeline
+  answers them with that call's own failure).
+- :func:`nested_input` derives a nested call's input from its live parent execution
+  (``parent`` token, root call id, scope, step admission) — Code Mode sub-calls use it, and
+  so can any nested dispatch; :func:`current_runner` is the runner running the current
+  body, which a nested call's body should run with too (a Ray executor's worker runner).
 """
 
 from __future__ import annotations
 
+from ._arguments import InvalidArguments as InvalidArguments
 from ._call import Call as Call
 from ._dispatch import BodyRunner as BodyRunner
+from ._dispatch import current_runner as current_runner
 from ._dispatch import run_body_inline as run_body_inline
+from ._execution import NestedDispatcher as NestedDispatcher
+from ._execution import not_live as not_live
 from ._json import is_json as is_json
 from ._json import thaw_json as thaw_json
 from ._layers import Entry as Entry
 from ._lookup import ToolLookup as ToolLookup
+from ._nested import nested_input as nested_input
 from ._normalize import failure_from as failure_from
+from ._pipeline import LocalNested as LocalNested
+from ._pipeline import run_nested as run_nested
 from ._pipeline import run_pipeline as run_pipeline
+from ._registry import admitted_entries as admitted_entries
+from ._registry import chain_entries as chain_entries
 from ._registry import has_scope as has_scope
 from ._registry import scope_parent as scope_parent
+from ._registry import tool_set_of as tool_set_of
 
 __all__ = (
     "BodyRunner",
     "Call",
     "Entry",
+    "InvalidArguments",
+    "LocalNested",
+    "NestedDispatcher",
     "ToolLookup",
+    "admitted_entries",
+    "chain_entries",
+    "current_runner",
     "failure_from",
     "has_scope",
     "is_json",
+    "nested_input",
+    "not_live",
     "run_body_inline",
+    "run_nested",
     "run_pipeline",
     "scope_parent",
     "thaw_json",
+    "tool_set_of",
 )

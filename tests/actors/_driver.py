@@ -32,7 +32,20 @@ def shout(args: Any, ctx: Any) -> Any:
     return {"text": str(args.get("text", "")).upper(), "pid": os.getpid()}
 
 
+def crash(args: Any, ctx: Any) -> Any:
+    os._exit(17)
+
+
 def tool(variant: str) -> Any:
+    if variant == "crash":
+        return define_tool(
+            name="crash",
+            description="Kill the worker",
+            parameters={},
+            output=_OUT,
+            execute=crash,
+            is_concurrency_safe=lambda args: True,
+        )
     body = echo if variant == "echo" else shout
     return define_tool(
         name="echo",
@@ -51,8 +64,10 @@ class Driver:
         self.rt: RayRuntime | None = None
         self.disposers: list[Any] = []
 
-    def start(self) -> dict[str, Any]:
-        config = RuntimeConfig(namespace=self.namespace, kill_grace_ms=300)
+    def start(self, control: str = "") -> dict[str, Any]:
+        config = RuntimeConfig(
+            namespace=self.namespace, kill_grace_ms=300, control_resource=control or None
+        )
         self.rt = RayRuntime.start(config, address=self.address)
         return {"pid": os.getpid()}
 
@@ -84,6 +99,15 @@ class Driver:
             "codes": [r.result.error.info.code if r.result.is_error else None for r in out.results],
         }
 
+    def crash(self, scope: str) -> dict[str, Any]:
+        """A batch whose body kills its worker process (WORKER_LOST, then a replacement)."""
+        assert self.rt is not None
+        self.disposers.append(self.rt.registry.register(tool("crash")))
+        out = self.rt.executor(scope).execute_batch_sync(
+            ToolBatchInput([ToolCall("k1", "crash", "{}")], AbortController().signal, scope=scope)
+        )
+        return {"codes": [r.result.error.info.code for r in out.results if r.result.is_error]}
+
     def names(self, scope: str = "") -> dict[str, Any]:
         assert self.rt is not None
         return {"names": self.rt.registry.names(scope or None)}
@@ -98,6 +122,11 @@ class Driver:
 
         found = ray.util.list_named_actors(all_namespaces=True)
         return {"names": sorted(a["name"] for a in found if a["namespace"] == self.namespace)}
+
+    def where(self) -> dict[str, Any]:
+        """The node of every control actor (registry, executors, pools)."""
+        assert self.rt is not None
+        return {a.name: a.node_id for a in self.rt.stats().actors if a.kind != "worker"}
 
     def pids(self) -> dict[str, Any]:
         assert self.rt is not None

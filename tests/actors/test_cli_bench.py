@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from toolray_actors.cli import _bench
-from toolray_actors.cli._rawray import GroupShape, Stage, stages_of
+from toolray_actors.cli._rawray import GroupShape, RawStage, stages_of
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -69,11 +69,11 @@ def test_group_shapes_mark_the_exclusive_calls(text: str, flags: list[bool]) -> 
 def test_stages_follow_the_scheduler_runs_and_barriers() -> None:
     flags = GroupShape.parse("mixed:3+2").exclusive_flags(9)
     assert stages_of(flags) == [
-        Stage(True, 3),
-        Stage(False, 1),
-        Stage(False, 1),
-        Stage(True, 3),
-        Stage(False, 1),
+        RawStage(True, 3),
+        RawStage(False, 1),
+        RawStage(False, 1),
+        RawStage(True, 3),
+        RawStage(False, 1),
     ]
 
 

@@ -57,6 +57,12 @@ def test_demo_shows_every_scenario_and_exits_cleanly() -> None:
     # 5. a scope hiding a tool
     assert "hidden in the scope: write_file" in out
     assert 'UNKNOWN_TOOL             -> Error: unknown tool "write_file"' in out
+    # 6. Code Mode: one run_code program, its sub-calls nested under it
+    code = out.split("=== 6.")[1]
+    assert "    async def read_file(path: str) -> Any:" in code
+    assert code.count("  +-  ") == 4
+    assert re.search(r"-> read 4 lines, found \d TODO\(s\)", code)
+    assert "event log: 4 tool/ptc-dispatch records" in code
     assert "Ray shut down" in out
 
 

@@ -250,3 +250,84 @@ def test_the_text_timeline_of_the_same_trace() -> None:
     assert all(len(bar) == 22 for bar in bars)
     assert bars[3].startswith("|" + "." * 16)  # the write starts 85 % into the batch
     assert render_timeline([]) == ["  (no trace recorded for this batch)"]
+
+
+# ---------------------------------------------------------------- Code Mode sub-calls
+CODE_TRACE: list[dict[str, Any]] = [
+    {"type": "call", "index": 0, "callId": "c1", "name": "run_code", "mode": "exclusive",
+     "started": 0.001, "settled": 0.500, "committed": 0.501, "isError": False, "code": None,
+     "subCalls": [
+         {"callId": "c1:ptc:1", "name": "read_file", "mode": "parallel", "started": 0.10,
+          "settled": 0.20, "committed": 0.21, "isError": False, "code": None, "worker": "w1"},
+         {"callId": "c1:ptc:2", "name": "read_file", "mode": "parallel", "started": 0.11,
+          "settled": 0.22, "committed": 0.23, "isError": False, "code": None, "worker": "w2"},
+         {"callId": "c1:ptc:3", "name": "write_file", "mode": "exclusive", "started": 0.30,
+          "settled": 0.40, "committed": 0.41, "isError": True, "code": "INVALID_ARGS",
+          "worker": "w1"},
+     ]},
+]  # fmt: skip
+
+
+def test_run_code_sub_calls_get_a_track_right_after_their_call() -> None:
+    doc = trace_to_chrome(CODE_TRACE)
+    names = _thread_names(doc)
+    order = [names[tid] for tid in sorted(names)]
+    assert order == [
+        "scheduler",
+        "in-process",
+        "c1 run_code > sub-calls",
+        "c1 run_code > sub-calls #2",
+    ]
+    subs = [e for e in _by_ph(doc, "X") if e["args"].get("parentCallId") == "c1"]
+    assert sorted(e["args"]["callId"] for e in subs) == ["c1:ptc:1", "c1:ptc:2", "c1:ptc:3"]
+    (parent,) = [e for e in _by_ph(doc, "X") if e["name"] == "run_code"]
+    for sub in subs:  # inside the run_code slice
+        assert parent["ts"] <= sub["ts"]
+        assert sub["ts"] + sub["dur"] <= parent["ts"] + parent["dur"]
+    _assert_lanes_nest(doc)
+
+
+def test_the_timeline_indents_sub_calls_under_their_call() -> None:
+    from toolray_actors.cli._timeline import render_timeline
+
+    lines = render_timeline(CODE_TRACE, width=20)
+    assert lines[1].split()[:3] == ["1", "c1", "run_code"]
+    subs = lines[2:]
+    assert [line.split()[:3] for line in subs] == [
+        ["+-", "read_file", "w1"],
+        ["+-", "read_file", "w2"],
+        ["+-", "write_file", "w1"],
+    ]
+    assert subs[2].endswith("INVALID_ARGS  (c1:ptc:3)")
+    assert len({line.index("|") for line in lines[1:]}) == 1  # one scale for all rows
+
+
+def test_ptc_records_of_an_event_log_nest_under_their_call() -> None:
+    head = {"turn": 1, "step": 2}
+    ok = {"isError": False, "content": []}
+    sub = {"rootCallId": "c1", "parentCallId": "c1", "subCallId": "c1:ptc:1", "name": "grep",
+           "arguments": {}}  # fmt: skip
+    events = [
+        {**head, "type": "tool/call", "callId": "c1", "name": "run_code", "arguments": "{}"},
+        {**head, "type": "tool/ptc-dispatch-start", **sub},
+        {**head, "type": "tool/ptc-dispatch", **sub, "isError": True, "content": []},
+        {**head, "type": "tool/result", "callId": "c1", "result": ok},
+    ]
+    trace = events_to_trace(events)
+    spans = {s["callId"]: s for s in trace if s["type"] == "call"}
+    assert spans["c1:ptc:1"]["track"] == "turn 1 step 2 > c1 sub-calls"
+    assert spans["c1:ptc:1"]["isError"] is True
+    assert spans["c1"]["started"] < spans["c1:ptc:1"]["started"] < spans["c1"]["committed"]
+    doc = trace_to_chrome(trace)
+    assert "turn 1 step 2 > c1 sub-calls" in _thread_names(doc).values()
+
+
+def test_trace_in_process_code_nests_the_sub_calls(tmp_path: Path, capsys: Any) -> None:
+    out = tmp_path / "code.json"
+    assert main(["trace", "--in-process", "--scenario", "code", "--out", str(out)]) == 0
+    doc = _load(out)
+    subs = [e for e in _by_ph(doc, "X") if e["args"].get("parentCallId") == "c1"]
+    assert sorted(e["name"] for e in subs) == ["grep", "read_file", "read_file", "write_file"]
+    assert all(e["args"]["isError"] is False for e in subs)
+    printed = capsys.readouterr().out
+    assert printed.count("+-") == 4

@@ -134,3 +134,58 @@ async def test_execute_batch_sync_works_inside_a_running_event_loop(
         _batch([ToolCall("c1", "farm_sync", '{"text": "nb"}')], scope_key)
     )
     assert out.results[0].result.value["text"] == "nb"
+
+
+async def test_mapping_arguments_run_and_bad_ones_fail_only_their_call_on_ray(
+    rt: Any, scope_key: str
+) -> None:
+    """P-ARGS-4 and API-v2 §12: a Mapping is parsed arguments; anything else is that call's
+    INVALID_ARGS; non-JSON values in a Mapping fail the lossless check; the batch goes on."""
+    rt.owned.append(rt.registry.register(text_echo_tool("farm_args")))
+    calls = [
+        ToolCall("c1", "farm_args", {"text": "mapped"}),
+        ToolCall("c2", "farm_args", 42),  # type: ignore[arg-type]
+        ToolCall("c3", "farm_args", {"text": float("nan")}),
+        ToolCall("c4", "farm_args", '{"text": "after"}'),
+    ]
+    out = await rt.executor(scope_key).execute_batch(_batch(calls, scope_key))
+    assert [r.call_id for r in out.results] == ["c1", "c2", "c3", "c4"]
+    assert out.results[0].result.value["text"] == "mapped"
+    assert out.results[1].result.error.info.code == "INVALID_ARGS"
+    assert "must be a str (JSON text) or a Mapping, not int" in out.results[1].result.error.message
+    lossy = out.results[2].result
+    assert lossy.error.message == "tool execution arguments must be losslessly JSON-serializable"
+    assert lossy.error.info is None
+    assert out.results[3].result.value["text"] == "after"
+
+
+async def test_a_sigkilled_pool_manager_costs_its_calls_and_the_pool_comes_back(
+    rt: Any, scope_key: str
+) -> None:
+    """Regression (chaos campaign): a restarted pool manager reuses worker ids and versions;
+    the executor used to spin forever on an empty pool. Now the calls on its workers fail
+    WORKER_LOST and the next batch runs on the new incarnation's workers."""
+    rt.owned.append(rt.registry.register(cooperative_tool("farm_pool_hold")))
+    rt.owned.append(rt.registry.register(text_echo_tool("farm_pool_echo")))
+    ex = rt.executor(scope_key)
+    task = asyncio.ensure_future(
+        ex.execute_batch(_batch([ToolCall("h1", "farm_pool_hold", "{}")], scope_key))
+    )
+
+    async def running() -> bool:
+        return (await ex.statistics()).in_flight == 1
+
+    await _until(running)
+    pool = next(a for a in rt.stats().actors if a.name == "toolray:pool:default")
+    os.kill(pool.pid, signal.SIGKILL)
+    held = await asyncio.wait_for(task, timeout=60)
+    assert held.results[0].result.error.info.code == "WORKER_LOST"
+    for n in range(2):  # twice: the replacement pool serves every later batch
+        out = await asyncio.wait_for(
+            ex.execute_batch(
+                _batch([ToolCall(f"e{n}", "farm_pool_echo", '{"text": "back"}')], scope_key)
+            ),
+            timeout=120,
+        )
+        assert not out.results[0].result.is_error, out.results[0].result.error
+        assert out.results[0].result.value["text"] == "back"

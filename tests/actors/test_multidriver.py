@@ -25,12 +25,17 @@ _ns = itertools.count()
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[str]:
-    host = Child(["tests.actors._cluster_host"], child_env())
+def cluster_host() -> Iterator[tuple[Child, str]]:
+    host = Child(["toolray_actors.testing.cluster_host"], child_env())
     try:
-        yield host.expect("ADDRESS ", timeout=180)
+        yield host, host.expect("ADDRESS ", timeout=180)
     finally:
         host.close(timeout=120)
+
+
+@pytest.fixture(scope="module")
+def cluster(cluster_host: tuple[Child, str]) -> str:
+    return cluster_host[1]
 
 
 @pytest.fixture
@@ -151,3 +156,98 @@ def test_every_public_call_survives_a_sigkill_of_its_actor(drivers: Any) -> None
     assert answers[2]["names"] == ["echo"]
     assert answers[3]["values"] == ["t0", "t1", "t2"]
     _no_ray_types(*answers)
+
+
+@pytest.mark.timeout(400)
+def test_the_readme_farm_driver_runs_as_written_from_two_processes(
+    cluster: str, tmp_path: Any
+) -> None:
+    """README "Farm runtime": the driver script, twice at once, outside the repository."""
+    import subprocess
+    import sys
+
+    from tests.docs._snippets import ROOT, expected_output, snippets
+
+    farm = next(s for s in snippets(ROOT / "README.md") if s.kind == "farm")
+    script = tmp_path / "farm_driver.py"
+    script.write_text(farm.source)
+    env = child_env(RAY_ADDRESS=cluster)
+    env.pop("PYTHONPATH")  # as a user would run it: only the installed packages
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(script), agent],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for agent in ("agent-1", "agent-2")
+    ]
+    outs = [p.communicate(timeout=300) for p in procs]
+    for proc, (_, err) in zip(procs, outs, strict=True):
+        assert proc.returncode == 0, err[-3000:]
+        assert "Traceback" not in err, err[-3000:]
+    printed = sorted(line for out, _ in outs for line in out.splitlines())
+    want = expected_output(farm.source)[0]
+    assert printed == sorted([want, want.replace("agent-1", "agent-2")])
+    down = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            'from toolray_actors import RayRuntime\nRayRuntime.start("cluster").teardown()',
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert down.returncode == 0, down.stderr[-3000:]
+
+
+@pytest.mark.timeout(400)
+def test_control_actors_live_on_control_nodes_and_come_back_when_their_node_goes(
+    cluster_host: tuple[Child, str], drivers: Any
+) -> None:
+    """Control actors go where ``control_resource`` is offered, never to a driver's node;
+    losing their node costs nothing but a restart from the persisted state."""
+    host, _ = cluster_host
+    control = f"control{os.getpid()}"
+    nodes = []
+    for _ in range(2):
+        assert host.proc.stdin is not None
+        host.proc.stdin.write(f'add {{"{control}": 10}}\n')
+        host.proc.stdin.flush()
+        nodes.append(host.expect("NODE ", timeout=180))
+    a = drivers()
+    a.ok(f"start {control}", 180)
+    a.ok("register echo")
+    assert a.ok("batch agent-c")["values"] == ["t0", "t1", "t2"]
+    where = a.ok("where")
+    del where["ok"]
+    assert set(where.values()) <= set(nodes), where
+    doomed = where["toolray:registry"]
+    assert host.proc.stdin is not None
+    host.proc.stdin.write(f"remove {doomed}\n")
+    host.proc.stdin.flush()
+    host.expect("REMOVED", timeout=120)
+    seen = []
+    deadline = time.monotonic() + 90
+    while True:  # the cluster notices the lost node within seconds; Ray restarts the registry
+        seen.append(a.ask("names"))
+        seen.append(a.ask("where"))
+        moved = {k: v for k, v in seen[-1].items() if k != "ok"}
+        if moved.get("toolray:registry") not in (None, doomed):
+            break
+        assert time.monotonic() < deadline, seen[-4:]
+        time.sleep(0.5)  # polling the cluster's state (bounded)
+    seen.append(a.ask("batch agent-c"))
+    seen.append(a.ask("names"))
+    for out in seen:
+        assert out["ok"], out
+    assert seen[-2]["values"] == ["t0", "t1", "t2"]
+    assert seen[-1]["names"] == ["echo"]
+    assert moved["toolray:registry"] in nodes
+    _no_ray_types(*seen)

@@ -116,8 +116,6 @@ async def test_remote_registry_runs_batches_and_lists_definitions(rt: Any, scope
     )
     assert out.results[0].result.value["text"] == "r"
     assert "rt_via_registry" in [d.name for d in rt.registry.definitions(scope_key)]
-    with pytest.raises(NotImplementedError, match="poll"):
-        rt.registry.on_change(lambda: None)
 
 
 class _AlwaysRejects:

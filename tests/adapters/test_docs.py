@@ -1,4 +1,5 @@
-"""The snippets of ``docs/adapters.md`` run as written and print what they claim.
+"""The snippets of README's "Use with OpenAI / Anthropic / MCP" run as written and print
+what they claim.
 
 Python blocks run in order in one namespace (as a reader pastes them into one session); a
 block whose first line is ``# <name>.py`` is written to that file instead, for the blocks
@@ -15,12 +16,22 @@ from pathlib import Path
 
 import pytest
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "adapters.md"
+DOC = Path(__file__).resolve().parents[2] / "README.md"
+SECTION = "## Use with OpenAI / Anthropic / MCP"
+
+
+def _section() -> str:
+    text = DOC.read_text(encoding="utf-8")
+    start = text.index(SECTION)
+    end = text.find("\n## ", start + len(SECTION))
+    return text[start : end if end != -1 else len(text)]
+
+
 FILE_HEADER = re.compile(r"# (\w+\.py)$")
 
 
 def _blocks() -> list[str]:
-    return re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), re.DOTALL)
+    return re.findall(r"```python\n(.*?)```", _section(), re.DOTALL)
 
 
 def _expected(block: str) -> str:
@@ -32,8 +43,7 @@ def _expected(block: str) -> str:
 
 
 def test_the_doc_has_the_sections_and_snippets() -> None:
-    text = DOC.read_text(encoding="utf-8")
-    assert text.startswith("## Use with OpenAI / Anthropic / MCP")
+    assert _section().startswith(SECTION)
     assert len(_blocks()) >= 7
 
 

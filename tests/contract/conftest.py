@@ -35,17 +35,22 @@ from tests import tools
 from toolray import (
     AbortController,
     AbortSignal,
+    ActivationContext,
     BatchExecutor,
     Disposer,
     LogStep,
+    ModelSelection,
     TimeoutPolicy,
     ToolBatchInput,
     ToolBatchResult,
     ToolCall,
     ToolDefinition,
+    ToolExecutionInput,
+    ToolExecutionResult,
     ToolRegistry,
     UserMessage,
 )
+from toolray.code import PythonRuntime
 
 cloudpickle.register_pickle_by_value(tools)
 
@@ -56,6 +61,9 @@ WAIT_S = 20.0
 """Upper bound for any wait in this suite (a bound, never a pacing delay)."""
 
 NO_VALUE = "<no value>"
+
+MODEL = ModelSelection("acme", "m-1", reasoning_effort="low")
+"""The model every contract step is resolved for."""
 
 _test_numbers: dict[str, int] = {}
 _projections: dict[tuple[str, int], tuple[str, Any]] = {}
@@ -112,9 +120,51 @@ class Backend:
     def _context(self, scope: str | None) -> Any:
         raise NotImplementedError
 
-    def register(self, definition: ToolDefinition, scope: str | None = None) -> None:
-        """Register globally, or on ``scope``'s layer."""
-        self._owned.append(self._context(scope).register(definition))
+    @property
+    def registry(self) -> Any:
+        """The registry API under test: a ``ToolRegistry`` or ``rt.registry``."""
+        raise NotImplementedError
+
+    def context(self, scope: str | None = None) -> Any:
+        """The global context, or ``scope``'s scoped context."""
+        return self._context(scope)
+
+    def own(self, disposer: Disposer) -> Disposer:
+        """Lift ``disposer`` at teardown too."""
+        self._owned.append(disposer)
+        return disposer
+
+    def register(
+        self, definition: ToolDefinition, scope: str | None = None, *, when: Any = None
+    ) -> Disposer:
+        """Register globally, or on ``scope``'s layer (``when``: conditionally)."""
+        return self.own(self._context(scope).register(definition, when=when))
+
+    async def resolve(self, scope: str | None, signal: AbortSignal | None = None) -> Any:
+        """The step's admitted set for ``scope`` (the backend's ``resolve``)."""
+        sig = signal if signal is not None else AbortController().signal
+        return await self.registry.resolve(ActivationContext(scope, MODEL, sig))
+
+    async def execute(self, inp: ToolExecutionInput) -> ToolExecutionResult:
+        """One ``execute()``; its ``to_wire()`` must match the other backend's."""
+        result: ToolExecutionResult = await asyncio.wait_for(self._execute_one(inp), WAIT_S)
+        self.agree({"wire": result.to_wire(), "value": getattr(result, "value", NO_VALUE)})
+        return result
+
+    async def _execute_one(self, inp: ToolExecutionInput) -> ToolExecutionResult:
+        raise NotImplementedError
+
+    def agree(self, value: Any) -> Any:
+        """Record ``value``; it must equal what the other backend recorded at this point."""
+        key = (self._test_key, self._batches)
+        self._batches += 1
+        mine = plain(value)
+        seen = _projections.get(key)
+        if seen is None or seen[0] == self.kind:
+            _projections[key] = (self.kind, mine)
+        else:
+            assert mine == seen[1], f"backends disagree at #{key[1]}: {seen}, {self.kind}: {mine}"
+        return value
 
     def restrict(
         self, scope: str, *, allow: list[str] | None = None, deny: list[str] | None = None
@@ -154,6 +204,7 @@ class Backend:
         signal: AbortSignal | None = None,
         cap: int | None = None,
         log: LogStep | None = None,
+        tool_set: Any = None,
     ) -> ToolBatchResult:
         """Run one batch from ``scope``; its projection must match the other backend's."""
         batch = ToolBatchInput(
@@ -162,6 +213,7 @@ class Backend:
             scope=scope,
             max_parallel_tool_calls=cap,
             log=log,
+            tool_set=tool_set,
         )
         before = len(log.sink.events) if log is not None else 0  # type: ignore[attr-defined]
         result = await asyncio.wait_for(self._execute(batch), WAIT_S)
@@ -203,15 +255,24 @@ class InProcessBackend(Backend):
 
     def __init__(self, test_key: str) -> None:
         super().__init__(test_key)
-        self.registry = ToolRegistry()
-        self.executor = BatchExecutor(self.registry)
-        self._owned.append(self.registry.set_executor(self.executor))
+        # a Python code runtime, as a Ray namespace mounts one from its [code] table, so
+        # run_code reads the same on both backends (no process starts until a run)
+        self._registry = ToolRegistry(code_runtime=PythonRuntime(warm=0))
+        self.executor = BatchExecutor(self._registry)
+        self._owned.append(self._registry.set_executor(self.executor))
+
+    @property
+    def registry(self) -> Any:
+        return self._registry
 
     def _context(self, scope: str | None) -> Any:
-        return self.registry if scope is None else self.registry.scope(scope)
+        return self._registry if scope is None else self._registry.scope(scope)
 
     async def _execute(self, batch: ToolBatchInput) -> ToolBatchResult:
-        return await self.registry.execute_batch(batch)
+        return await self._registry.execute_batch(batch)
+
+    async def _execute_one(self, inp: ToolExecutionInput) -> ToolExecutionResult:
+        return await self._registry.execute(inp)
 
 
 class RayBackend(Backend):
@@ -223,12 +284,19 @@ class RayBackend(Backend):
         super().__init__(test_key)
         self.runtime = runtime
 
+    @property
+    def registry(self) -> Any:
+        return self.runtime.registry
+
     def _context(self, scope: str | None) -> Any:
         return self.runtime.registry if scope is None else self.runtime.scope(scope)
 
     async def _execute(self, batch: ToolBatchInput) -> ToolBatchResult:
         assert batch.scope is not None
         return await self.runtime.executor(batch.scope).execute_batch(batch)  # type: ignore[no-any-return]
+
+    async def _execute_one(self, inp: ToolExecutionInput) -> ToolExecutionResult:
+        return await self.runtime.registry.execute(inp)  # type: ignore[no-any-return]
 
 
 class ShardedRayBackend(RayBackend):

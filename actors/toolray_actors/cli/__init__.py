@@ -1,4 +1,4 @@
-"""The ``toolray`` command line: ``demo`` (the main job), ``bench`` and ``trace``.
+"""The ``toolray`` command line: ``demo`` (the main job), ``bench``, ``trace`` and ``chaos``.
 
 Every user mistake (no Ray, a bad config file, an unreachable cluster, a tool that cannot
 be pickled) ends in one clear line on stderr and exit code 2, never a traceback.
@@ -14,7 +14,7 @@ __all__ = ("main",)
 
 
 def _parser() -> argparse.ArgumentParser:
-    from . import _bench, _demo, _scopes_cli, _trace
+    from . import _bench, _chaos, _demo, _scopes_cli, _trace
 
     parser = argparse.ArgumentParser(
         prog="toolray", description="Run LLM-agent tool calls on Ray actors."
@@ -29,6 +29,7 @@ def _parser() -> argparse.ArgumentParser:
         ("demo", _demo, "start an embedded local Ray and show what toolray does"),
         ("bench", _bench, "parallel-group throughput and latency against raw Ray"),
         ("trace", _trace, "write a Chrome/Perfetto trace of a batch (or an event log)"),
+        ("chaos", _chaos, "agents under random SIGKILLs: check that nothing is lost or re-run"),
     ):
         command = sub.add_parser(name, help=help_text, description=help_text)
         module.add_arguments(command)

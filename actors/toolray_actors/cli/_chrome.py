@@ -13,7 +13,10 @@ fills, or ``ExecutorHandle.last_trace`` — into the JSON Object Format that
   named after its tool, with ``args`` holding ``callId``, ``code``, ``isError``, ``mode``,
   ``index`` and ``worker`` (plus ``killed`` when the ladder killed the worker);
 - instants (``ph: "i"``, process-wide) on the scheduler track for barriers (the start of
-  each exclusive stage) and for aborts (where the scheduler stopped starting calls).
+  each exclusive stage) and for aborts (where the scheduler stopped starting calls);
+- a ``run_code`` call's sub-calls (its span's ``subCalls``) on a track of their own,
+  ``<call id> run_code > sub-calls`` (with lanes where they overlap), sorted right after the
+  call's track; each slice's ``args`` names its ``parentCallId`` and ``worker``.
 
 Slices on one Chrome track must nest, but calls on one worker overlap freely (a worker runs
 many bodies at once), so a worker whose calls overlap gets extra lanes: ``worker w1``,
@@ -26,6 +29,8 @@ many bodies at once), so a worker whose calls overlap gets extra lanes: ``worker
 later calls before committing earlier ones (a parallel group); a barrier shows as a call
 that starts only after every earlier result. Each ``(turn, step)`` batch gets its own
 track; the first ``ABORTED_BEFORE_DISPATCH`` result of a batch becomes an abort instant.
+A ``run_code`` call's ``tool/ptc-dispatch-start`` / ``tool/ptc-dispatch`` records become its
+sub-calls, on a track ``turn T step S > <call id> sub-calls`` beside the batch's.
 """
 
 from __future__ import annotations
@@ -94,6 +99,11 @@ def _metadata(tid: int, name: str, sort_index: int) -> list[dict[str, Any]]:
     ]
 
 
+def _sub_span(parent: dict[str, Any], sub: dict[str, Any]) -> dict[str, Any]:
+    """A sub-call span, placed under its ``run_code`` call."""
+    return {**sub, "index": parent.get("index"), "parentCallId": parent.get("callId")}
+
+
 def _slice(span: dict[str, Any], tid: int) -> dict[str, Any]:
     args: dict[str, Any] = {
         "callId": span.get("callId"),
@@ -105,6 +115,8 @@ def _slice(span: dict[str, Any], tid: int) -> dict[str, Any]:
     }
     if span.get("killed"):
         args["killed"] = True
+    if span.get("parentCallId"):
+        args["parentCallId"] = span["parentCallId"]
     start = _us(span.get("started"))
     return {
         "ph": "X",
@@ -159,11 +171,19 @@ def trace_to_chrome(
         *_metadata(_SCHEDULER_TID, "scheduler", 0),
     ]
     tracks: dict[str, list[dict[str, Any]]] = {}
+    order: dict[str, tuple[Any, ...]] = {}
     for span in trace:
         if span.get("type") == "call":
-            tracks.setdefault(_track_of(span, unassigned), []).append(span)
+            track = _track_of(span, unassigned)
+            tracks.setdefault(track, []).append(span)
+            order.setdefault(track, (track == unassigned, _natural(track)))
+            subs = [_sub_span(span, sub) for sub in span.get("subCalls") or ()]
+            if subs:
+                name = f"{span.get('callId')} {span.get('name')} > sub-calls"
+                tracks.setdefault(name, []).extend(subs)
+                order.setdefault(name, (*order[track], _natural(name)))
     tid = _SCHEDULER_TID
-    for track in sorted(tracks, key=lambda t: (t == unassigned, _natural(t))):
+    for track in sorted(tracks, key=order.__getitem__):
         for lane_no, lane in enumerate(_lanes(tracks[track]), 1):
             tid += 1
             name = track if lane_no == 1 else f"{track} #{lane_no}"
@@ -198,7 +218,10 @@ def events_to_trace(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         now = tick / 1000.0
         batch = (event.get("turn"), event.get("step"))
         key = (*batch, event.get("callId"))
-        if event.get("type") == "tool/call":
+        kind = event.get("type")
+        if kind in ("tool/ptc-dispatch-start", "tool/ptc-dispatch"):
+            _sub_event(trace, open_spans, batch, event, now)
+        elif kind == "tool/call":
             index = batch_sizes[batch] = batch_sizes.get(batch, 0) + 1
             span = _log_span(batch, index - 1, event.get("callId"), event.get("name"), now)
             open_spans[key] = span
@@ -215,6 +238,27 @@ def events_to_trace(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
                 aborted.add(batch)
                 trace.append({"type": "abort", "index": span["index"], "time": span["started"]})
     return trace
+
+
+def _sub_event(
+    trace: list[dict[str, Any]],
+    open_spans: dict[tuple[Any, Any, Any], dict[str, Any]],
+    batch: tuple[Any, Any],
+    event: dict[str, Any],
+    now: float,
+) -> None:
+    key = (*batch, event.get("subCallId"))
+    span = open_spans.get(key)
+    if span is None:
+        span = _log_span(batch, -1, event.get("subCallId"), event.get("name"), now)
+        span["track"] = f"turn {batch[0]} step {batch[1]} > {event.get('parentCallId')} sub-calls"
+        span["parentCallId"] = event.get("parentCallId")
+        open_spans[key] = span
+        trace.append(span)
+    if event.get("type") == "tool/ptc-dispatch":
+        open_spans.pop(key, None)
+        span["committed"] = now
+        span["isError"] = bool(event.get("isError"))
 
 
 def _log_span(

@@ -1,10 +1,11 @@
 """``toolray demo``: start an embedded local Ray and show what toolray does, batch by batch.
 
-Five batches, each printed as a timeline (which worker ran which call, when, in which
+Six batches, each printed as a timeline (which worker ran which call, when, in which
 stage) and its results: (1) a parallel group of reads, an exclusive write barrier, more
 reads; (2) a tool ignoring its deadline, answered by killing and replacing its worker;
 (3) a user cancellation mid-batch; (4) a worker process crash; (5) a scope whose
-restriction hides a tool. The configuration is loaded before Ray starts (``--config``,
+restriction hides a tool; (6) Code Mode: one ``run_code`` program calling several tools.
+The configuration is loaded before Ray starts (``--config``,
 else ``$TOOLRAY_CONFIG``, else ``configs/local.toml`` when it exists, else defaults); the
 demo runs in its own namespace, never leaves detached actors behind, and always shuts
 Ray down.
@@ -38,6 +39,7 @@ from toolray import (
 from toolray_actors._config import RuntimeConfig, load_config
 
 from . import _demo_tools
+from ._demo_code import code_scene
 from ._timeline import render_results, render_timeline
 
 __all__ = (
@@ -329,7 +331,18 @@ async def _scope(s: DemoSession) -> None:
     say("", *render_timeline(trace), "", "  results:", *render_results(result.results))
 
 
-SCENARIOS: tuple[Callable[[DemoSession], Any], ...] = (_barrier, _timeout, _cancel, _crash, _scope)
+async def _code(s: DemoSession) -> None:
+    await code_scene(s, say)
+
+
+SCENARIOS: tuple[Callable[[DemoSession], Any], ...] = (
+    _barrier,
+    _timeout,
+    _cancel,
+    _crash,
+    _scope,
+    _code,
+)
 
 
 async def _run_all(s: DemoSession) -> None:

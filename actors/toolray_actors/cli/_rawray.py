@@ -27,7 +27,7 @@ __all__ = (
     "BODIES",
     "GroupShape",
     "RawBaseline",
-    "Stage",
+    "RawStage",
     "bench_tool",
     "cpu_body",
     "noop_body",
@@ -39,8 +39,11 @@ BODIES = ("noop", "sleep", "cpu")
 
 
 @dataclass(frozen=True, slots=True)
-class Stage:
-    """``calls`` calls run together (``parallel``, up to the cap) or one at a time."""
+class RawStage:
+    """A raw-Ray stage: ``calls`` calls together (``parallel``, up to the cap) or one at a time.
+
+    Not :class:`toolray.Stage` (the planner's): the baseline only needs a count per stage.
+    """
 
     parallel: bool
     calls: int
@@ -82,14 +85,14 @@ class GroupShape:
         return calls if self.safe is None else max(self.safe, 1)
 
 
-def stages_of(flags: list[bool]) -> list[Stage]:
+def stages_of(flags: list[bool]) -> list[RawStage]:
     """The stages the scheduler makes of these calls: runs of safe calls, single barriers."""
-    stages: list[Stage] = []
+    stages: list[RawStage] = []
     for exclusive in flags:
         if not exclusive and stages and stages[-1].parallel:
-            stages[-1] = Stage(True, stages[-1].calls + 1)
+            stages[-1] = RawStage(True, stages[-1].calls + 1)
         else:
-            stages.append(Stage(not exclusive, 1))
+            stages.append(RawStage(not exclusive, 1))
     return stages
 
 
@@ -181,7 +184,7 @@ class _RawDriver:
             out.append(time.perf_counter() - start)
 
     async def run(
-        self, stages: list[Stage], cap: int, body: str, args: dict[str, Any]
+        self, stages: list[RawStage], cap: int, body: str, args: dict[str, Any]
     ) -> list[float]:
         """Run every stage in order; returns each call's latency in seconds."""
         gate = asyncio.Semaphore(cap)
@@ -209,7 +212,7 @@ class RawBaseline:
 
     Example:
         >>> raw = RawBaseline(workers=2, threads=64)          # doctest: +SKIP
-        >>> lat = await raw.run([Stage(True, 100)], 10, "noop", {})  # doctest: +SKIP
+        >>> lat = await raw.run([RawStage(True, 100)], 10, "noop", {})  # doctest: +SKIP
         >>> raw.close()                                       # doctest: +SKIP
     """
 
@@ -225,7 +228,7 @@ class RawBaseline:
         await self.driver.ready.remote()
 
     async def run(
-        self, stages: list[Stage], cap: int, body: str, args: dict[str, Any]
+        self, stages: list[RawStage], cap: int, body: str, args: dict[str, Any]
     ) -> list[float]:
         """One batch's worth of bare calls; per-call latencies in seconds."""
         return list(await self.driver.run.remote(stages, cap, body, args))

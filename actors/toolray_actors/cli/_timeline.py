@@ -3,8 +3,10 @@
 A timeline is drawn from a batch trace (``BatchExecutor.execute(trace=…)`` or
 ``ExecutorHandle.last_trace``): one row per call with its worker, mode, start–end in
 milliseconds since the batch started, an ASCII bar scaled to the whole batch and its
-status, with the stage boundaries and the abort point as separator rows. Output is ASCII
-apart from the tools' own text, so it reads the same in a terminal and in a CI log.
+status, with the stage boundaries and the abort point as separator rows. A ``run_code``
+call's sub-calls (its span's ``subCalls``) follow it as indented ``+-`` rows on the same
+scale, their ids at the end. Output is ASCII apart from the tools' own text, so it reads
+the same in a terminal and in a CI log.
 """
 
 from __future__ import annotations
@@ -67,7 +69,8 @@ def render_timeline(trace: Sequence[dict[str, Any]], *, width: int = BAR_WIDTH) 
     spans = [e for e in trace if e.get("type") == "call"]
     if not spans:
         return ["  (no trace recorded for this batch)"]
-    total = max(max(span_end(s) for s in spans), 1e-6)
+    every = [*spans, *(sub for s in spans for sub in s.get("subCalls") or ())]
+    total = max(max(span_end(s) for s in every), 1e-6)
     by_index = {s["index"]: s for s in spans}
     markers: dict[int, list[dict[str, Any]]] = {}
     for event in trace:
@@ -88,6 +91,9 @@ def render_timeline(trace: Sequence[dict[str, Any]], *, width: int = BAR_WIDTH) 
             lines.append(_marker(event, stage_no, len(spans)))
         if index is not None:
             lines.append(_row(by_index[index], total, width))
+            lines.extend(
+                _sub_row(sub, total, width) for sub in by_index[index].get("subCalls") or ()
+            )
     return lines
 
 
@@ -104,6 +110,17 @@ def _row(span: dict[str, Any], total: float, width: int) -> str:
     return (
         f"  {span['index'] + 1:>2}  {span['callId']:<5} {span['name']:<11} {worker:<7}"
         f"{mode:<10}{_ms(start)} {_ms(end)}  {bar}  {status_of(span)}"
+    )
+
+
+def _sub_row(span: dict[str, Any], total: float, width: int) -> str:
+    """One sub-call of a ``run_code`` call, under it on the same columns and scale."""
+    start, end = float(span.get("started") or 0.0), span_end(span)
+    worker = span.get("worker") or "-"
+    return (
+        f"  {'':>2}  {'+-':<5} {span.get('name', '?'):<11} {worker:<7}{span.get('mode', '?'):<10}"
+        f"{_ms(start)} {_ms(end)}  {_bar(start, end, total, width)}  {status_of(span)}"
+        f"  ({span.get('callId')})"
     )
 
 

@@ -4,7 +4,8 @@ Sources (one of):
 
 - default: start Ray like ``toolray demo`` (same config rules, same tool kit) and run one
   of the demo's batches (``--scenario``, default ``barrier``: reads, a write barrier,
-  reads); tracks are the worker actors;
+  reads; ``code``: one ``run_code`` program whose sub-calls show nested under it); tracks
+  are the worker actors;
 - ``--in-process``: the same batch on the core ``BatchExecutor``, no Ray (``barrier`` or
   ``cancel``); every call is on one ``in-process`` track, with lanes where calls overlap;
 - ``--from-log PATH``: a ``JsonlEventLog`` file; it holds no timings, so time is logical
@@ -31,15 +32,17 @@ from toolray import (
     ToolRegistry,
     read_jsonl,
 )
+from toolray.code import PythonRuntime
 
 from . import _demo, _demo_tools
 from ._chrome import chrome_json, events_to_trace, trace_to_chrome
+from ._demo_code import CODE_SCOPE, code_calls
 from ._timeline import render_timeline
 
 __all__ = ("add_arguments", "run")
 
-SCENARIOS = ("barrier", "cancel", "timeout", "crash")
-IN_PROCESS_SCENARIOS = ("barrier", "cancel")
+SCENARIOS = ("barrier", "cancel", "timeout", "crash", "code")
+IN_PROCESS_SCENARIOS = ("barrier", "cancel", "code")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -66,6 +69,10 @@ async def _run_scenario(runner: Any, ws: Path, scenario: str) -> list[dict[str, 
     if scenario == "cancel":
         _, trace, _ = await _demo.cancel_batch(runner, ws)
         return trace
+    if scenario == "code":
+        batch = ToolBatchInput(code_calls(ws), AbortController().signal, scope=CODE_SCOPE)
+        _, trace = await runner.run(batch)
+        return list(trace)
     build = {
         "barrier": _demo.barrier_calls,
         "timeout": _demo.timeout_calls,
@@ -81,14 +88,19 @@ def _in_process(scenario: str) -> list[dict[str, Any]]:
             f"--in-process runs {' or '.join(IN_PROCESS_SCENARIOS)} only: the {scenario} "
             "scenario needs worker processes (drop --in-process)"
         )
-    registry = ToolRegistry()
+    runtime = PythonRuntime(timeout_s=30, warm=0)
+    registry = ToolRegistry(code_runtime=runtime)
     for definition in _demo_tools.demo_tools():
         registry.register(definition)
     TimeoutPolicy().install(registry)
+    registry.scope(CODE_SCOPE).present_as("code")
     runner = _demo.LocalRunner(BatchExecutor(registry))
-    with tempfile.TemporaryDirectory(prefix="toolray-trace-") as tmp:
-        ws = _demo_tools.make_workspace(tmp)
-        return asyncio.run(_run_scenario(runner, ws, scenario))
+    try:
+        with tempfile.TemporaryDirectory(prefix="toolray-trace-") as tmp:
+            ws = _demo_tools.make_workspace(tmp)
+            return asyncio.run(_run_scenario(runner, ws, scenario))
+    finally:
+        runtime.close()
 
 
 def _on_ray(config: str | None, scenario: str) -> list[dict[str, Any]]:
@@ -97,7 +109,11 @@ def _on_ray(config: str | None, scenario: str) -> list[dict[str, Any]]:
         tempfile.TemporaryDirectory(prefix="toolray-trace-") as tmp,
         _demo.open_session(cfg, Path(tmp)) as session,
     ):
-        return asyncio.run(_run_scenario(session.runner, session.workspace, scenario))
+        runner = session.runner
+        if scenario == "code":
+            session.disposers.append(session.rt.scope(CODE_SCOPE).present_as("code"))
+            runner = _demo.RayRunner(session.rt.executor(CODE_SCOPE))
+        return asyncio.run(_run_scenario(runner, session.workspace, scenario))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -20,7 +20,7 @@ from toolray._disposer import Disposer
 from toolray._execution import ToolDispatchExecution
 from toolray._normalize import failure_from
 from toolray._outcomes import ToolExecutionResult
-from toolray._signals import AbortSignal, TimeoutReason, format_ms
+from toolray._signals import AbortSignal, TimeoutReason, detach_sources, format_ms
 from toolray.errors import ToolTimeoutError
 
 __all__ = ("TimeoutPolicy",)
@@ -74,8 +74,8 @@ class TimeoutPolicy:
                 result: ToolExecutionResult = await next_()
             finally:
                 execution.signal = previous
-                deadline._release_sources()
-                budget._release_sources()
+                detach_sources(deadline)
+                detach_sources(budget)
             reason = budget.reason
             if budget.aborted and isinstance(reason, TimeoutReason) and reason is deadline.reason:
                 err = ToolTimeoutError(f"tool call timed out after {format_ms(ms)}ms")

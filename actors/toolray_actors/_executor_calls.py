@@ -1,0 +1,117 @@
+"""The executor actor's single calls: ``execute``, ``resolve`` and nested dispatch.
+
+Mixed into ``ExecutorActor``, which provides the mirror, the runner and the table of
+cancellable operations (``batches``: key → ``AbortController``, the key reserved by the
+driver first, so a forwarded abort finds its operation).
+
+Nested dispatch is the trust boundary of API-v2 §13: a worker names its calling execution
+by token id; the runner keeps the executions whose bodies are out on workers, and only
+those may dispatch. An unknown id (forged) or a settled one (stale) is rejected with
+``ValueError``; a known one runs through the calling context itself, so the nested call
+gets its parent, root call id, tool set, scope, signal and default ``<id>:sub:<n>`` id
+exactly as in-process.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from toolray import (
+    AbortController,
+    ActivationContext,
+    ModelSelection,
+    ToolBatchInput,
+    ToolExecutionInput,
+    ToolExecutionResult,
+    ToolRunContext,
+)
+from toolray.lowlevel import admitted_entries, not_live, run_pipeline
+
+from ._mirror import Mirror
+from ._runner import RayBodyRunner
+from ._toolset import RemoteToolSet, core_tool_set
+from ._wire import CallSpec
+
+__all__ = ("ExecutorCalls",)
+
+
+class ExecutorCalls:
+    """``execute``, ``resolve`` and ``dispatch_nested`` of one executor actor."""
+
+    mirror: Mirror
+    runner: RayBodyRunner
+    batches: dict[str, AbortController]
+    scopes_seen: set[str | None]
+    last_active: float
+
+    def _controller(self, key: str, aborted: bool, reason: Any) -> AbortController:
+        ctrl = self.batches.setdefault(key, AbortController())
+        if aborted:
+            ctrl.abort(reason)
+        return ctrl
+
+    def _tool_set(self, tool_set: RemoteToolSet | None) -> Any:
+        return core_tool_set(self.mirror, tool_set)
+
+    def _live(self, token_id: str) -> ToolRunContext:
+        """The context of a live execution this executor issued, by its token id."""
+        ctx = self.runner.live.get(token_id)
+        if ctx is None or ctx.settled:
+            raise not_live(token_id)
+        return ctx
+
+    def _custom_executor(self, batch: ToolBatchInput) -> Any:
+        """The ``set_executor()`` executor serving ``batch.scope``, or ``None`` (ours).
+
+        Raises ``ExecutorUnavailableError`` when a global ``set_executor`` was disposed and
+        nothing replaced it, exactly as the core selection does.
+        """
+        chosen = self.mirror.registry.executor_for(batch.scope)
+        return chosen if self.mirror.is_custom_executor(chosen) else None
+
+    async def execute_call(self, spec: CallSpec) -> ToolExecutionResult:
+        """One call through the whole pipeline (bodies on workers); ``spec.key`` was reserved."""
+        self.last_active = time.monotonic()
+        ctrl = self._controller(spec.key, spec.aborted, spec.reason)
+        self.scopes_seen.add(spec.scope)
+        try:
+            parent = self._live(spec.parent).token if spec.parent is not None else None
+            inp = ToolExecutionInput(
+                spec.call_id,
+                spec.name,
+                spec.arguments,
+                ctrl.signal,
+                root_call_id=spec.root_call_id,
+                schema=spec.schema,
+                scope=spec.scope,
+                tool_set=self._tool_set(spec.tool_set),
+                parent=parent,
+            )
+            return await run_pipeline(self.mirror.registry, inp, self.runner)
+        finally:
+            self.batches.pop(spec.key, None)
+            self.last_active = time.monotonic()
+
+    async def resolve(
+        self, key: str, scope: str | None, model: ModelSelection, aborted: bool, reason: Any
+    ) -> tuple[int, ...]:
+        """Evaluate the scope's ``when`` conditions here; returns the admitted ids."""
+        self.last_active = time.monotonic()
+        ctrl = self._controller(key, aborted, reason)
+        try:
+            registry = self.mirror.registry
+            admitted = await registry.resolve(ActivationContext(scope, model, ctrl.signal))
+            ids = (self.mirror.op_id_of(e.definition) for e in admitted_entries(registry, admitted))
+            return tuple(sorted(i for i in ids if i is not None))
+        finally:
+            self.batches.pop(key, None)
+            self.last_active = time.monotonic()
+
+    async def dispatch_nested(
+        self, token_id: str, name: str, arguments: Any, call_id: str | None
+    ) -> ToolExecutionResult:
+        """A nested call from a worker body, for the live execution ``token_id`` names."""
+        self.last_active = time.monotonic()
+        ctx = self._live(token_id)
+        return await ctx.dispatch(name, arguments, call_id=call_id)

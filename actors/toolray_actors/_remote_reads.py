@@ -1,0 +1,160 @@
+"""The read side of ``RemoteRegistry``: every section-6 read, answered by the registry actor.
+
+Arguments and results are the core's (API-v2 §13): ``get`` / ``executable`` /
+``definitions`` return definitions (unpickled here from the blobs they were registered
+with, so equal but not identical to the driver's objects, R-REG-14 aside), ``schemas`` the
+detached projections, ``execution_mode`` the core classification, ``check_guards`` the
+first denial (guards run in the registry actor), ``statistics`` the core
+``RegistryStatistics``. Each takes ``scope=`` and ``tool_set=`` where the core does; a
+``tool_set`` is a :class:`~toolray_actors._toolset.RemoteToolSet` from :meth:`resolve`.
+``get("run_code")`` gives the one shared transport object whenever the scope presents
+Code Mode. Batches and single calls go to the scope's executor actor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import cloudpickle
+
+from toolray import (
+    ActivationContext,
+    RegistryStatistics,
+    ToolBatchInput,
+    ToolBatchResult,
+    ToolDefinition,
+    ToolExecution,
+    ToolExecutionInput,
+    ToolExecutionResult,
+)
+
+from ._connection import Connection
+from ._registry_reads import RUN_CODE_MARK
+from ._toolset import RemoteToolSet, wire_tool_set
+from ._wire import ExecutionSnapshot, shippable_arguments
+
+__all__ = ("RemoteReads",)
+
+_shared: dict[bytes, ToolDefinition] = {}
+"""The ``run_code`` transport by its pickle: one object for every scope (R-COND-07)."""
+
+
+def _definition(blob: Any) -> ToolDefinition | None:
+    if blob is None:
+        return None
+    if isinstance(blob, tuple) and blob[0] == RUN_CODE_MARK:
+        shared = _shared.get(blob[1])
+        if shared is None:
+            shared = _shared[blob[1]] = cloudpickle.loads(blob[1])
+        return shared
+    return cloudpickle.loads(blob)  # type: ignore[no-any-return]
+
+
+def _check_name(name: Any) -> None:
+    if not isinstance(name, str):
+        raise TypeError(f"a tool name is a str, not {type(name).__name__}")
+
+
+class RemoteReads:
+    """Reads of the namespace's registry actor (mixed into ``RemoteRegistry``)."""
+
+    _conn: Connection
+    _executors: Callable[[str | None], Any]
+
+    # ------------------------------------------------------------------ visibility
+    def get(
+        self, name: str, scope: str | None = None, tool_set: RemoteToolSet | None = None
+    ) -> ToolDefinition | None:
+        """The definition ``scope`` sees under ``name`` (``run_code`` when presented)."""
+        _check_name(name)
+        return _definition(self._conn.call("read_get", name, scope, wire_tool_set(tool_set)))
+
+    def executable(
+        self, name: str, scope: str | None = None, tool_set: RemoteToolSet | None = None
+    ) -> ToolDefinition | None:
+        """The definition a call may execute: the step's set decides, else unconditional."""
+        _check_name(name)
+        blob = self._conn.call("read_executable", name, scope, wire_tool_set(tool_set))
+        return _definition(blob)
+
+    def definitions(
+        self, scope: str | None = None, tool_set: RemoteToolSet | None = None
+    ) -> list[ToolDefinition]:
+        """The visible capability definitions (never ``run_code``), in view order."""
+        blobs = self._conn.call("read_definitions", scope, wire_tool_set(tool_set))
+        return [d for d in map(_definition, blobs) if d is not None]
+
+    def schemas(
+        self, scope: str | None = None, tool_set: RemoteToolSet | None = None
+    ) -> list[dict[str, Any]]:
+        """One detached ``{"name", "description", "parameters"}`` per visible tool."""
+        return list(self._conn.call("schemas", scope, wire_tool_set(tool_set)))
+
+    def names(self, scope: str | None = None, tool_set: RemoteToolSet | None = None) -> list[str]:
+        """Visible capability names, in view order."""
+        return list(self._conn.call("names", scope, wire_tool_set(tool_set)))
+
+    def known_names(self, scope: str | None = None) -> list[str]:
+        """R-SCH-11 ``knownNames`` for the scope's wire contribution."""
+        return list(self._conn.call("known_names", scope))
+
+    # ------------------------------------------------------------------ one call
+    def execution_mode(self, inp: ToolExecutionInput) -> str:
+        """``"parallel"`` only when the visible classifier returns exactly ``True``."""
+        if not isinstance(inp, ToolExecutionInput):
+            raise TypeError(
+                f"execution_mode() takes a ToolExecutionInput, not {type(inp).__name__}"
+            )
+        return str(
+            self._conn.call(
+                "execution_mode",
+                inp.name,
+                shippable_arguments(inp.arguments),
+                inp.scope,
+                wire_tool_set(inp.tool_set),
+                inp.parent is not None,
+            )
+        )
+
+    def check_guards(self, execution: ToolExecution) -> str | None:
+        """Global guards, then the caller's chain farthest first; the first ``str`` denies."""
+        if not isinstance(execution, ToolExecution):
+            raise TypeError(f"check_guards() takes a ToolExecution, not {type(execution).__name__}")
+        snapshot = ExecutionSnapshot.of(execution, wire_tool_set(execution.tool_set))
+        verdict = self._conn.call("check_guards", snapshot)
+        return None if verdict is None else str(verdict)
+
+    def statistics(self) -> RegistryStatistics:
+        """The authoritative registry's counts (scopes, layers, tools, views)."""
+        stats: RegistryStatistics = self._conn.call("statistics")
+        return stats
+
+    # ------------------------------------------------------------------ steps and calls
+    async def resolve(self, context: ActivationContext) -> RemoteToolSet:
+        """Evaluate every ``when`` visible to the scope, in its executor actor, once.
+
+        Returns the step's set for ``ToolBatchInput(tool_set=...)``. A raising condition
+        raises that exception (the first in registration order); an abort of
+        ``context.signal`` before or during resolution raises ``AbortError`` (or the
+        reason, if it is an exception) and publishes nothing.
+        """
+        if not isinstance(context, ActivationContext):
+            raise TypeError(f"resolve() takes an ActivationContext, not {type(context).__name__}")
+        return await self._executors(context.scope).resolve(context)  # type: ignore[no-any-return]
+
+    async def execute_batch(self, batch: ToolBatchInput) -> ToolBatchResult:
+        """Run ``batch`` on its scope's executor actor (``rt.executor(batch.scope)``)."""
+        if not isinstance(batch, ToolBatchInput):
+            raise TypeError(f"execute_batch() takes a ToolBatchInput, not {type(batch).__name__}")
+        return await self._executors(batch.scope).execute_batch(batch)  # type: ignore[no-any-return]
+
+    async def execute(self, inp: ToolExecutionInput) -> ToolExecutionResult:
+        """Run one call through its scope's executor actor (the core ``execute()``)."""
+        if not isinstance(inp, ToolExecutionInput):
+            raise TypeError(f"execute() takes a ToolExecutionInput, not {type(inp).__name__}")
+        return await self._executors(inp.scope).execute(inp)  # type: ignore[no-any-return]
+
+    def info(self) -> dict[str, Any]:
+        """Registry counters (contributions, sequence, executors, restarts, leases, scopes)."""
+        return dict(self._conn.call("info"))

@@ -1,0 +1,347 @@
+"""Chaos campaign: agents from several drivers under random SIGKILLs; invariants and figures.
+
+A cluster host (``toolray_actors.testing.cluster_host``: a head, plus worker nodes with
+``--nodes``) runs the namespace. ``--drivers`` driver processes (``_chaos_driver.py``) each
+run ``--agents`` agents submitting ``--calls``-call batches of a ledger tool (every body
+appends its call id to a SQLite ledger in WAL mode on entry). For ``--seconds`` a fault
+injector SIGKILLs a random process of the namespace every ``--every`` seconds — tool
+workers, executors, pool managers, the registry — and, with ``--nodes``, removes a worker
+node (and adds a fresh one). Then the faults stop and every agent submits batches until one
+fully succeeds.
+
+Checked at the end, printed as a table: every batch returned one result per call in model
+order (none raised); no call id ran twice; every success ran exactly once; every failure
+carries a fault code; every agent recovered; every JSONL log parses and holds a
+``tool/call`` and a ``tool/result`` for every call of every returned batch.
+
+Usage: ``toolray chaos --seconds 300 --nodes 2`` (the campaign), ``toolray chaos
+--seconds 600 --kinds ""`` (the soak: no faults; RSS, open files and threads of every actor
+sampled each ``--sample`` seconds), ``--seconds 15 --drivers 2 --agents 2`` (the short CI
+run); ``benchmarks/chaos.py`` is the same program. Exit code 0 iff every invariant held.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+DRIVER = "toolray_actors.cli._chaos_driver"
+FAULT_CODES = {"WORKER_LOST", "EXECUTOR_LOST", "ABORTED", "TOOL_TIMEOUT"}
+KINDS = ("worker", "executor", "pool", "registry", "node")
+
+
+class Proc:
+    """A child whose stdout lines are read on demand (blocking, with a deadline)."""
+
+    def __init__(self, argv: list[str], env: dict[str, str]) -> None:
+        self.p = subprocess.Popen(
+            argv,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            bufsize=1,
+        )
+
+    def send(self, line: str) -> None:
+        assert self.p.stdin is not None
+        self.p.stdin.write(line + "\n")
+        self.p.stdin.flush()
+
+    def expect(self, prefix: str) -> str:
+        assert self.p.stdout is not None
+        for line in self.p.stdout:
+            if line.startswith(prefix):
+                return line[len(prefix) :].strip()
+        err = self.p.stderr.read() if self.p.stderr is not None else ""
+        raise RuntimeError(f"{self.p.args!r} ended before {prefix!r}: {err[-2000:]}")
+
+
+def _env() -> dict[str, str]:
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+    env.pop("RAY_ADDRESS", None)
+    return env
+
+
+def _victims(address: str, namespace: str) -> Any:
+    """An observer connection: pids of the namespace's actors by kind."""
+    import ray
+
+    from toolray_actors import RayRuntime, RuntimeConfig
+
+    ray.init(address=address, log_to_driver=False)
+    rt = RayRuntime.start(RuntimeConfig(namespace=namespace))
+    return rt
+
+
+def inject(
+    args: argparse.Namespace,
+    host: Proc,
+    rt: Any,
+    nodes: list[str],
+    rng: random.Random,
+    faults: Counter[str],
+    fault_log: list[tuple[float, str]],
+) -> None:
+    kinds = [k for k in args.kinds.split(",") if k != "node" or nodes]
+    kind = rng.choice(kinds)
+    if kind == "node":
+        victim = nodes.pop(rng.randrange(len(nodes)))
+        host.send(f"remove {victim}")
+        host.expect("REMOVED")
+        host.send('add {"toolslot": 8}')
+        nodes.append(host.expect("NODE "))
+    else:
+        try:
+            actors = [a for a in rt.stats().actors if a.kind == kind]
+        except Exception:  # the observer's view is itself recovering
+            return
+        if not actors:
+            return
+        os.kill(rng.choice(actors).pid, signal.SIGKILL)
+    faults[kind] += 1
+    fault_log.append((time.time(), kind))
+
+
+def sample(rt: Any) -> dict[str, Any]:
+    """RSS, open files and threads of every live actor of the namespace (same machine)."""
+    import psutil
+
+    row: dict[str, Any] = {"at": time.time(), "actors": {}}
+    try:
+        actors = rt.stats().actors
+    except Exception:
+        return row
+    for a in actors:
+        try:
+            p = psutil.Process(a.pid)
+            row["actors"][f"{a.kind}:{a.name}:{a.pid}"] = (
+                p.memory_info().rss,
+                p.num_fds(),
+                p.num_threads(),
+            )
+        except psutil.Error:
+            continue
+    return row
+
+
+def drift(samples: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per actor alive in the second and the last sample: RSS / fd / thread growth."""
+    if len(samples) < 3:
+        return {}
+    first, last = samples[1]["actors"], samples[-1]["actors"]
+    common = sorted(set(first) & set(last))
+    growth = [
+        (
+            (last[k][0] - first[k][0]) / 2**20,
+            last[k][1] - first[k][1],
+            last[k][2] - first[k][2],
+        )
+        for k in common
+    ]
+    return {
+        "soak_actors": len(common),
+        "soak_max_rss_growth_mb": round(max((g[0] for g in growth), default=0.0), 1),
+        "soak_max_fd_growth": max((g[1] for g in growth), default=0),
+        "soak_max_thread_growth": max((g[2] for g in growth), default=0),
+        "soak_samples": len(samples),
+    }
+
+
+def check(records: list[dict[str, Any]], ledger: str, logs: Path) -> dict[str, Any]:
+    db = sqlite3.connect(ledger)
+    runs = Counter(cid for (cid,) in db.execute("SELECT call_id FROM runs"))
+    db.close()
+    raised = [r for r in records if "raised" in r]
+    returned = [r for r in records if "codes" in r]
+    misordered = [r for r in returned if r["result_ids"] != r["ids"]]
+    codes = Counter(c for r in returned for c in r["codes"])
+    successes = [
+        cid for r in returned for cid, c in zip(r["ids"], r["codes"], strict=False) if c is None
+    ]
+    failures = [
+        (cid, c) for r in returned for cid, c in zip(r["ids"], r["codes"], strict=False) if c
+    ]
+    lost = len(raised) + len(misordered) + sum(1 for _, c in failures if c not in FAULT_CODES)
+    rerun = sum(1 for n in runs.values() if n > 1)
+    success_not_once = sum(1 for cid in successes if runs.get(cid) != 1)
+    log_problems = 0
+    for path in logs.glob("*.jsonl"):
+        seen: Counter[tuple[str, str]] = Counter()
+        for line in path.read_text().splitlines():
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                log_problems += 1
+                continue
+            seen[(rec["type"], rec["callId"])] += 1
+        for r in (r for r in returned if path.stem == r["agent"]):
+            for cid in r["ids"]:
+                if seen[("tool/call", cid)] != 1 or seen[("tool/result", cid)] != 1:
+                    log_problems += 1
+    agents = {r["agent"] for r in records}
+    recovered = {
+        r["agent"]: r["since_stop"]
+        for r in records
+        if r["phase"] == "recovery" and "codes" in r and not any(r["codes"])
+    }
+    return {
+        "batches": len(records),
+        "raised": len(raised),
+        "misordered": len(misordered),
+        "calls": sum(len(r["ids"]) for r in returned),
+        "successes": len(successes),
+        "failures_by_code": dict(codes - Counter({None: codes[None]})),
+        "lost": lost,
+        "re_run": rerun,
+        "success_not_exactly_once": success_not_once,
+        "log_problems": log_problems,
+        "agents": len(agents),
+        "agents_recovered": len(recovered),
+        "recovery_s": sorted(recovered.values()),
+    }
+
+
+def _pct(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    values = sorted(values)
+    return values[min(len(values) - 1, int(q * len(values)))]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``toolray chaos``."""
+    parser.add_argument("--seconds", type=float, default=60)
+    parser.add_argument("--every", type=float, default=1.5, help="seconds between faults")
+    parser.add_argument("--drivers", type=int, default=3)
+    parser.add_argument("--agents", type=int, default=2)
+    parser.add_argument("--calls", type=int, default=6)
+    parser.add_argument("--nodes", type=int, default=0, help="worker nodes (enables node kills)")
+    parser.add_argument(
+        "--kinds", default="worker,executor,pool,registry,node", help='"" = no faults (soak)'
+    )
+    parser.add_argument("--mode", default="per_scope", choices=("per_scope", "sharded"))
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--sample", type=float, default=60.0, help="seconds between samples")
+    parser.add_argument("--json", default=None)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the campaign; print the table; 0 iff every invariant held."""
+    rng = random.Random(args.seed)
+    work = Path(tempfile.mkdtemp(prefix="toolray-chaos-"))
+    ledger = str(work / "ledger.sqlite")
+    db = sqlite3.connect(ledger)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("CREATE TABLE runs (call_id TEXT, pid INTEGER, at REAL)")
+    db.commit()
+    db.close()
+    (work / "logs").mkdir()
+    namespace = f"chaos-{os.getpid()}"
+    host = Proc([sys.executable, "-m", "toolray_actors.testing.cluster_host"], _env())
+    drivers: list[Proc] = []
+    try:
+        address = host.expect("ADDRESS ")
+        nodes = []
+        for _ in range(args.nodes):
+            host.send('add {"toolslot": 8}')
+            nodes.append(host.expect("NODE "))
+        t_start = time.time()
+        for d in range(args.drivers):
+            argv = [
+                *(sys.executable, "-m", DRIVER, address, namespace, ledger),
+                *(str(work / f"driver{d}.jsonl"), str(work / "logs"), "--driver", str(d)),
+                *("--agents", str(args.agents), "--calls", str(args.calls)),
+                *("--seed", str(args.seed), "--mode", args.mode),
+                *(["--toolslot"] if args.nodes else []),
+            ]
+            drivers.append(Proc(argv, _env()))
+        for proc in drivers:
+            proc.expect("READY")
+        rt = _victims(address, namespace)
+        baseline_end = time.time() + min(10.0, args.seconds / 4)
+        time.sleep(max(0.0, baseline_end - time.time()))  # a fault-free stretch to compare
+        faults: Counter[str] = Counter()
+        fault_log: list[tuple[float, str]] = []
+        chaos_start = time.time()
+        samples: list[dict[str, Any]] = []
+        next_sample = chaos_start
+        while time.time() - chaos_start < args.seconds:
+            time.sleep(args.every)
+            if args.kinds:
+                inject(args, host, rt, nodes, rng, faults, fault_log)
+            if time.time() >= next_sample:
+                samples.append(sample(rt))
+                next_sample += args.sample
+        chaos_end = time.time()
+        for proc in drivers:
+            proc.send("stop")
+        for proc in drivers:
+            proc.expect("DONE")
+            proc.p.wait(timeout=120)
+        rt.shutdown()
+    finally:
+        for proc in drivers:
+            if proc.p.poll() is None:
+                proc.p.kill()
+        host.send("")  # then close stdin: the host shuts the cluster down
+        assert host.p.stdin is not None
+        host.p.stdin.close()
+        host.p.wait(timeout=120)
+    records = [
+        json.loads(line)
+        for d in range(args.drivers)
+        for line in (work / f"driver{d}.jsonl").read_text().splitlines()
+    ]
+    out = check(records, ledger, work / "logs")
+    calm = [r for r in records if r["phase"] == "chaos" and r["end"] < chaos_start]
+    wild = [r for r in records if r["phase"] == "chaos" and chaos_start <= r["end"] <= chaos_end]
+
+    def rate(rs: list[dict[str, Any]], span: float) -> float:
+        return sum(len(r["ids"]) for r in rs) / span if span > 0 else 0.0
+
+    out.update(
+        seed=args.seed,
+        seconds=args.seconds,
+        drivers=args.drivers,
+        agents_per_driver=args.agents,
+        mode=args.mode,
+        faults=dict(faults),
+        faults_total=sum(faults.values()),
+        calls_per_s_calm=round(rate(calm, chaos_start - t_start), 1),
+        calls_per_s_chaos=round(rate(wild, chaos_end - chaos_start), 1),
+        p99_batch_s_calm=round(_pct([r["seconds"] for r in calm], 0.99), 3),
+        p99_batch_s_chaos=round(_pct([r["seconds"] for r in wild], 0.99), 3),
+        recovery_p50_s=round(_pct(out["recovery_s"], 0.5), 2),
+        recovery_p99_s=round(_pct(out["recovery_s"], 0.99), 2),
+        **drift(samples),
+        workdir=str(work),
+    )
+    ok = (
+        out["lost"] == 0
+        and out["re_run"] == 0
+        and out["success_not_exactly_once"] == 0
+        and out["log_problems"] == 0
+        and out["agents_recovered"] == out["agents"]
+        and out.get("soak_max_rss_growth_mb", 0) <= 20
+    )
+    width = max(len(k) for k in out)
+    for key, value in out.items():
+        if key != "recovery_s":
+            print(f"{key:<{width}}  {value}")
+    print(f"{'verdict':<{width}}  {'PASS' if ok else 'FAIL'}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=2))
+    return 0 if ok else 1

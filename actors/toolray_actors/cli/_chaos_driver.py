@@ -1,0 +1,188 @@
+"""One driver process of the chaos campaign (``benchmarks/chaos.py`` starts several).
+
+It attaches to the campaign's cluster, registers the ledger tool (identical in every
+driver), and runs ``--agents`` agents, each submitting batches in a loop until a ``stop``
+line arrives on stdin. Then each agent submits batches until one fully succeeds (the
+recovery time). Every batch is checked as it returns and written to ``--out`` (JSON lines):
+one result per call in model order, or the exception it raised.
+
+Usage: ``python benchmarks/_chaos_driver.py ADDRESS NAMESPACE LEDGER OUT --driver N ...``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import sqlite3
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import cloudpickle
+
+from toolray import (
+    AbortController,
+    JsonlEventLog,
+    LogStep,
+    ToolBatchInput,
+    ToolCall,
+    ToolOutput,
+    define_tool,
+    text_block,
+)
+from toolray_actors import RayRuntime, RuntimeConfig
+
+
+def ledger_tool(path: str) -> Any:
+    """Appends its call id to the SQLite ledger on entry, then works for a few ms."""
+
+    def body(args: Any, ctx: Any) -> Any:
+        db = sqlite3.connect(path, timeout=30, isolation_level=None)
+        try:
+            db.execute(
+                "INSERT INTO runs (call_id, pid, at) VALUES (?, ?, ?)",
+                (ctx.call_id, os.getpid(), time.time()),
+            )
+        finally:
+            db.close()
+        time.sleep(float(args.get("ms", 5)) / 1000)
+        return {"n": args.get("n", 0)}
+
+    return define_tool(
+        name="ledger",
+        description="Record the call and work a little",
+        parameters={"n": {"type": "integer"}, "ms": {"type": "number"}},
+        output=ToolOutput(schema={"type": "json"}, render=lambda a, v: [text_block(str(v))]),
+        execute=body,
+        is_concurrency_safe=lambda args: True,
+    )
+
+
+class Agent:
+    def __init__(self, driver: int, index: int, args: argparse.Namespace, rt: RayRuntime) -> None:
+        self.name = f"d{driver}a{index}"
+        self.args = args
+        self.rt = rt
+        self.rng = random.Random(args.seed * 1000 + driver * 100 + index)
+        self.batches = 0
+        self.log_path = Path(args.logs) / f"{self.name}.jsonl"
+
+    def _calls(self) -> list[ToolCall]:
+        k = self.args.calls
+        prefix = f"{self.name}-b{self.batches}"
+        return [
+            ToolCall(f"{prefix}-c{i}", "ledger", {"n": i, "ms": self.rng.choice((1, 5, 20))})
+            for i in range(k)
+        ]
+
+    async def one(self, phase: str) -> dict[str, Any]:
+        calls = self._calls()
+        self.batches += 1
+        t0 = time.monotonic()
+        record: dict[str, Any] = {"agent": self.name, "phase": phase, "ids": [c.id for c in calls]}
+        try:
+            with JsonlEventLog(self.log_path) as log:
+                batch = ToolBatchInput(
+                    calls,
+                    AbortController().signal,
+                    scope=self.name,
+                    log=LogStep(self.batches, 0, log),
+                )
+                out = await self.rt.executor(self.name).execute_batch(batch)
+        except BaseException as err:  # an invariant violation: record it, go on
+            record.update(raised=f"{type(err).__module__}.{type(err).__name__}: {err}")
+        else:
+            record.update(
+                result_ids=[r.call_id for r in out.results],
+                codes=[
+                    (r.result.error.info.code if r.result.error.info else "NO_CODE")
+                    if r.result.is_error
+                    else None
+                    for r in out.results
+                ],
+                uncoded=[
+                    r.result.error.message[:300]
+                    for r in out.results
+                    if r.result.is_error and r.result.error.info is None
+                ],
+            )
+        record["seconds"] = round(time.monotonic() - t0, 4)
+        record["end"] = time.time()
+        return record
+
+
+async def run(args: argparse.Namespace, stop: threading.Event) -> list[dict[str, Any]]:
+    config = RuntimeConfig.model_validate(
+        {
+            "namespace": args.namespace,
+            "kill_grace_ms": 300,
+            "cancel_grace_ms": 100,
+            "pool": {
+                "size": 2,
+                "spare": 1,
+                "max_concurrency": 64,
+                # with worker nodes, tool workers live there (so a lost node costs calls)
+                "resources": {"toolslot": 1} if args.toolslot else {},
+            },
+            "executors": {"mode": args.mode, "shards": 2},
+        }
+    )
+    rt = RayRuntime.start(config, address=args.address)
+    rt.registry.register(ledger_tool(args.ledger))
+    agents = [Agent(args.driver, i, args, rt) for i in range(args.agents)]
+    records: list[dict[str, Any]] = []
+    print("READY", flush=True)
+
+    async def loop(agent: Agent) -> None:
+        while not stop.is_set():
+            records.append(await agent.one("chaos"))
+        stopped = time.time()
+        while True:  # recovery: until one batch fully succeeds
+            rec = await agent.one("recovery")
+            rec["since_stop"] = round(rec["end"] - stopped, 3)
+            records.append(rec)
+            if "codes" in rec and not any(rec["codes"]):
+                return
+            if rec["since_stop"] > 120:
+                return
+
+    await asyncio.gather(*(loop(a) for a in agents))
+    rt.shutdown()
+    return records
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    for name in ("address", "namespace", "ledger", "out", "logs"):
+        parser.add_argument(name)
+    parser.add_argument("--driver", type=int, default=0)
+    parser.add_argument("--agents", type=int, default=3)
+    parser.add_argument("--calls", type=int, default=6)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--mode", default="per_scope")
+    parser.add_argument("--toolslot", action="store_true")
+    args = parser.parse_args()
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    stop = threading.Event()
+
+    def watch_stdin() -> None:
+        for line in sys.stdin:
+            if line.strip() == "stop":
+                break
+        stop.set()
+
+    threading.Thread(target=watch_stdin, daemon=True).start()
+    records = asyncio.run(run(args, stop))
+    with open(args.out, "w", encoding="utf-8") as f:
+        for rec in records:
+            f.write(json.dumps(rec) + "\n")
+    print("DONE", flush=True)
+
+
+if __name__ == "__main__":
+    main()

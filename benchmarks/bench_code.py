@@ -1,0 +1,276 @@
+"""Code Mode runtime benchmark: a trivial run on a warm child, and the cost of a sub-call.
+
+Run: ``.venv/bin/python benchmarks/bench_code.py [--quick]`` (about 30 s; ``--quick`` about
+10 s). Figures are wall times on this machine, medians and 99th percentiles of ``N`` runs.
+
+- trivial run ``1``, warm child (the pool has booted before each run): target p50 ≤ 30 ms;
+- the same back to back (the next child boots while the previous run goes) and cold
+  (``warm=0``: interpreter start-up plus the pre-imports in every run), for reference;
+- a program awaiting 20 binding calls one after another; and per call, 200 calls one after
+  another (or under ``asyncio.gather``) minus the same program with no call; against 20
+  direct awaits of the binding in-process, and against 20 native calls through a
+  ``ToolRegistry`` batch;
+- through the registry (``run_code`` with ``PythonRuntime`` mounted, every binding call a
+  sub-call through the full pipeline on the sub-scheduler): a trivial ``run_code``, a
+  program making 20 sub-calls, and per sub-call (200 sub-calls minus an empty program)
+  against the same calls as a native batch: target ≤ 2× a native call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from toolray import (
+    AbortController,
+    ToolBatchInput,
+    ToolCall,
+    ToolExecutionInput,
+    ToolOutput,
+    ToolRegistry,
+    define_tool,
+    text_block,
+)
+from toolray.code import CodeRunOutcome, PythonRuntime
+
+QUICK = "--quick" in sys.argv
+N = 15 if QUICK else 50
+SIGNAL = AbortController().signal
+
+
+async def echo(args: Any) -> Any:
+    return args["i"]
+
+
+def _program(calls: int, concurrent: bool) -> str:
+    if concurrent:
+        return f"import asyncio\nawait asyncio.gather(*[echo(i=i) for i in range({calls})])"
+    return f"s = 0\nfor i in range({calls}):\n    s += await echo(i=i)\ns"
+
+
+async def _times(
+    runs: int, once: Callable[[], Awaitable[Any]], before: Callable[[], Awaitable[Any]]
+) -> list[float]:
+    out = []
+    for _ in range(runs):
+        await before()
+        start = time.perf_counter()
+        await once()
+        out.append((time.perf_counter() - start) * 1000)
+    return out
+
+
+def _p(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def _p50_p99(values: list[float]) -> str:
+    return f"{_p(values, 0.5):.1f} / {_p(values, 0.99):.1f}"
+
+
+async def _nothing() -> None:
+    return None
+
+
+async def _runs(runtime: PythonRuntime, program: str, warm: bool, runs: int = N) -> list[float]:
+    before = runtime.wait_warm if warm else _nothing
+    return await _times(runs, lambda: runtime.run(program, {"echo": echo}, SIGNAL), before)
+
+
+async def _direct(calls: int) -> float:
+    start = time.perf_counter()
+    for _ in range(200):
+        for i in range(calls):
+            await echo({"i": i})
+    return (time.perf_counter() - start) * 1000 / 200 / calls
+
+
+async def _native(calls: int) -> float:
+    reg = ToolRegistry()
+    out = ToolOutput(schema={"type": "integer"}, render=lambda a, v: [text_block(str(v))])
+
+    async def body(args: Any, ctx: Any) -> int:
+        return int(args["i"])
+
+    params = {"i": {"type": "integer", "required": True}}
+    reg.register(define_tool(name="echo", description="e", parameters=params, output=out,
+                             execute=body, is_concurrency_safe=lambda a: False))  # fmt: skip
+    batch = [ToolCall(f"c{i}", "echo", f'{{"i": {i}}}') for i in range(calls)]
+    start = time.perf_counter()
+    for _ in range(50):
+        await reg.execute_batch(ToolBatchInput(batch, SIGNAL))
+    return (time.perf_counter() - start) * 1000 / 50 / calls
+
+
+def _registry(runtime: PythonRuntime) -> ToolRegistry:
+    reg = ToolRegistry(mode="code", code_runtime=runtime)
+    out = ToolOutput(schema={"type": "integer"}, render=lambda a, v: [text_block(str(v))])
+
+    async def body(args: Any, ctx: Any) -> int:
+        return int(args["i"])
+
+    params = {"i": {"type": "integer", "required": True}}
+    reg.register(define_tool(name="echo", description="e", parameters=params, output=out,
+                             execute=body, is_concurrency_safe=lambda a: False))  # fmt: skip
+    return reg
+
+
+async def _run_code(reg: ToolRegistry, program: str) -> float:
+    inp = ToolExecutionInput(
+        "c1", "run_code", {"code": program, "description": "bench"}, SIGNAL, scope="a"
+    )
+    start = time.perf_counter()
+    result = await reg.execute(inp)
+    elapsed = (time.perf_counter() - start) * 1000
+    assert not result.is_error, result.content
+    return elapsed
+
+
+SETTLE_S = 0.3
+"""A timed program first waits this long, so the warm child booting beside it is done."""
+
+
+def _timed(calls: int) -> str:
+    """A program timing its own ``calls`` sequential calls (ms), after ``SETTLE_S``."""
+    return (
+        f"import asyncio, time\nawait asyncio.sleep({SETTLE_S})\nt = time.perf_counter()\n"
+        f"for i in range({calls}):\n    await echo(i=i)\n(time.perf_counter() - t) * 1000"
+    )
+
+
+async def _paired(
+    runtime: PythonRuntime, reg: ToolRegistry, native: ToolRegistry, calls: int, runs: int
+) -> dict[str, list[float]]:
+    """Interleaved (the machine is shared): ``calls`` sequential calls timed inside the
+    program, through ``run_code`` (``sub``) and on the bare runtime with the binding awaited
+    directly (``raw``), and the same calls as a native batch (``native``), all in ms."""
+    program, batch = _timed(calls), _native_batch(calls)
+    inp = ToolExecutionInput("c1", "run_code", {"code": program, "description": "b"}, SIGNAL)
+    out: dict[str, list[float]] = {"sub": [], "raw": [], "native": []}
+    for _ in range(runs):
+        await runtime.wait_warm()
+        out["sub"].append(float((await reg.execute(inp)).value["result"]))  # type: ignore[union-attr]
+        await runtime.wait_warm()
+        out["raw"].append(float((await runtime.run(program, {"echo": echo}, SIGNAL)).result))  # type: ignore[arg-type]
+        start = time.perf_counter()
+        await native.execute_batch(batch)
+        out["native"].append((time.perf_counter() - start) * 1000)
+    return out
+
+
+def _native_batch(calls: int) -> ToolBatchInput:
+    return ToolBatchInput(
+        [ToolCall(f"c{i}", "echo", f'{{"i": {i}}}') for i in range(calls)], SIGNAL
+    )
+
+
+class _Scripted:
+    """A runtime without a child: the program awaits the bindings in-process.
+
+    Isolates what the registry adds to a sub-call (identity, the lane, the pipeline) from the
+    child's pipe round trip.
+    """
+
+    language = "python"
+
+    def __init__(self, calls: int) -> None:
+        self.calls = calls
+
+    async def run(self, program: str, bindings: Any, signal: Any) -> Any:
+        total = 0
+        for i in range(self.calls):
+            total += await bindings["echo"]({"i": i})
+        return CodeRunOutcome(logs=[], result=total, has_result=True)
+
+
+async def _bridge_row(calls: int, runs: int) -> tuple[str, str, str]:
+    reg, empty = _registry(_Scripted(calls)), _registry(_Scripted(0))  # type: ignore[arg-type]
+    native = ToolRegistry()
+    for definition in reg.definitions():
+        native.register(definition)
+    sub, base, nat = [], [], []
+    for _ in range(runs):
+        base.append(await _run_code(empty, "-"))
+        sub.append(await _run_code(reg, "-"))
+        start = time.perf_counter()
+        await native.execute_batch(_native_batch(calls))
+        nat.append((time.perf_counter() - start) * 1000)
+    per_sub = (statistics.median(sub) - statistics.median(base)) / calls
+    ratio = per_sub / (statistics.median(nat) / calls)
+    return ("  the registry alone (no child) / native call", f"{ratio:.2f}×", "—")
+
+
+async def _registry_rows(runtime: PythonRuntime) -> list[tuple[str, str, str]]:
+    reg = _registry(runtime)
+    native = ToolRegistry()
+    for definition in reg.definitions():
+        native.register(definition)
+    trivial, sub20 = [], []
+    for _ in range(N):
+        await runtime.wait_warm()
+        trivial.append(await _run_code(reg, "1"))
+        await runtime.wait_warm()
+        sub20.append(await _run_code(reg, _program(20, False)))
+    rows = [
+        ("registry: trivial run_code, warm", _p50_p99(trivial), "≤ 30"),
+        ("registry: run_code making 20 sub-calls, warm", _p50_p99(sub20), "—"),
+    ]
+    for calls, runs in ((20, max(5, N // 2)), (200, max(5, N // 5))):
+        t = await _paired(runtime, reg, native, calls, runs)
+        sub, raw, nat = (statistics.median(t[k]) / calls for k in ("sub", "raw", "native"))
+        rows += [
+            (f"{calls} sequential calls timed in the program, per call:", "", ""),
+            ("  sub-call through run_code", f"{sub * 1000:.0f} µs", "—"),
+            ("  binding awaited directly (bare runtime)", f"{raw * 1000:.0f} µs", "—"),
+            ("  native call in a batch", f"{nat * 1000:.0f} µs", "—"),
+            ("  sub-call / native call", f"{sub / nat:.2f}×", "≤ 2×"),
+            ("  what the registry adds / native call", f"{(sub - raw) / nat:.2f}×", "—"),
+            await _bridge_row(calls, runs),
+        ]  # fmt: skip
+    return rows
+
+
+async def main() -> None:
+    rows: list[tuple[str, str, str]] = []
+    runtime = PythonRuntime(timeout_s=60)
+    await runtime.wait_warm()
+    await runtime.run("1", {}, SIGNAL)  # first use: caches warm
+    warm = await _runs(runtime, "1", warm=True)
+    rows.append(("trivial run, warm child", f"{_p(warm, 0.5):.1f} / {_p(warm, 0.99):.1f}", "≤ 30"))
+    b2b = await _runs(runtime, "1", warm=False, runs=max(5, N // 3))
+    rows.append(("trivial run, back to back", f"{_p(b2b, 0.5):.1f} / {_p(b2b, 0.99):.1f}", "—"))
+    cold_rt = PythonRuntime(timeout_s=60, warm=0)
+    cold = await _runs(cold_rt, "1", warm=False, runs=max(5, N // 5))
+    rows.append(("trivial run, cold (warm=0)", f"{_p(cold, 0.5):.1f} / {_p(cold, 0.99):.1f}", "—"))
+    base = statistics.median(await _runs(runtime, _program(0, False), warm=True))
+    seq20 = await _runs(runtime, _program(20, False), warm=True)
+    rows.append(
+        ("program awaiting 20 sub-calls", f"{_p(seq20, 0.5):.1f} / {_p(seq20, 0.99):.1f}", "—")
+    )
+    # Per call over 200 calls: the run's own jitter (a few ms) would swamp 20 calls.
+    seq = statistics.median(await _runs(runtime, _program(200, False), warm=True))
+    par = statistics.median(await _runs(runtime, _program(200, True), warm=True))
+    per_seq, per_par = (seq - base) / 200, (par - base) / 200
+    rows.append(("sequential sub-call, per call (of 200)", f"{per_seq * 1000:.0f} µs", "—"))
+    rows.append(("gathered sub-call, per call (of 200)", f"{per_par * 1000:.0f} µs", "—"))
+    direct, native = await _direct(20), await _native(20)
+    rows.append(("direct await of the binding, per call", f"{direct * 1000:.2f} µs", "—"))
+    rows.append(("native registry batch (20 exclusive), per call", f"{native * 1000:.0f} µs", "—"))
+    rows.append(("sequential sub-call / direct await", f"{per_seq / direct:.0f}×", "—"))
+    rows.append(("sequential sub-call / native call", f"{per_seq / native:.2f}×", "—"))
+    rows.extend(await _registry_rows(runtime))
+    runtime.close()
+    cold_rt.close()
+    width = max(len(r[0]) for r in rows)
+    print(f"{'figure':<{width}}  {'ms p50 / p99, or as shown':>26}  target")
+    for name, value, target in rows:
+        print(f"{name:<{width}}  {value:>26}  {target}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

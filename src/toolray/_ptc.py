@@ -1,0 +1,307 @@
+"""The ``run_code`` body: one program run, its bindings, sub-calls and their log records.
+
+Each visible tool (the SDK projection, R-SCH-14) becomes a binding. A binding call that
+the run accepts gets the next id ``<outer call id>:ptc:<n>`` (a call made after the run is
+over, or with arguments that are not lossless JSON, is rejected and numbers nothing,
+C-CODE-3/11) and is queued on the run's :class:`~toolray._ptc_lane.SubLane`, which runs it
+through the full pipeline of the outer call's scope as a nested call: ``parent`` = the
+outer token, the outer root call id and step admission, and the run-scoped signal.
+
+The run-scoped signal fires when the outer signal does (with its reason) and when the
+program settles (``"run_code settled"``). Then queued calls are abandoned, started ones are
+awaited and committed, and log work is drained — all before the body returns (C-CODE-12).
+The program gets a sub-call's value (or its failure message) when the call commits, in
+submission order (C-CODE-5/7); the call's contexts ride the outer result (C-CODE-8).
+
+When the outer call has a log step, each started sub-call writes
+``tool/ptc-dispatch-start`` before ``prepare`` and ``tool/ptc-dispatch`` when it commits;
+the ``on_dispatch_log`` waterfall may replace the logged content only, and a listener that
+raises is contained (C-CODE-9/10).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ._content import ContentBlock, UserMessage
+from ._definition import RESERVED_TOOL_NAME
+from ._dispatch import current_notes, current_runner
+from ._eventlog import LogStep
+from ._execution import ToolExecution, ToolRunContext
+from ._json import snapshot_json, thaw_json
+from ._lookup import ToolLookup
+from ._nested import nested_input
+from ._normalize import message_of
+from ._outcomes import ToolExecutionResult
+from ._ptc_lane import SubCall, SubLane
+from ._run_code import check_run_code_arguments
+from ._sdk import parameter_names
+from ._signals import AbortController
+from ._waterfall import run_waterfall
+from .errors import NotJsonError
+
+__all__ = ("CODE_PLUGIN", "ProgramRuntime", "PtcDispatchLog", "SdkView", "code_run")
+
+_log = logging.getLogger("toolray")
+
+CODE_PLUGIN = "tools-code-mode"
+"""The ``source`` of the context deferring a successful sub-result's image content."""
+
+_NO_ARGUMENTS = (
+    "tool arguments must be lossless JSON (call the tool with an arguments object, e.g. `{}`)"
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PtcDispatchLog:
+    """One settled ``run_code`` sub-call about to be logged (the ``on_dispatch_log`` input).
+
+    ``content`` is the sub-call's complete model-facing content; a listener may return a
+    replacement for the ``tool/ptc-dispatch`` record only — the program already has the
+    value and the model never sees it.
+    """
+
+    execution: ToolExecution
+    """The outer ``run_code`` execution."""
+    scope: str | None
+    sub_call_id: str
+    name: str
+    is_error: bool
+    content: list[ContentBlock]
+
+
+class ProgramRuntime(Protocol):
+    """What ``run_code`` needs of a code runtime (``toolray.code.CodeRuntime``)."""
+
+    @property
+    def language(self) -> str:
+        """The program language."""
+        ...
+
+    def run(self, program: str, bindings: Mapping[str, Any], signal: Any) -> Awaitable[Any]:
+        """Run ``program`` to an outcome with ``logs``, ``result`` and ``has_result``."""
+        ...
+
+
+class SdkView(ToolLookup, Protocol):
+    """A registry as ``run_code`` reads it: the lookup plus the visible definitions."""
+
+    def definitions(self, scope: str | None = None, tool_set: Any = None) -> list[Any]:
+        """The visible capability definitions, in view order."""
+        ...
+
+    def effective_mode(self, scope: str | None) -> str:
+        """The scope's presentation mode."""
+        ...
+
+
+class _Rejected(Exception):
+    """A binding call the run refuses: the program sees ``ToolCallError(message)``."""
+
+
+class _Binding:
+    """One tool as the program calls it."""
+
+    __slots__ = ("_name", "_run", "parameter_names")
+
+    def __init__(self, run: _Run, name: str, names: Sequence[str] | None) -> None:
+        self._run = run
+        self._name = name
+        self.parameter_names = names
+
+    async def __call__(self, args: Any) -> Any:
+        return await self._run.call(self._name, args)
+
+
+class _Run:
+    """One program run: the run-scoped signal, the sub-call lane and the log work."""
+
+    def __init__(self, view: SdkView, ctx: ToolRunContext, cap: int) -> None:
+        execution = ctx.execution
+        assert execution is not None
+        self.ctx, self.execution, self.cap = ctx, execution, cap
+        self.controller = AbortController()
+        outer = ctx.signal
+        self.signal = self.controller.signal
+        self._unhook = outer.add_listener(lambda: self.controller.abort(outer.reason))
+        self.log: LogStep | None = execution.log
+        self.hooks = view.hooks("dispatch_log", execution.scope) if self.log else []
+        self.count = 0
+        self.log_work: set[asyncio.Task[None]] = set()
+        notes = current_notes()  # the run_code call's trace notes: sub-call spans go there
+        self.spans: list[dict[str, Any]] | None = None
+        if notes is not None:
+            self.spans = notes.setdefault("subCalls", [])
+        self.lane = SubLane(
+            view,
+            self.signal,
+            cap,
+            current_runner(),
+            on_start=self._started,
+            on_commit=self._committed,
+            on_abandon=self._abandon,
+        )
+
+    def over(self, name: str, what: str) -> _Rejected:
+        return _Rejected(f"run_code run is over ({self.signal.reason}); {name} {what}")
+
+    # ------------------------------------------------------------------ bindings
+    async def call(self, name: str, args: Any) -> Any:
+        if self.signal.aborted:
+            raise self.over(name, "not dispatched")
+        if args is None:
+            raise _Rejected(_NO_ARGUMENTS)
+        try:
+            dispatched = snapshot_json(args, "arguments")
+        except NotJsonError as err:
+            raise _Rejected(f"tool arguments must be lossless JSON: {err.message}") from None
+        except Exception as err:  # a hostile value whose inspection raises
+            raise _Rejected(f"tool arguments must be lossless JSON: {message_of(err)}") from None
+        self.count += 1
+        sub_call_id = f"{self.execution.call_id}:ptc:{self.count}"
+        inp = nested_input(
+            self.execution, name, dispatched, call_id=sub_call_id, signal=self.signal
+        )
+        outcome: asyncio.Future[ToolExecutionResult] = asyncio.get_running_loop().create_future()
+        result = await self.lane.run(SubCall(sub_call_id, name, inp, dispatched, outcome))
+        if self.signal.aborted:
+            raise self.over(name, "result discarded")
+        if result.is_error:
+            raise _Rejected(result.error.message)
+        return result.value
+
+    def _abandon(self, sub: SubCall) -> None:
+        if not sub.outcome.done():
+            sub.outcome.set_exception(self.over(sub.name, "tool call abandoned"))
+
+    # ------------------------------------------------------------------ commits
+    def _event(self, kind: str, sub: SubCall) -> dict[str, Any]:
+        log, execution = self.log, self.execution
+        assert log is not None
+        return {
+            "type": kind,
+            "turn": log.turn,
+            "step": log.step,
+            "rootCallId": execution.root_call_id,
+            "parentCallId": execution.call_id,
+            "subCallId": sub.sub_call_id,
+            "name": sub.name,
+            "arguments": thaw_json(sub.logged),
+        }
+
+    def _started(self, sub: SubCall) -> None:
+        if self.spans is not None:
+            self.spans.append(sub.span)
+        if self.log is not None:
+            self.log.sink.append(self._event("tool/ptc-dispatch-start", sub))
+
+    async def _committed(self, sub: SubCall, result: ToolExecutionResult) -> None:
+        ctx = self.ctx
+        if not result.is_error and any(_is_image(block) for block in result.content):
+            ctx.defer_context(UserMessage(thaw_json(result.content), source=CODE_PLUGIN))
+        for message in result.additional_contexts:
+            ctx.defer_context(message)
+        if result.concludes_turn:
+            ctx.conclude_turn()
+        if not sub.outcome.done():
+            sub.outcome.set_result(result)
+        if self.log is None:
+            return
+        if not self.hooks:
+            self._append(sub, result, thaw_json(result.content))
+            return
+        task = asyncio.ensure_future(self._shape_and_append(sub, result))
+        self.log_work.add(task)
+        task.add_done_callback(self.log_work.discard)
+        while len(self.log_work) > self.cap:  # backpressure: bounded pending log work
+            await asyncio.wait(self.log_work, return_when=asyncio.FIRST_COMPLETED)
+
+    async def _shape_and_append(self, sub: SubCall, result: ToolExecutionResult) -> None:
+        original = thaw_json(result.content)
+        dispatch = PtcDispatchLog(
+            execution=self.execution,
+            scope=self.execution.scope,
+            sub_call_id=sub.sub_call_id,
+            name=sub.name,
+            is_error=result.is_error,
+            content=thaw_json(result.content),
+        )
+
+        async def keep() -> Any:
+            return dispatch.content
+
+        try:
+            shaped = await run_waterfall(self.hooks, (dispatch,), keep)
+            if not isinstance(shaped, list):
+                raise TypeError(f"expected a list of content blocks, got {type(shaped).__name__}")
+            content = thaw_json(snapshot_json(shaped, "content"))
+        except Exception as err:
+            _log.warning(
+                "tools: ptc-dispatch-log listener failed for %s: %s; logging the original "
+                "settled content",
+                sub.name,
+                message_of(err),
+            )
+            content = original
+        self._append(sub, result, content)
+
+    def _append(self, sub: SubCall, result: ToolExecutionResult, content: Any) -> None:
+        assert self.log is not None
+        event = self._event("tool/ptc-dispatch", sub)
+        event["isError"] = result.is_error
+        event["content"] = content
+        self.log.sink.append(event)
+
+    async def finish(self) -> None:
+        """Settle the run: abort its signal, drain the lane and the log work (C-CODE-12)."""
+        self.controller.abort("run_code settled")
+        try:
+            await self.lane.drain()
+            while self.log_work:
+                await asyncio.gather(*self.log_work, return_exceptions=True)
+        finally:
+            self._unhook()
+
+
+def _is_image(block: Any) -> bool:
+    return isinstance(block, Mapping) and block.get("type") == "image"
+
+
+def code_run(
+    view: SdkView,
+    runtime_of: Callable[[], ProgramRuntime | None],
+    cap: int,
+    missing: Callable[[str], Exception],
+) -> Callable[[Any, ToolRunContext], Awaitable[dict[str, Any]]]:
+    """The ``run_code`` body over ``view``; ``missing(mode)`` is the no-runtime error."""
+
+    async def run_code(args: Any, ctx: ToolRunContext) -> dict[str, Any]:
+        check_run_code_arguments(args)
+        if not args["description"].strip():
+            raise ValueError("invalid description: expected a non-empty string")
+        runtime = runtime_of()
+        if runtime is None:
+            raise missing(view.effective_mode(ctx.scope))
+        execution = ctx.execution
+        if execution is None:
+            raise RuntimeError("run_code runs only inside a toolray pipeline")
+        run = _Run(view, ctx, cap)
+        bindings = {
+            d.name: _Binding(run, d.name, parameter_names(d.parameters))
+            for d in view.definitions(ctx.scope, execution.tool_set)
+            if d.name != RESERVED_TOOL_NAME
+        }
+        try:
+            outcome = await runtime.run(args["code"], bindings, run.signal)
+        finally:
+            await run.finish()
+        value: dict[str, Any] = {"logs": list(outcome.logs)}
+        if outcome.has_result:
+            value["result"] = outcome.result
+        return value
+
+    return run_code

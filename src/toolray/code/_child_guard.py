@@ -1,0 +1,246 @@
+"""The child's confinement: resource limits, a syscall filter, the import guard, JSON checks.
+
+Loaded by ``_child.py`` from the same directory, standard library only. None of this is a
+security boundary on its own (Python code can always reach ``os`` through object
+introspection); it is containment in depth: the process is fresh, killed with its whole
+group when the run settles, has no secrets in its environment, and the kernel enforces the
+limits and the syscall filter below whatever the program reaches.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import ctypes
+import errno
+import importlib
+import math
+import os
+import platform
+import resource
+import signal
+import struct
+from collections.abc import Callable
+from typing import Any
+
+EXIT_HOST_GONE = 85
+EXIT_MEMORY = 86
+MAX_FILE_BYTES = 64 * 1024 * 1024
+MAX_OPEN_FILES = 32
+REMOVED_BUILTINS = ("open", "input", "breakpoint", "help", "exit", "quit")
+
+_reserve: bytearray | None = bytearray(1 << 20)
+_memory_bytes: int | None = None
+_real_import = builtins.__import__
+
+
+class ModuleNotAllowedError(ImportError):
+    """An import outside the runtime's ``allowed_imports``."""
+
+
+def die_with_parent() -> None:
+    """Ask the kernel to SIGKILL this process when the host that started it dies."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() == 1:
+        os._exit(EXIT_HOST_GONE)
+
+
+def preload(modules: list[str]) -> None:
+    """Import the allowed modules now, before the limits and the guard are in place."""
+    for name in modules:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+
+
+def release_reserve() -> None:
+    """Free the memory kept back so a ``MemoryError`` can still be reported."""
+    global _reserve
+    _reserve = None
+
+
+def memory_message() -> str:
+    release_reserve()
+    limit = "" if _memory_bytes is None else f" ({_memory_bytes // (1024 * 1024)} MiB)"
+    return f"MemoryError: the program ran out of memory{limit}"
+
+
+def confine(*, memory_bytes: int | None, cpu_s: float | None) -> None:
+    """Apply the resource limits and the syscall filter to this process."""
+    global _memory_bytes
+    _memory_bytes = memory_bytes
+    _limit(resource.RLIMIT_CORE, 0)
+    _limit(resource.RLIMIT_NOFILE, MAX_OPEN_FILES)
+    _limit(resource.RLIMIT_NPROC, 0)
+    _limit(resource.RLIMIT_FSIZE, MAX_FILE_BYTES)
+    if cpu_s is not None:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        soft = math.ceil(usage.ru_utime + usage.ru_stime + cpu_s)
+        _limit(resource.RLIMIT_CPU, soft, soft + 1)
+    if memory_bytes is not None:
+        _limit(resource.RLIMIT_AS, memory_bytes)
+    _forbid_subprocesses()
+    install_syscall_filter()
+
+
+def _limit(which: int, soft: int, hard: int | None = None) -> None:
+    _, old_hard = resource.getrlimit(which)
+    hard = soft if hard is None else hard
+    if old_hard != resource.RLIM_INFINITY:
+        soft, hard = min(soft, old_hard), min(hard, old_hard)
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(which, (soft, hard))
+
+
+def _no_subprocess(*args: object, **kwargs: object) -> Any:
+    raise PermissionError("subprocesses are not available to run_code programs")
+
+
+def _forbid_subprocesses() -> None:
+    import asyncio.base_events
+    import asyncio.subprocess
+
+    for owner in (asyncio, asyncio.subprocess):
+        setattr(owner, "create_subprocess_exec", _no_subprocess)  # noqa: B010
+        setattr(owner, "create_subprocess_shell", _no_subprocess)  # noqa: B010
+    asyncio.base_events.BaseEventLoop.subprocess_exec = _no_subprocess  # type: ignore[method-assign]
+    asyncio.base_events.BaseEventLoop.subprocess_shell = _no_subprocess  # type: ignore[method-assign]
+
+
+# -- the syscall filter (seccomp-bpf, x86_64 only) ------------------------------------------
+_AUDIT_ARCH_X86_64 = 0xC000003E
+_CLONE, _CLONE_THREAD = 56, 0x10000
+# fork vfork execve execveat socket kill tkill tgkill setsid setpgid ptrace mount umount2
+# unshare setns reboot rt_sigqueueinfo rt_tgsigqueueinfo process_vm_writev pidfd_send_signal
+_DENIED_X86_64: tuple[int, ...] = (57, 58, 59, 322, 41, 62, 200, 234, 112, 109, 101, 165, 166)
+_DENIED_X86_64 += (272, 308, 169, 129, 297, 311, 424)
+_CLONE3 = 435  # answered ENOSYS, so the C library falls back to clone(), which is filtered
+
+
+def _bpf(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
+    return struct.pack("HBBI", code, jt, jf, k)
+
+
+def _filter_program() -> list[bytes]:
+    load, jeq, jset, ret = 0x20, 0x15, 0x45, 0x06
+    allow, deny = 0x7FFF0000, 0x00050000 | errno.EPERM
+    prog = [_bpf(load, 4), _bpf(jeq, _AUDIT_ARCH_X86_64, 1, 0), _bpf(ret, allow), _bpf(load, 0)]
+    for nr in _DENIED_X86_64:
+        prog += [_bpf(jeq, nr, 0, 1), _bpf(ret, deny)]
+    prog += [_bpf(jeq, _CLONE3, 0, 1), _bpf(ret, 0x00050000 | errno.ENOSYS)]
+    # clone() is allowed only for threads (CLONE_THREAD in the low word of its flags).
+    prog += [_bpf(jeq, _CLONE, 0, 3), _bpf(load, 16), _bpf(jset, _CLONE_THREAD, 1, 0)]
+    prog += [_bpf(ret, deny), _bpf(ret, allow)]
+    return prog
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = (("len", ctypes.c_ushort), ("filter", ctypes.c_void_p))
+
+
+def install_syscall_filter() -> bool:
+    """Deny new processes, exec, sockets and signals to others; ``False`` where unsupported."""
+    if platform.system() != "Linux" or platform.machine() != "x86_64":
+        return False
+    prog = _filter_program()
+    buffer = ctypes.create_string_buffer(b"".join(prog))
+    fprog = _SockFprog(len(prog), ctypes.cast(buffer, ctypes.c_void_p))
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
+            return False
+        return bool(libc.prctl(22, 2, ctypes.byref(fprog), 0, 0) == 0)  # SECCOMP_MODE_FILTER
+    except (OSError, AttributeError):
+        return False
+
+
+# -- builtins and the import guard ---------------------------------------------------------
+def program_builtins(
+    print_fn: Callable[..., None], allowed: frozenset[str], namespace: dict[str, Any]
+) -> dict[str, Any]:
+    """The program's builtins: no ``open``/``input``, ``print`` captured, imports guarded."""
+    names = ", ".join(sorted(allowed))
+
+    def guarded_import(
+        name: str,
+        globals: Any = None,  # the signature of __import__
+        locals: Any = None,
+        fromlist: Any = (),
+        level: int = 0,
+    ) -> Any:
+        # Only the program's own imports are checked; the allowed modules import their
+        # internals (``decimal`` imports ``_decimal``) through the same hook.
+        if globals is None or globals is namespace:
+            top = name.partition(".")[0]
+            if level != 0 or top not in allowed:
+                shown = name if level == 0 else "." * level + name
+                raise ModuleNotAllowedError(f'module "{shown}" is not allowed (allowed: {names})')
+        return _real_import(name, globals, locals, fromlist, level)
+
+    table = dict(vars(builtins))
+    for name in REMOVED_BUILTINS:
+        table.pop(name, None)
+    table["print"] = print_fn
+    table["__import__"] = guarded_import
+    builtins.__import__ = guarded_import  # also behind len.__self__.__import__
+    return table
+
+
+# -- lossless JSON (the core's rule: finite floats other than -0.0, exact containers) -------
+_SCALARS = (str, int, bool, type(None))
+
+
+def _float_problem(value: float) -> str | None:
+    if value != value:
+        return "NaN is not a JSON number"
+    if value in (math.inf, -math.inf):
+        return "an infinity is not a JSON number"
+    if value == 0.0 and math.copysign(1.0, value) < 0:
+        return "-0.0 is not lossless JSON"
+    return None
+
+
+def _problem(value: Any, on_path: set[int]) -> str | None:
+    kind = type(value)
+    if kind in _SCALARS:
+        return None
+    if kind is float:
+        return _float_problem(value)
+    if kind is tuple:
+        return "a tuple is not a JSON array"
+    if kind is not dict and kind is not list:
+        return f"{kind.__name__} is not a JSON value"
+    return "circular reference" if id(value) in on_path else None
+
+
+def non_json(value: Any, root: str) -> str | None:
+    """``"<path>: <problem>"`` for the first non-lossless place in ``value``, else ``None``."""
+    problem = _problem(value, set())
+    if problem is not None:
+        return f"{root}: {problem}"
+    stack: list[Any] = [(value, root)]
+    on_path: set[int] = set()
+    while stack:
+        item = stack.pop()
+        if isinstance(item, int):
+            on_path.discard(item)
+            continue
+        container, path = item
+        if type(container) not in (dict, list):
+            continue
+        on_path.add(id(container))
+        stack.append(id(container))
+        pairs = container.items() if type(container) is dict else enumerate(container)
+        for key, child in pairs:
+            if type(container) is dict and type(key) is not str:
+                return f"{path}: key {key!r} is not a string"
+            where = f"{path}.{key}" if type(container) is dict else f"{path}[{key}]"
+            problem = _problem(child, on_path)
+            if problem is not None:
+                return f"{where}: {problem}"
+            if type(child) in (dict, list):
+                stack.append((child, where))
+    return None

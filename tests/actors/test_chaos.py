@@ -1,0 +1,57 @@
+"""The short chaos campaign (issue 15): random SIGKILLs of workers, executors, pool managers
+and the registry under load from two drivers; every invariant must hold (fixed seed)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.actors._procs import ROOT, child_env
+
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
+
+
+@pytest.mark.timeout(400)
+def test_a_short_chaos_campaign_loses_nothing_and_reruns_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "chaos.json"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "benchmarks/chaos.py",
+            "--seconds",
+            "15",
+            "--every",
+            "1.5",
+            "--drivers",
+            "2",
+            "--agents",
+            "2",
+            "--calls",
+            "5",
+            "--seed",
+            "7",
+            "--kinds",
+            "worker,executor,pool,registry",
+            "--json",
+            out,
+        ],
+        cwd=ROOT,
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=380,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    figures = json.loads(out.read_text())
+    assert figures["faults_total"] >= 2, figures  # about one per 1.5 s on a quiet machine
+    assert figures["raised"] == 0
+    assert figures["lost"] == 0
+    assert figures["re_run"] == 0
+    assert figures["success_not_exactly_once"] == 0
+    assert figures["log_problems"] == 0
+    assert figures["agents_recovered"] == figures["agents"] == 4
