@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-__all__ = ("disjoint", "drop_covered", "kind_matches", "type_literals")
+__all__ = ("disjoint", "drop_covered", "json_types", "kind_matches", "type_literals", "widen")
 
 _ANNOTATIONS: Final = ("description", "title", "default", "examples")
 _SCALAR_TYPE: Final = {bool: "boolean", int: "integer", float: "number", str: "string"}
@@ -51,12 +51,13 @@ def _is_bare(node: Any) -> bool:
     return isinstance(node, dict) and all(k == "type" or k in _ANNOTATIONS for k in node)
 
 
-def _widen(types: frozenset[str]) -> frozenset[str]:
+def widen(types: frozenset[str]) -> frozenset[str]:
+    """``types`` with ``integer`` added where ``number`` is (a number schema accepts them)."""
     return types | {"integer"} if "number" in types else types
 
 
-def _types(node: Any) -> frozenset[str] | None:
-    """The JSON types a converted node may accept, or ``None`` when unknown (any)."""
+def json_types(node: Any) -> frozenset[str] | None:
+    """The JSON types a subset node may accept, or ``None`` when unknown (any)."""
     if not isinstance(node, dict):
         return None
     if isinstance(node.get("type"), str):
@@ -64,7 +65,7 @@ def _types(node: Any) -> frozenset[str] | None:
     if isinstance(node.get("oneOf"), list):
         found: set[str] = set()
         for branch in node["oneOf"]:
-            branch_types = _types(branch)
+            branch_types = json_types(branch)
             if branch_types is None:
                 return None
             found |= branch_types
@@ -76,12 +77,12 @@ def drop_covered(branches: list[Any]) -> list[Any]:
     """Drop a branch that a *bare* branch (only ``type`` and annotations) already accepts."""
 
     def covers(wide: Any, narrow: Any) -> bool:
-        narrow_types = _types(narrow)
+        narrow_types = json_types(narrow)
         return (
             _is_bare(wide)
             and "type" in wide
             and narrow_types is not None
-            and narrow_types <= _widen(frozenset((wide["type"],)))
+            and narrow_types <= widen(frozenset((wide["type"],)))
         )
 
     kept: list[Any] = []
@@ -114,10 +115,10 @@ def _same_literal(left: Any, right: Any) -> bool:
 
 def disjoint(left: Any, right: Any) -> bool:
     """Whether no value can match both converted schemas (``False`` when unsure)."""
-    left_types, right_types = _types(left), _types(right)
+    left_types, right_types = json_types(left), json_types(right)
     if left_types is None or right_types is None:
         return False
-    if not _widen(left_types) & _widen(right_types):
+    if not widen(left_types) & widen(right_types):
         return True
     left_values, right_values = _literals(left), _literals(right)
     if left_values is not None and right_values is not None:

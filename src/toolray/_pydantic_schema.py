@@ -31,6 +31,7 @@ from itertools import combinations
 from typing import Any, Final
 
 from ._json import is_json
+from ._jsonschema_unions import json_types, type_literals, widen
 from ._schema import assert_supported_json_schema
 from ._schema._equality import json_equal
 from .errors import JsonSchemaError
@@ -198,8 +199,8 @@ def _covers(wide: dict[str, Any], narrow: dict[str, Any]) -> bool:
         return False
     if "type" not in wide:
         return True
-    narrow_types = _types(narrow)
-    return narrow_types is not None and narrow_types <= _widen(frozenset((wide["type"],)))
+    narrow_types = json_types(narrow)
+    return narrow_types is not None and narrow_types <= widen(frozenset((wide["type"],)))
 
 
 def _drop_subsumed(branches: list[Any]) -> list[Any]:
@@ -218,13 +219,6 @@ def _drop_subsumed(branches: list[Any]) -> list[Any]:
     return kept
 
 
-_SCALAR_TYPE: Final = {bool: "boolean", int: "integer", float: "number", str: "string"}
-
-
-def _scalar_type(value: Any) -> str | None:
-    return "null" if value is None else _SCALAR_TYPE.get(type(value))
-
-
 def _literal_values(node: dict[str, Any]) -> list[Any] | None:
     if "enum" in node:
         values = node["enum"]
@@ -234,53 +228,16 @@ def _literal_values(node: dict[str, Any]) -> list[Any] | None:
 
 def _type_literals(node: dict[str, Any]) -> None:
     """Give a type to a typeless ``enum`` / ``const``; split mixed values into ``oneOf``."""
-    values = _literal_values(node)
-    if "type" in node or "oneOf" in node or not values:
-        return
-    kinds = [_scalar_type(value) for value in values]
-    if None in kinds:
-        return
-    order = list(dict.fromkeys(kinds))
-    if len(order) == 1:
-        node["type"] = order[0]
-        return
-    node.pop("const", None)
-    node.pop("enum", None)
-    node["oneOf"] = [
-        {"type": kind, "enum": [v for v, k in zip(values, kinds, strict=True) if k == kind]}
-        for kind in order
-    ]
-
-
-def _widen(types: frozenset[str]) -> frozenset[str]:
-    return types | {"integer"} if "number" in types else types
-
-
-def _types(node: Any) -> frozenset[str] | None:
-    """The JSON types a node may accept, or ``None`` when unknown (any)."""
-    if not isinstance(node, dict):
-        return None
-    declared = node.get("type")
-    if isinstance(declared, str):
-        return frozenset((declared,))
-    branches = node.get("oneOf")
-    if isinstance(branches, list):
-        found: set[str] = set()
-        for branch in branches:
-            branch_types = _types(branch)
-            if branch_types is None:
-                return None
-            found |= branch_types
-        return frozenset(found)
-    return None
+    if "type" not in node and "oneOf" not in node:
+        type_literals(node)
 
 
 def _disjoint(left: Any, right: Any) -> bool:
     """Whether no JSON value can match both schemas (conservative: ``False`` if unsure)."""
-    left_types, right_types = _types(left), _types(right)
+    left_types, right_types = json_types(left), json_types(right)
     if left_types is None or right_types is None:
         return False
-    if not _widen(left_types) & _widen(right_types):
+    if not widen(left_types) & widen(right_types):
         return True
     left_values, right_values = _literal_values(left), _literal_values(right)
     if left_values is not None and right_values is not None:
