@@ -20,7 +20,7 @@ import ray.exceptions as rex
 
 from ._config import RuntimeConfig
 from ._directory import ActorDirectory
-from ._errors import RuntimeUnavailableError, is_actor_death, task_cause, translate
+from ._errors import RuntimeUnavailableError, is_actor_death, translate
 from ._handles import executor_name, get_named, registry_name, shard_name
 from ._portal import Portal
 from ._store import Store
@@ -107,8 +107,3 @@ class Connection:
                 self._recover(err)
                 await asyncio.sleep(0.05 * (attempt + 1))
         raise AssertionError("unreachable")
-
-    @staticmethod
-    def user_error(err: BaseException) -> BaseException:
-        """The remote method's own exception, unwrapped."""
-        return task_cause(err)

@@ -1,4 +1,4 @@
-"""The one edge where Ray is applied: actor classes, options, get/wait/cancel/kill.
+"""The one edge where Ray is applied: actor classes, options, names, kill.
 
 Actor classes elsewhere are plain typed classes; here they become Ray actors with the
 options DESIGN.md asks for: ``num_cpus=0`` for every runtime actor, ``max_task_retries=0``
@@ -19,7 +19,6 @@ from ._worker import ToolWorker, body_limit
 
 __all__ = (
     "HEAD_RESOURCE",
-    "cancel",
     "control_options",
     "create_executor",
     "create_pool",
@@ -212,12 +211,6 @@ def kill(handle: Any, *, no_restart: bool = True) -> None:
     """Kill an actor process (idempotent)."""
     with contextlib.suppress(Exception):  # already gone
         ray.kill(handle, no_restart=no_restart)
-
-
-def cancel(ref: Any) -> None:
-    """Cancel a remote call (raises CancelledError at an async body's next await)."""
-    with contextlib.suppress(Exception):  # already finished
-        ray.cancel(ref, recursive=True)
 
 
 def kill_self() -> None:
