@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from toolray.errors import ToolrayError
+
 __all__ = (
     "CodeConfig",
     "ConfigError",
@@ -23,7 +25,7 @@ __all__ = (
 )
 
 
-class ConfigError(ValueError):
+class ConfigError(ToolrayError, ValueError):
     """A configuration file that cannot be read or does not validate."""
 
 

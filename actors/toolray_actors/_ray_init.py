@@ -18,12 +18,14 @@ from typing import Any
 
 import ray
 
+from toolray.errors import ToolrayError
+
 from ._config import RuntimeConfig
 
 __all__ = ("StartError", "connect_ray", "probe")
 
 
-class StartError(RuntimeError):
+class StartError(ToolrayError, RuntimeError):
     """Ray could not be started or reached (the message says how to fix it)."""
 
 

@@ -1,22 +1,31 @@
 """The error tree of toolray.
 
-Every coded error is a :class:`HarnessError`; its ``code`` is stable and unique, and it
-pickles with its fields intact (a result crossing a process keeps its error)::
+Every exception toolray raises on purpose is a :class:`ToolrayError`. Every coded error is
+a :class:`HarnessError`; its ``code`` is stable and unique, and it pickles with its fields
+intact (a result crossing a process keeps its error)::
 
     Exception
-    ├── HarnessError                      code given by the raiser
-    │   ├── JsonSchemaError               UNSUPPORTED_SCHEMA   (.violations)
-    │   ├── ToolArgsError                 INVALID_ARGS         (.violations)
-    │   ├── ToolOutputError               INVALID_TOOL_OUTPUT  (.violations)
-    │   ├── ToolNotFoundError             UNKNOWN_TOOL
-    │   ├── AbortError                    ABORTED | ABORTED_BEFORE_DISPATCH
-    │   ├── ToolTimeoutError              TOOL_TIMEOUT
-    │   ├── NotJsonError                  NOT_JSON             (.path)
-    │   ├── ToolWorkerLostError           WORKER_LOST
-    │   ├── ExecutorUnavailableError      EXECUTOR_UNAVAILABLE
-    │   ├── ExecutorLostError             EXECUTOR_LOST
-    │   └── CodeRunFailedError            CODE_RUN_FAILED
-    └── ToolBatchExecutionError           a scheduler failure (not a tool outcome)
+    └── ToolrayError                          the base of everything toolray raises on purpose
+        ├── HarnessError                      code given by the raiser
+        │   ├── JsonSchemaError               UNSUPPORTED_SCHEMA   (.violations)
+        │   ├── ToolArgsError                 INVALID_ARGS         (.violations)
+        │   ├── ToolOutputError               INVALID_TOOL_OUTPUT  (.violations)
+        │   ├── ToolNotFoundError             UNKNOWN_TOOL
+        │   ├── AbortError                    ABORTED | ABORTED_BEFORE_DISPATCH
+        │   ├── ToolTimeoutError              TOOL_TIMEOUT
+        │   ├── NotJsonError                  NOT_JSON             (.path)
+        │   ├── ToolWorkerLostError           WORKER_LOST
+        │   ├── ExecutorUnavailableError      EXECUTOR_UNAVAILABLE
+        │   ├── ExecutorLostError             EXECUTOR_LOST
+        │   ├── CodeRunFailedError            CODE_RUN_FAILED
+        │   ├── RateLimitedError              RATE_LIMITED
+        │   └── ResultTooLargeError           RESULT_TOO_LARGE
+        ├── ToolBatchExecutionError           a scheduler failure (not a tool outcome)
+        └── SandboxUnavailableError           a required confinement layer is missing
+
+The Ray layer adds three more, each a ``ToolrayError``: ``RuntimeUnavailableError`` (a
+``HarnessError``), ``ConfigError`` (also a ``ValueError``) and ``StartError`` (also a
+``RuntimeError``).
 
 Misuse of the registry API raises plain ``TypeError`` / ``ValueError`` with the original text.
 """
@@ -37,12 +46,16 @@ __all__ = (
     "HarnessError",
     "JsonSchemaError",
     "NotJsonError",
+    "RateLimitedError",
+    "ResultTooLargeError",
+    "SandboxUnavailableError",
     "ToolArgsError",
     "ToolBatchExecutionError",
     "ToolNotFoundError",
     "ToolOutputError",
     "ToolTimeoutError",
     "ToolWorkerLostError",
+    "ToolrayError",
 )
 
 TOOL_ABORTED = "ABORTED"
@@ -50,7 +63,11 @@ TOOL_ABORTED_BEFORE_DISPATCH = "ABORTED_BEFORE_DISPATCH"
 TOOL_TIMEOUT = "TOOL_TIMEOUT"
 
 
-class HarnessError(Exception):
+class ToolrayError(Exception):
+    """The base of every exception toolray raises on purpose (``except ToolrayError``)."""
+
+
+class HarnessError(ToolrayError):
     """A coded error: ``.code`` is machine-readable, ``.message`` is what a model reads.
 
     Example:
@@ -183,7 +200,19 @@ class CodeRunFailedError(HarnessError):
     default_code = "CODE_RUN_FAILED"
 
 
-class ToolBatchExecutionError(Exception):
+class RateLimitedError(HarnessError):
+    """A call waited longer than its rate limit's ``max_wait_ms``; its body never started."""
+
+    default_code = "RATE_LIMITED"
+
+
+class ResultTooLargeError(HarnessError):
+    """A body's value is larger than ``max_result_bytes`` as lossless JSON text."""
+
+    default_code = "RESULT_TOO_LARGE"
+
+
+class ToolBatchExecutionError(ToolrayError):
     """A batch scheduler failure, raised only after every started call has settled.
 
     ``results`` holds the outcomes committed before the failure (model order, possibly fewer
@@ -201,6 +230,24 @@ class ToolBatchExecutionError(Exception):
         self.message = message
         self.results = results
         self.additional_contexts = additional_contexts
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (type(self), dict(self.__dict__)))
+
+
+class SandboxUnavailableError(ToolrayError):
+    """``confinement="strict"`` asked for a layer this host cannot give.
+
+    ``missing`` holds one ``"<layer>: <reason>"`` per layer that is not available.
+    """
+
+    def __init__(self, missing: Iterable[str]) -> None:
+        self.missing: tuple[str, ...] = tuple(missing)
+        super().__init__("sandbox unavailable: " + "; ".join(self.missing))
+        self.message = str(self.args[0])
 
     def __str__(self) -> str:
         return self.message

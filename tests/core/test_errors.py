@@ -22,6 +22,12 @@ from toolray import (
     ToolTimeoutError,
     ToolWorkerLostError,
 )
+from toolray.errors import (
+    RateLimitedError,
+    ResultTooLargeError,
+    SandboxUnavailableError,
+    ToolrayError,
+)
 
 ALL = [
     (JsonSchemaError(["a", "b"]), "UNSUPPORTED_SCHEMA", "unsupported JSON schema: a; b"),
@@ -44,6 +50,8 @@ ALL = [
     (ExecutorUnavailableError("none"), "EXECUTOR_UNAVAILABLE", "none"),
     (ExecutorLostError("the executor died"), "EXECUTOR_LOST", "the executor died"),
     (CodeRunFailedError("code run failed (x): y"), "CODE_RUN_FAILED", "code run failed (x): y"),
+    (RateLimitedError("rate limited"), "RATE_LIMITED", "rate limited"),
+    (ResultTooLargeError("too large"), "RESULT_TOO_LARGE", "too large"),
     (HarnessError("disk full", "ENOSPC"), "ENOSPC", "disk full"),
 ]
 
@@ -133,3 +141,28 @@ def test_the_docstring_tree_draws_every_error() -> None:
         assert f"{cls.__name__} " in doc
         assert cls.default_code in doc
     assert "ExecutorLostError             EXECUTOR_LOST" in doc
+    assert "SandboxUnavailableError" in doc
+
+
+def test_toolray_error_is_the_base_of_every_error_raised_on_purpose() -> None:
+    from toolray_actors import ConfigError, RuntimeUnavailableError, StartError
+
+    classes = [c for c in vars(toolray.errors).values() if isinstance(c, type)]
+    ours = [c for c in classes if c.__module__ == "toolray.errors"]
+    assert len(ours) >= 18
+    assert all(issubclass(c, ToolrayError) for c in ours)
+    for cls in (ConfigError, RuntimeUnavailableError, StartError):
+        assert issubclass(cls, ToolrayError)
+    assert issubclass(ConfigError, ValueError)
+    assert issubclass(StartError, RuntimeError)
+    assert issubclass(ToolBatchExecutionError, ToolrayError)
+    assert not issubclass(ToolBatchExecutionError, HarnessError)
+
+
+def test_sandbox_unavailable_names_each_missing_layer_and_pickles() -> None:
+    err = SandboxUnavailableError(["landlock: refused", "seccomp: not x86_64"])
+    assert str(err) == "sandbox unavailable: landlock: refused; seccomp: not x86_64"
+    back = pickle.loads(pickle.dumps(err))
+    assert type(back) is SandboxUnavailableError
+    assert back.missing == ("landlock: refused", "seccomp: not x86_64")
+    assert str(back) == str(err)
