@@ -30,7 +30,6 @@ from ._errors import RuntimeUnavailableError, is_actor_death, translate
 from ._executor_handle import ExecutorHandle
 from ._handles import control_options, create_registry
 from ._portal import Portal
-from ._quiet import install as install_quiet
 from ._ray_init import StartError, connect_ray
 from ._registry_actor import RegistryActor
 from ._remote_registry import RemoteRegistry, RemoteScope
@@ -78,7 +77,6 @@ class RayRuntime:
         cfg = _config(config)
         if address is not None:
             cfg = cfg.model_copy(update={"address": address})
-        install_quiet()
         initialized = connect_ray(cfg)
         try:
             return cls._attach(cfg, initialized)
