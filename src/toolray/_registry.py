@@ -153,6 +153,8 @@ class ToolRegistry(ReadSide, WriteSide):
 
     async def execute(self, inp: ToolExecutionInput) -> ToolExecutionResult:
         """Run one call through the whole pipeline; always returns one frozen result."""
+        if not isinstance(inp, ToolExecutionInput):
+            raise TypeError(f"execute() takes a ToolExecutionInput, not {type(inp).__name__}")
         return await run_pipeline(self, inp)
 
     def executor_for(self, scope: str | None) -> ToolExecutor:
@@ -173,6 +175,8 @@ class ToolRegistry(ReadSide, WriteSide):
 
     async def execute_batch(self, batch: ToolBatchInput) -> ToolBatchResult:
         """Delegate a raw model batch to the selected executor."""
+        if not isinstance(batch, ToolBatchInput):
+            raise TypeError(f"execute_batch() takes a ToolBatchInput, not {type(batch).__name__}")
         return await self.executor_for(batch.scope).execute(batch)
 
     def execute_batch_sync(self, batch: ToolBatchInput) -> ToolBatchResult:
