@@ -69,6 +69,10 @@ class RayRuntime:
     ) -> RayRuntime:
         """Attach to Ray (or start it), then hold a lease on the config's namespace.
 
+        ``config`` is a ``RuntimeConfig``, the name of a shipped config (``"local"``,
+        ``"cluster"``, ``"ci"``) or the path of a TOML file (see ``load_config``); without
+        one, ``$TOOLRAY_CONFIG``, else the defaults.
+
         With no address this behaves like ``ray.init()``: a Ray already initialised in this
         process, else the cluster Ray finds (``RAY_ADDRESS``, or one started with
         ``ray start`` on this machine), else a fresh local instance. ``address="local"``
