@@ -124,3 +124,23 @@ def test_every_nav_page_exists_and_every_page_is_in_the_nav() -> None:
 def test_shipped_text_names_no_document_that_does_not_ship(path: Path) -> None:
     text = path.read_text(encoding="utf-8")
     assert [word for word in FORBIDDEN if word in text] == []
+
+
+def test_how_a_batch_runs_explains_the_schedule() -> None:
+    page = (DOCS / "how-a-batch-runs.md").read_text(encoding="utf-8")
+    for needed in (
+        "exclusive unless marked concurrency-safe",
+        "is_concurrency_safe",
+        "**`max_parallel_tool_calls`** calls run at once (default\n**10**",
+        "parallel group",
+        "barrier",
+        "committed",
+        "stream_batch",
+        "```text\nmodel order:",  # the picture of groups and barriers
+    ):
+        assert needed in page, needed
+    from toolray import BatchExecutor, ToolRegistry
+    from toolray_actors import RuntimeConfig
+
+    assert BatchExecutor(ToolRegistry()).max_parallel_tool_calls == 10
+    assert RuntimeConfig().max_parallel_tool_calls == 10
