@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from toolray import (
+    RESERVED_TOOL_NAME,
     AbortController,
     ExecutionMode,
     ToolBatchInput,
@@ -51,6 +52,10 @@ class ToolSource(Protocol):
 
     def definitions(self, scope: str | None = None) -> list[ToolDefinition]:
         """The scope's visible definitions (their classifiers tell safe calls apart)."""
+        ...
+
+    def known_names(self, scope: str | None = None) -> list[str]:
+        """The names of the scope's prompt contribution (``["run_code"]`` under Code Mode)."""
         ...
 
     def prompt_sections(self, scope: str | None = None) -> list[ToolPromptSection]:
@@ -120,6 +125,19 @@ class ToolInfo:
         return "parallel" if verdict is True else "exclusive"
 
 
+def _presented(registry: ToolSource, scope: str | None) -> list[dict[str, Any]]:
+    """The schemas the model is shown: all visible tools, or only ``run_code`` under ``code``.
+
+    ``schemas(scope)`` lists every visible tool in every mode; a scope whose effective mode
+    is ``code`` contributes ``run_code`` alone to the model (its ``known_names``), and a
+    direct call to another tool would be refused.
+    """
+    schemas = registry.schemas(scope)
+    if registry.known_names(scope) == [RESERVED_TOOL_NAME]:
+        return [schema for schema in schemas if schema["name"] == RESERVED_TOOL_NAME]
+    return schemas
+
+
 def _tool_infos(registry: ToolSource, scope: str | None) -> list[ToolInfo]:
     try:
         classifiers = {d.name: d.is_concurrency_safe for d in registry.definitions(scope)}
@@ -132,7 +150,7 @@ def _tool_infos(registry: ToolSource, scope: str | None) -> list[ToolInfo]:
             parameters=dict(schema["parameters"]),
             classify=classifiers.get(schema["name"]),
         )
-        for schema in registry.schemas(scope)
+        for schema in _presented(registry, scope)
     ]
 
 
@@ -167,13 +185,8 @@ async def run_calls(
 ) -> ToolBatchResult:
     """Run ``calls`` as one toolray batch of ``scope``: one result per call, in order.
 
-    If the awaiting task is cancelled (the framework gave up on the calls), the batch is
-    aborted with the cancellation as its reason before the cancellation propagates.
+    Cancelling the awaiting task (a framework giving up on its calls) stops the batch as
+    toolray does: in-process its bodies are cancelled, on Ray the remote batch is aborted.
     """
-    controller = AbortController()
-    batch = ToolBatchInput(calls, controller.signal, scope=scope)
-    try:
-        return await registry.execute_batch(batch)
-    except asyncio.CancelledError as err:
-        controller.abort(err)
-        raise
+    batch = ToolBatchInput(calls, AbortController().signal, scope=scope)
+    return await registry.execute_batch(batch)

@@ -29,7 +29,7 @@ from toolray import ToolBatchResult, ToolCall
 from toolray.adapters.openai import tools_for_openai
 
 from ._render import Rendered, render_all
-from ._source import check_scope, registry_of, run_calls
+from ._source import check_scope, read_tools_now, registry_of, run_calls
 
 __all__ = ("ToolrayToolNode",)
 
@@ -84,7 +84,9 @@ class ToolrayToolNode(Runnable[Any, Any]):
 
     def tool_schemas(self) -> list[dict[str, Any]]:
         """The tools the scope presents, as OpenAI function tools (``model.bind_tools``)."""
-        return tools_for_openai(self._registry, self._scope, strict=False)
+        presented = {info.name for info in read_tools_now(self._registry, self._scope)}
+        tools = tools_for_openai(self._registry, self._scope, strict=False)
+        return [tool for tool in tools if tool["function"]["name"] in presented]
 
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         """Run the calls and return the tool messages (from a script or a sync graph)."""
