@@ -77,6 +77,7 @@ class ToolrayToolset(AbstractToolset[Any]):
         id: the toolset's id, for Pydantic AI's durable execution (optional).
 
     Example:
+        >>> import asyncio
         >>> from pydantic_ai import Agent
         >>> from pydantic_ai.models.test import TestModel
         >>> from toolray import ToolRegistry, tool
@@ -87,7 +88,7 @@ class ToolrayToolset(AbstractToolset[Any]):
         >>> registry = ToolRegistry()
         >>> _ = registry.register(add)
         >>> agent = Agent(TestModel(), toolsets=[ToolrayToolset(registry)])
-        >>> agent.run_sync("add").output
+        >>> asyncio.run(agent.run("add")).output
         '{"add":"0"}'
     """
 
