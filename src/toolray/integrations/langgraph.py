@@ -50,15 +50,15 @@ class ToolrayToolNode(Runnable[Any, Any]):
         >>> from langchain_core.messages import AIMessage
         >>> from toolray import ToolRegistry, tool
         >>> @tool(concurrency_safe=True)
-        ... def add(a: int, b: int) -> int:
-        ...     '''Add two integers.'''
-        ...     return a + b
+        ... def double(n: int) -> int:
+        ...     '''Twice n.'''
+        ...     return 2 * n
         >>> registry = ToolRegistry()
-        >>> _ = registry.register(add)
-        >>> node = ToolrayToolNode(registry)
-        >>> ai = AIMessage("", tool_calls=[{"id": "c1", "name": "add", "args": {"a": 1, "b": 2}}])
-        >>> [(m.tool_call_id, m.content, m.status) for m in node.invoke([ai])]
-        [('c1', '3', 'success')]
+        >>> _ = registry.register(double)
+        >>> calls = [{"id": f"c{n}", "name": "double", "args": {"n": n}} for n in (1, 2)]
+        >>> messages = ToolrayToolNode(registry).invoke([AIMessage("", tool_calls=calls)])
+        >>> [(m.tool_call_id, m.content, m.status) for m in messages]
+        [('c1', '2', 'success'), ('c2', '4', 'success')]
     """
 
     def __init__(

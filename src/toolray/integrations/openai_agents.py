@@ -51,14 +51,14 @@ def function_tools(source: object, scope: str | None = None) -> list[FunctionToo
 
     Example:
         >>> from toolray import ToolRegistry, tool
-        >>> @tool(concurrency_safe=True)
-        ... def add(a: int, b: int) -> int:
-        ...     '''Add two integers.'''
-        ...     return a + b
+        >>> @tool
+        ... def shout(text: str, times: int = 1) -> str:
+        ...     '''Upper-case a text.'''
+        ...     return text.upper() * times
         >>> registry = ToolRegistry()
-        >>> _ = registry.register(add)
-        >>> [(t.name, t.strict_json_schema) for t in function_tools(registry)]
-        [('add', True)]
+        >>> _ = registry.register(shout)
+        >>> [(t.name, t.strict_json_schema) for t in function_tools(registry)]  # times is optional
+        [('shout', False)]
     """
     registry = registry_of(source, "function_tools")
     checked = check_scope(scope, "function_tools")
