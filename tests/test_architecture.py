@@ -142,6 +142,18 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "toolray.adapters.openai",
         ),
     ),
+    (
+        "agent-framework integrations (on the public API and the adapters)",
+        (
+            "toolray.integrations",
+            "toolray.integrations._source",
+            "toolray.integrations._render",
+            "toolray.integrations._lane",
+            "toolray.integrations.pydantic_ai",
+            "toolray.integrations.langgraph",
+            "toolray.integrations.openai_agents",
+        ),
+    ),
 )
 """Every core module, bottom-up: a module may import only modules listed before it."""
 
