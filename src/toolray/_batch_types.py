@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import KW_ONLY, dataclass
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from ._content import UserMessage
@@ -61,27 +61,57 @@ class ToolCall:
             raise TypeError(f"ToolCall.name must be a str, not {type(self.name).__name__}")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class ToolBatchInput:
-    """A complete batch of raw model calls, in model order."""
+    """A complete batch of raw model calls, in model order.
+
+    ``signal`` is optional: without one the batch runs under a signal that never fires (it
+    can still be cancelled by cancelling the task that awaits it).
+
+    Example:
+        >>> batch = ToolBatchInput([ToolCall("c1", "echo", "{}")])
+        >>> batch.signal.aborted, batch.scope
+        (False, None)
+    """
 
     calls: Sequence[ToolCall]
     signal: AbortSignal
-    _: KW_ONLY
-    max_parallel_tool_calls: int | None = None
-    scope: str | None = None
-    tool_set: ToolSet | None = None
-    log: LogStep | None = None
+    max_parallel_tool_calls: int | None
+    scope: str | None
+    tool_set: ToolSet | None
+    log: LogStep | None
 
-    def __post_init__(self) -> None:
-        if self.max_parallel_tool_calls is not None:
-            check_cap(self.max_parallel_tool_calls)
-        if self.log is not None and self.scope is None:
+    def __init__(
+        self,
+        calls: Sequence[ToolCall],
+        signal: AbortSignal | None = None,
+        *,
+        max_parallel_tool_calls: int | None = None,
+        scope: str | None = None,
+        tool_set: ToolSet | None = None,
+        log: LogStep | None = None,
+    ) -> None:
+        if max_parallel_tool_calls is not None:
+            check_cap(max_parallel_tool_calls)
+        if log is not None and scope is None:
             raise ValueError("a log step requires scope (the agent whose session records it)")
-        for call in self.calls:
+        if signal is None:
+            signal = AbortSignal()  # a signal that never fires
+        elif not isinstance(signal, AbortSignal):
+            raise TypeError(f"signal must be an AbortSignal, not {type(signal).__name__}")
+        calls = tuple(calls)
+        for call in calls:
             if not isinstance(call, ToolCall):
                 raise TypeError(f"calls must be ToolCall values, not {type(call).__name__}")
-        object.__setattr__(self, "calls", tuple(self.calls))
+        for name, value in (
+            ("calls", calls),
+            ("signal", signal),
+            ("max_parallel_tool_calls", max_parallel_tool_calls),
+            ("scope", scope),
+            ("tool_set", tool_set),
+            ("log", log),
+        ):
+            object.__setattr__(self, name, value)
 
 
 @dataclass(frozen=True, slots=True)

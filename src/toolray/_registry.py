@@ -11,8 +11,10 @@ selected executor (``execute_batch``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any, final
+import asyncio
+import threading
+from collections.abc import Coroutine, Iterable
+from typing import Any, TypeVar, final
 
 from ._activation import ActivationContext
 from ._admission import ResolvedToolSet, resolve_tool_set
@@ -151,6 +153,8 @@ class ToolRegistry(ReadSide, WriteSide):
 
     async def execute(self, inp: ToolExecutionInput) -> ToolExecutionResult:
         """Run one call through the whole pipeline; always returns one frozen result."""
+        if not isinstance(inp, ToolExecutionInput):
+            raise TypeError(f"execute() takes a ToolExecutionInput, not {type(inp).__name__}")
         return await run_pipeline(self, inp)
 
     def executor_for(self, scope: str | None) -> ToolExecutor:
@@ -171,7 +175,55 @@ class ToolRegistry(ReadSide, WriteSide):
 
     async def execute_batch(self, batch: ToolBatchInput) -> ToolBatchResult:
         """Delegate a raw model batch to the selected executor."""
+        if not isinstance(batch, ToolBatchInput):
+            raise TypeError(f"execute_batch() takes a ToolBatchInput, not {type(batch).__name__}")
         return await self.executor_for(batch.scope).execute(batch)
+
+    def execute_batch_sync(self, batch: ToolBatchInput) -> ToolBatchResult:
+        """``execute_batch`` from blocking code: a script, or inside a running loop (Jupyter).
+
+        Example:
+            >>> from toolray import ToolBatchInput, ToolCall, ToolRegistry
+            >>> batch = ToolBatchInput([ToolCall("c1", "x", "{}")])
+            >>> ToolRegistry().execute_batch_sync(batch).results[0].result.error.info.code
+            'UNKNOWN_TOOL'
+        """
+        return run_blocking(self.execute_batch(batch))
+
+    def execute_sync(self, inp: ToolExecutionInput) -> ToolExecutionResult:
+        """``execute`` from blocking code: a script, or inside a running loop (Jupyter)."""
+        return run_blocking(self.execute(inp))
+
+
+_T = TypeVar("_T")
+
+
+def run_blocking(coro: Coroutine[Any, Any, _T]) -> _T:
+    """Run ``coro`` to completion and return its value, from any thread.
+
+    With no loop running in this thread it is ``asyncio.run``; inside a running loop (a
+    notebook cell, an async framework's sync callback) the coroutine runs on a fresh loop in
+    a helper thread while this thread waits, so the caller's loop is never re-entered.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    box: list[Any] = []
+
+    def main() -> None:
+        try:
+            box.append((True, asyncio.run(coro)))
+        except BaseException as err:
+            box.append((False, err))
+
+    thread = threading.Thread(target=main, name="toolray-sync", daemon=True)
+    thread.start()
+    thread.join()
+    ok, value = box[0]
+    if not ok:
+        raise value
+    return value  # type: ignore[no-any-return]
 
 
 def _no_runtime(mode: str) -> Exception:

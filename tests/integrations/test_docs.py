@@ -11,17 +11,19 @@ from typing import Any
 
 import pytest
 
-from tests.docs._snippets import ROOT, expected_output, run_inline, snippets
+from tests.docs._snippets import ROOT, blocks, expected_output, run_inline
 
 PAGE = ROOT / "docs" / "integrations.md"
-ALL = snippets(PAGE)
+ALL = blocks(PAGE)
+CORE = [b for b in ALL if not b.needs_ray]
+RAY = [b for b in ALL if b.needs_ray]
 
 
 def test_the_page_has_a_block_per_framework_and_one_on_ray() -> None:
     sources = [s.source for s in ALL]
     for module in ("pydantic_ai", "langgraph", "openai_agents"):
         assert any(f"toolray.integrations.{module} import" in s for s in sources), module
-    assert [s.kind for s in ALL].count("ray") == 1
+    assert len(RAY) == 1
     text = PAGE.read_text(encoding="utf-8")
     assert text.startswith("# Use with Pydantic AI / LangGraph / OpenAI Agents SDK\n")
     assert "<!-- continuation -->" not in text  # every block stands alone
@@ -29,7 +31,7 @@ def test_the_page_has_a_block_per_framework_and_one_on_ray() -> None:
     assert "programmatic tool calling" in text
 
 
-@pytest.mark.parametrize("snippet", [s for s in ALL if s.kind == "core"], ids=lambda s: s.id)
+@pytest.mark.parametrize("snippet", CORE, ids=lambda s: s.where)
 def test_block_runs_as_written(snippet: Any) -> None:
     expected = expected_output(snippet.source)
     assert expected  # every block shows what it prints
@@ -37,6 +39,6 @@ def test_block_runs_as_written(snippet: Any) -> None:
 
 
 @pytest.mark.ray
-@pytest.mark.parametrize("snippet", [s for s in ALL if s.kind == "ray"], ids=lambda s: s.id)
+@pytest.mark.parametrize("snippet", RAY, ids=lambda s: s.where)
 def test_ray_block_runs_as_written(snippet: Any, ray_runtime: Any) -> None:
     assert run_inline(snippet.source) == expected_output(snippet.source)
