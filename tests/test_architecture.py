@@ -45,29 +45,36 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "toolray._json",
             "toolray._signals",
-            "toolray._presentation",
+            "toolray.presentation",
             "toolray._eventlog",
-            "toolray._plan",
             "toolray._arguments",
+            "toolray.scheduler",
+            "toolray.scheduler._plan",
         ),
     ),
     (
         "schemas",
         (
-            "toolray._schema._equality",
-            "toolray._schema._plain",
-            "toolray._schema._validate",
-            "toolray._schema._subset",
-            "toolray._schema._codegen",
-            "toolray._schema._dsl",
-            "toolray._schema",
-            "toolray._jsonschema_unions",
-            "toolray._jsonschema_convert",
-            "toolray._jsonschema_params",
-            "toolray._pydantic_schema",
-            "toolray._sdk_types",
-            "toolray._sdk_ts",
-            "toolray._sdk",
+            "toolray.schema._equality",
+            "toolray.schema._plain",
+            "toolray.schema._validate",
+            "toolray.schema._subset",
+            "toolray.schema._codegen",
+            "toolray.schema._dsl",
+            "toolray.schema",
+            "toolray.schema._unions",
+            "toolray.schema._convert",
+            "toolray.schema._params",
+            "toolray.schema._pydantic",
+        ),
+    ),
+    (
+        "code mode SDK",
+        (
+            "toolray.codemode",
+            "toolray.codemode._sdk_types",
+            "toolray.codemode._sdk_ts",
+            "toolray.codemode._sdk",
         ),
     ),
     (
@@ -81,28 +88,38 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     ("execution identity", ("toolray._execution", "toolray._nested")),
-    ("definitions", ("toolray._definition", "toolray._run_code", "toolray._decorator")),
-    ("layers and views", ("toolray._layers", "toolray._view")),
-    ("registry state and lookup", ("toolray._state", "toolray._lookup")),
+    ("definitions", ("toolray._definition", "toolray.codemode._run_code", "toolray._decorator")),
     (
-        "read side, write side, admission",
-        ("toolray._read", "toolray._context", "toolray._admission"),
+        "registry: layers and views",
+        ("toolray.registry", "toolray.registry._layers", "toolray.registry._view"),
     ),
-    ("call record", ("toolray._call",)),
+    ("registry: state and lookup", ("toolray.registry._state", "toolray.registry._lookup")),
     (
-        "pipeline stages",
+        "registry: read side, write side, admission",
+        ("toolray.registry._read", "toolray.registry._write", "toolray.registry._admission"),
+    ),
+    (
+        "pipeline",
         (
-            "toolray._policy",
-            "toolray._dispatch",
-            "toolray._finish",
-            "toolray._pipeline",
+            "toolray.pipeline",
+            "toolray.pipeline._call",
+            "toolray.pipeline._policy",
+            "toolray.pipeline._dispatch",
+            "toolray.pipeline._finish",
+            "toolray.pipeline._stages",
             "toolray.policies._timeout",
             "toolray.policies",
         ),
     ),
-    ("batch run and executor", ("toolray._batch_types", "toolray._batch_run", "toolray._batch")),
-    ("code mode", ("toolray._ptc_lane", "toolray._ptc", "toolray._prompt")),
-    ("facade", ("toolray._registry",)),
+    (
+        "batch",
+        ("toolray.batch", "toolray.batch._types", "toolray.batch._run", "toolray.batch._executor"),
+    ),
+    (
+        "code mode",
+        ("toolray.codemode._lane", "toolray.codemode._program", "toolray.codemode._prompt"),
+    ),
+    ("facade", ("toolray.registry._registry",)),
     (
         "public namespaces",
         (
@@ -326,16 +343,16 @@ def test_architecture_md_reads_the_core_in_rank_order() -> None:
 def test_the_checker_sees_every_kind_of_import() -> None:
     source = (
         "from typing import TYPE_CHECKING\n"
-        "if TYPE_CHECKING:\n    from ._registry import ToolRegistry\n"
-        "def f():\n    import ray\n    from . import _state\n"
+        "if TYPE_CHECKING:\n    from .registry._registry import ToolRegistry\n"
+        "def f():\n    import ray\n    from .registry import _state\n"
         "def g():\n    import importlib\n    importlib.import_module('toolray_actors.cli')\n"
     )
     found = set(_targets("toolray._probe", source))
     assert found == {
         "typing",
-        "toolray._registry",
+        "toolray.registry._registry",
         "ray",
-        "toolray._state",
+        "toolray.registry._state",
         "importlib",
         "toolray_actors.cli",
     }

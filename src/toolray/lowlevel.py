@@ -33,26 +33,26 @@ read a registry's private state:
 from __future__ import annotations
 
 from ._arguments import InvalidArguments as InvalidArguments
-from ._call import Call as Call
-from ._dispatch import BodyRunner as BodyRunner
-from ._dispatch import current_runner as current_runner
-from ._dispatch import run_body_inline as run_body_inline
 from ._execution import NestedDispatcher as NestedDispatcher
 from ._execution import not_live as not_live
 from ._json import is_json as is_json
 from ._json import thaw_json as thaw_json
-from ._layers import Entry as Entry
-from ._lookup import ToolLookup as ToolLookup
 from ._nested import nested_input as nested_input
 from ._normalize import failure_from as failure_from
-from ._pipeline import LocalNested as LocalNested
-from ._pipeline import run_nested as run_nested
-from ._pipeline import run_pipeline as run_pipeline
-from ._registry import admitted_entries as admitted_entries
-from ._registry import chain_entries as chain_entries
-from ._registry import has_scope as has_scope
-from ._registry import scope_parent as scope_parent
-from ._registry import tool_set_of as tool_set_of
+from .pipeline._call import Call as Call
+from .pipeline._dispatch import BodyRunner as BodyRunner
+from .pipeline._dispatch import current_runner as current_runner
+from .pipeline._dispatch import run_body_inline as run_body_inline
+from .pipeline._stages import LocalNested as LocalNested
+from .pipeline._stages import run_nested as run_nested
+from .pipeline._stages import run_pipeline as run_pipeline
+from .registry._layers import Entry as Entry
+from .registry._lookup import ToolLookup as ToolLookup
+from .registry._registry import admitted_entries as admitted_entries
+from .registry._registry import chain_entries as chain_entries
+from .registry._registry import has_scope as has_scope
+from .registry._registry import scope_parent as scope_parent
+from .registry._registry import tool_set_of as tool_set_of
 
 __all__ = (
     "BodyRunner",

@@ -30,8 +30,8 @@ from typing import Any
 import pytest
 
 from toolray._json import FrozenDict
-from toolray._schema import assert_object_json_schema, assert_supported_json_schema
 from toolray.errors import HarnessError, JsonSchemaError
+from toolray.schema import assert_object_json_schema, assert_supported_json_schema
 
 SUBSET = (
     " is not a supported keyword"

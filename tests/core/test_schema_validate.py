@@ -33,12 +33,12 @@ from typing import Any
 import pytest
 
 from toolray._json import FrozenDict, FrozenList
-from toolray._schema import (
+from toolray.schema import (
     assert_supported_json_schema,
     compile_validator,
     validate_json_schema_value,
 )
-from toolray._schema._validate import UnknownSchemaTypeError
+from toolray.schema._validate import UnknownSchemaTypeError
 
 
 class MyDict(dict[str, Any]):

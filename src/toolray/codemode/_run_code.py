@@ -22,10 +22,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ._definition import RESERVED_TOOL_NAME, ToolDefinition, ToolOutput
-from ._presentation import GenericCallView
-from ._schema import compile_validator
-from .errors import ToolArgsError
+from toolray._definition import RESERVED_TOOL_NAME, ToolDefinition, ToolOutput
+from toolray.errors import ToolArgsError
+from toolray.presentation import GenericCallView
+from toolray.schema import compile_validator
 
 __all__ = (
     "EMPTY_OUTPUT",

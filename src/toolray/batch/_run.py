@@ -16,18 +16,19 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from ._arguments import logged_arguments, parse_arguments
-from ._batch_types import ToolBatchInput, ToolBatchResult, ToolCall, ToolCallResult
-from ._call import Call
-from ._content import UserMessage
-from ._dispatch import BodyRunner
-from ._execution import ToolExecutionInput
-from ._lookup import ToolLookup
-from ._normalize import aborted, materialize
-from ._outcomes import ToolExecutionResult
-from ._pipeline import complete, dispatch, prepare
-from ._plan import next_stage
-from .errors import ToolBatchExecutionError
+from toolray._arguments import logged_arguments, parse_arguments
+from toolray._content import UserMessage
+from toolray._execution import ToolExecutionInput
+from toolray._normalize import aborted, materialize
+from toolray._outcomes import ToolExecutionResult
+from toolray.errors import ToolBatchExecutionError
+from toolray.pipeline._call import Call
+from toolray.pipeline._dispatch import BodyRunner
+from toolray.pipeline._stages import complete, dispatch, prepare
+from toolray.registry._lookup import ToolLookup
+from toolray.scheduler._plan import next_stage
+
+from ._types import ToolBatchInput, ToolBatchResult, ToolCall, ToolCallResult
 
 __all__ = ("BatchRun",)
 

@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from itertools import combinations
 from typing import Any, Final
 
-from ._jsonschema_unions import disjoint, drop_covered, kind_matches, type_literals
+from ._unions import disjoint, drop_covered, kind_matches, type_literals
 
 __all__ = ("convert",)
 

@@ -1,10 +1,10 @@
 """``ToolRegistry``: the facade that composes the registry's parts.
 
-One :class:`~toolray._state.RegistryState` holds layers, the scope tree, the view cache and
-the epoch. The registry reads it as a :class:`~toolray._read.ReadSide` (which is the
+One :class:`~toolray.registry._state.RegistryState` holds layers, the scope tree, the view cache and
+the epoch. The registry reads it as a :class:`~toolray.registry._read.ReadSide` (which is the
 ``ToolLookup`` the pipeline runs against), writes its global layer as a
-:class:`~toolray._context.WriteSide`, hands out scoped contexts through
-:class:`~toolray._context.Scopes`, and adds what needs everything below: conditional
+:class:`~toolray.registry._write.WriteSide`, hands out scoped contexts through
+:class:`~toolray.registry._write.Scopes`, and adds what needs everything below: conditional
 admission (``resolve``), one call through the pipeline (``execute``) and batches through the
 selected executor (``execute_batch``).
 """
@@ -14,24 +14,25 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, final
 
-from ._activation import ActivationContext
+from toolray._activation import ActivationContext
+from toolray._approval import ApprovalService
+from toolray._clock import Clock, system_clock
+from toolray._disposer import Disposer
+from toolray._execution import ToolExecutionInput
+from toolray._outcomes import ToolExecutionResult
+from toolray.batch._executor import BatchExecutor
+from toolray.batch._types import ToolBatchInput, ToolBatchResult, ToolExecutor, check_cap
+from toolray.codemode._program import ProgramRuntime, code_run
+from toolray.codemode._prompt import ToolPromptSection, missing_runtime, prompt_sections
+from toolray.codemode._run_code import RunCodeDefinition
+from toolray.errors import CodeRunFailedError, ExecutorUnavailableError
+from toolray.pipeline._stages import run_pipeline
+
 from ._admission import ResolvedToolSet, resolve_tool_set
-from ._approval import ApprovalService
-from ._batch import BatchExecutor
-from ._batch_types import ToolBatchInput, ToolBatchResult, ToolExecutor, check_cap
-from ._clock import Clock, system_clock
-from ._context import ScopedTools, Scopes, WriteSide
-from ._disposer import Disposer
-from ._execution import ToolExecutionInput
 from ._layers import Entry
-from ._outcomes import ToolExecutionResult
-from ._pipeline import run_pipeline
-from ._prompt import ToolPromptSection, missing_runtime, prompt_sections
-from ._ptc import ProgramRuntime, code_run
 from ._read import ReadSide
-from ._run_code import RunCodeDefinition
 from ._state import MODES, RegistryState, RegistryStatistics
-from .errors import CodeRunFailedError, ExecutorUnavailableError
+from ._write import ScopedTools, Scopes, WriteSide
 
 __all__ = (
     "ToolRegistry",

@@ -12,12 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from ._approval import ApprovalService
-from ._clock import Clock
-from ._definition import ToolDefinition
-from ._execution import ExecutionHost, ToolExecution, ToolExecutionInput, ToolSet
+from toolray._approval import ApprovalService
+from toolray._clock import Clock
+from toolray._definition import ToolDefinition
+from toolray._execution import ExecutionHost, ToolExecution, ToolExecutionInput, ToolSet
+from toolray.scheduler._plan import ExecutionMode
+
 from ._layers import Entry, HookKind
-from ._plan import ExecutionMode
 
 __all__ = ("ToolLookup",)
 

@@ -12,10 +12,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any, final
 
-from ._arguments import InvalidArguments
-from ._call import Call
-from ._dispatch import BodyRunner, run_dispatch
-from ._execution import (
+from toolray._arguments import InvalidArguments
+from toolray._execution import (
     ExecutionToken,
     ToolDispatchExecution,
     ToolExecution,
@@ -23,14 +21,17 @@ from ._execution import (
     ToolRunContext,
     not_live,
 )
+from toolray._json import snapshot_json
+from toolray._normalize import aborted, fail, failure_from, unknown_tool
+from toolray._outcomes import ToolExecutionResult
+from toolray._signals import AbortSignal
+from toolray.errors import NotJsonError
+from toolray.registry._lookup import ToolLookup
+
+from ._call import Call
+from ._dispatch import BodyRunner, run_dispatch
 from ._finish import finish
-from ._json import snapshot_json
-from ._lookup import ToolLookup
-from ._normalize import aborted, fail, failure_from, unknown_tool
-from ._outcomes import ToolExecutionResult
 from ._policy import run_post_execute, run_pre_execute
-from ._signals import AbortSignal
-from .errors import NotJsonError
 
 __all__ = (
     "ARGS_NOT_JSON",

@@ -20,8 +20,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal, final
 
-from ._approval import ApprovalService
-from ._clock import Clock
+from toolray._approval import ApprovalService
+from toolray._clock import Clock
+
 from ._layers import Entry, Layer
 from ._view import build_view, restrictable_names
 

@@ -30,11 +30,12 @@ from __future__ import annotations
 from itertools import combinations
 from typing import Any, Final
 
-from ._json import is_json
-from ._jsonschema_unions import json_types, type_literals, widen
-from ._schema import assert_supported_json_schema
-from ._schema._equality import json_equal
-from .errors import JsonSchemaError
+from toolray._json import is_json
+from toolray.errors import JsonSchemaError
+
+from . import assert_supported_json_schema
+from ._equality import json_equal
+from ._unions import json_types, type_literals, widen
 
 __all__ = ("output_json_schema", "parameters_json_schema", "to_subset")
 

@@ -1,8 +1,8 @@
 """The read side of a registry: visibility, schemas, classification, guards and hooks.
 
-:class:`ReadSide` answers every question of the :class:`~toolray._lookup.ToolLookup`
+:class:`ReadSide` answers every question of the :class:`~toolray.registry._lookup.ToolLookup`
 protocol (and the inspection API of ``ToolRegistry``) from a
-:class:`~toolray._state.RegistryState`; it never changes the state. A step's admitted set
+:class:`~toolray.registry._state.RegistryState`; it never changes the state. A step's admitted set
 (``tool_set``) is read through the :class:`~toolray._execution.ToolSet` protocol.
 """
 
@@ -11,16 +11,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ._approval import ApprovalService
-from ._clock import Clock
-from ._definition import RESERVED_TOOL_NAME, ToolDefinition
-from ._execution import ToolExecution, ToolExecutionInput, ToolSet
-from ._json import snapshot_json, thaw_json
+from toolray._approval import ApprovalService
+from toolray._clock import Clock
+from toolray._definition import RESERVED_TOOL_NAME, ToolDefinition
+from toolray._execution import ToolExecution, ToolExecutionInput, ToolSet
+from toolray._json import snapshot_json, thaw_json
+from toolray.errors import NotJsonError
+from toolray.scheduler._plan import ExecutionMode
+from toolray.schema import compile_validator
+
 from ._layers import Entry, HookKind
-from ._plan import ExecutionMode
-from ._schema import compile_validator
 from ._state import RegistryState, Variant
-from .errors import NotJsonError
 
 __all__ = ("ReadSide",)
 

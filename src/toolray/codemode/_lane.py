@@ -25,13 +25,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._call import Call
-from ._dispatch import BodyRunner
-from ._execution import ToolExecutionInput
-from ._lookup import ToolLookup
-from ._outcomes import ToolExecutionResult
-from ._pipeline import complete, dispatch, prepare
-from ._signals import AbortSignal
+from toolray._execution import ToolExecutionInput
+from toolray._outcomes import ToolExecutionResult
+from toolray._signals import AbortSignal
+from toolray.pipeline._call import Call
+from toolray.pipeline._dispatch import BodyRunner
+from toolray.pipeline._stages import complete, dispatch, prepare
+from toolray.registry._lookup import ToolLookup
 
 __all__ = ("SubCall", "SubLane")
 

@@ -6,12 +6,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from ._content import UserMessage
-from ._definition import ToolDefinition
-from ._eventlog import LogStep
-from ._execution import ToolSet
-from ._outcomes import ToolExecutionResult
-from ._signals import AbortSignal
+from toolray._content import UserMessage
+from toolray._definition import ToolDefinition
+from toolray._eventlog import LogStep
+from toolray._execution import ToolSet
+from toolray._outcomes import ToolExecutionResult
+from toolray._signals import AbortSignal
 
 __all__ = (
     "LogStep",

@@ -13,10 +13,11 @@ import inspect
 import logging
 from typing import Any
 
+from toolray._execution import freeze
+from toolray._normalize import failure_from, materialize, message_of
+from toolray._outcomes import ToolExecutionResult
+
 from ._call import Call
-from ._execution import freeze
-from ._normalize import failure_from, materialize, message_of
-from ._outcomes import ToolExecutionResult
 
 __all__ = ("finish",)
 

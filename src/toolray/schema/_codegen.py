@@ -1,7 +1,7 @@
 """Compiled validators: Python source generated per schema node and ``exec``'d once.
 
 ``compile_validator(schema)`` returns a function with exactly the verdicts and messages of
-:func:`~toolray._schema._validate.validate_json_schema_value`, only faster: each object,
+:func:`~toolray.schema._validate.validate_json_schema_value`, only faster: each object,
 array or ``oneOf`` node becomes one flat function (scalar and annotation-only children are
 inlined into their parent), and each node under a ``oneOf`` also gets a boolean *matcher*
 that stops at the first failure. Generated functions return ``None`` when valid, build

@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ._execution import ToolDispatchExecution, ToolExecutionInput
-from ._lookup import ToolLookup
-from ._outcomes import ToolExecutionResult
+from toolray._execution import ToolDispatchExecution, ToolExecutionInput
+from toolray._outcomes import ToolExecutionResult
+from toolray.registry._lookup import ToolLookup
 
 __all__ = ("Call", "Step")
 

@@ -3,7 +3,7 @@
 Each visible tool (the SDK projection, R-SCH-14) becomes a binding. A binding call that
 the run accepts gets the next id ``<outer call id>:ptc:<n>`` (a call made after the run is
 over, or with arguments that are not lossless JSON, is rejected and numbers nothing,
-C-CODE-3/11) and is queued on the run's :class:`~toolray._ptc_lane.SubLane`, which runs it
+C-CODE-3/11) and is queued on the run's :class:`~toolray.codemode._lane.SubLane`, which runs it
 through the full pipeline of the outer call's scope as a nested call: ``parent`` = the
 outer token, the outer root call id and step admission, and the run-scoped signal.
 
@@ -27,22 +27,23 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ._content import ContentBlock, UserMessage
-from ._definition import RESERVED_TOOL_NAME
-from ._dispatch import current_notes, current_runner
-from ._eventlog import LogStep
-from ._execution import ToolExecution, ToolRunContext
-from ._json import snapshot_json, thaw_json
-from ._lookup import ToolLookup
-from ._nested import nested_input
-from ._normalize import message_of
-from ._outcomes import ToolExecutionResult
-from ._ptc_lane import SubCall, SubLane
+from toolray._content import ContentBlock, UserMessage
+from toolray._definition import RESERVED_TOOL_NAME
+from toolray._eventlog import LogStep
+from toolray._execution import ToolExecution, ToolRunContext
+from toolray._json import snapshot_json, thaw_json
+from toolray._nested import nested_input
+from toolray._normalize import message_of
+from toolray._outcomes import ToolExecutionResult
+from toolray._signals import AbortController
+from toolray._waterfall import run_waterfall
+from toolray.errors import NotJsonError
+from toolray.pipeline._dispatch import current_notes, current_runner
+from toolray.registry._lookup import ToolLookup
+
+from ._lane import SubCall, SubLane
 from ._run_code import check_run_code_arguments
 from ._sdk import parameter_names
-from ._signals import AbortController
-from ._waterfall import run_waterfall
-from .errors import NotJsonError
 
 __all__ = ("CODE_PLUGIN", "ProgramRuntime", "PtcDispatchLog", "SdkView", "code_run")
 

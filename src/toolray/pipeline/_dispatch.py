@@ -17,13 +17,21 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any, TypeAlias
 
+from toolray._execution import NestedDispatcher, ToolRunContext, swap_signal
+from toolray._normalize import (
+    NOT_LOSSLESS,
+    aborted,
+    fail,
+    failure_from,
+    normalize_value,
+    unknown_tool,
+)
+from toolray._outcomes import ToolExecutionFailure, ToolExecutionResult, ToolExecutionSuccess
+from toolray._signals import AbortSignal, detach_sources
+from toolray._waterfall import run_waterfall
+from toolray.registry._layers import Entry
+
 from ._call import Call
-from ._execution import NestedDispatcher, ToolRunContext, swap_signal
-from ._layers import Entry
-from ._normalize import NOT_LOSSLESS, aborted, fail, failure_from, normalize_value, unknown_tool
-from ._outcomes import ToolExecutionFailure, ToolExecutionResult, ToolExecutionSuccess
-from ._signals import AbortSignal, detach_sources
-from ._waterfall import run_waterfall
 
 __all__ = (
     "BodyRunner",

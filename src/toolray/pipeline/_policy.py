@@ -12,12 +12,20 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ._approval import ApprovalRequest
+from toolray._approval import ApprovalRequest
+from toolray._decisions import Accept, Allow, Ask, Block, Cancel, Deny, ReplaceValue
+from toolray._normalize import (
+    aborted,
+    block_message,
+    fail,
+    failure_from,
+    normalize_value,
+    unknown_tool,
+)
+from toolray._outcomes import ToolExecutionFailure, ToolExecutionResult, ToolExecutionSuccess
+from toolray._waterfall import maybe_await, run_waterfall
+
 from ._call import Call
-from ._decisions import Accept, Allow, Ask, Block, Cancel, Deny, ReplaceValue
-from ._normalize import aborted, block_message, fail, failure_from, normalize_value, unknown_tool
-from ._outcomes import ToolExecutionFailure, ToolExecutionResult, ToolExecutionSuccess
-from ._waterfall import maybe_await, run_waterfall
 
 __all__ = ("run_post_execute", "run_pre_execute")
 

@@ -14,8 +14,9 @@ import json
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
-from ._definition import RESERVED_TOOL_NAME
-from ._json import snapshot_json, thaw_json
+from toolray._definition import RESERVED_TOOL_NAME
+from toolray._json import snapshot_json, thaw_json
+
 from ._sdk import SDK_RENDERERS, SdkTool
 
 __all__ = (

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ._definition import ToolDefinition
+from toolray._definition import ToolDefinition
 
 __all__ = ("HOOK_KINDS", "Entry", "GuardEntry", "Hook", "HookKind", "Layer", "Restriction")
 

@@ -16,11 +16,12 @@ from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
 
-from ._activation import ActivationContext
-from ._definition import ToolDefinition
+from toolray._activation import ActivationContext
+from toolray._definition import ToolDefinition
+from toolray.errors import AbortError
+
 from ._layers import Entry
 from ._state import RegistryState
-from .errors import AbortError
 
 __all__ = ("ResolvedToolSet", "resolve_tool_set")
 

@@ -19,8 +19,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, final
 
-from ._jsonschema_convert import convert
-from .errors import JsonSchemaError
+from toolray.errors import JsonSchemaError
+
+from ._convert import convert
 
 __all__ = (
     "JsonSchemaParameters",
@@ -109,7 +110,7 @@ def json_schema_parameters(
     converted, violations = convert(schema, relax=relax)
     if not violations:
         # The public name, imported late: this module loads while ``toolray`` is importing.
-        from ._schema import assert_object_json_schema
+        from . import assert_object_json_schema
 
         try:
             assert_object_json_schema(converted)

@@ -1,7 +1,7 @@
 """The write side, shared by the global context and every scoped context.
 
 Each contribution lands in its context's layer of the
-:class:`~toolray._state.RegistryState` and returns the exact :class:`Disposer` that lifts
+:class:`~toolray.registry._state.RegistryState` and returns the exact :class:`Disposer` that lifts
 it (R-REG-17). A scoped context owns its disposers and unwinds them in reverse order when
 the scope is disposed (R-REG-16, R-EVT-07); then the state forgets the scope.
 """
@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ._definition import RESERVED_TOOL_NAME, ToolDefinition, check_registration
-from ._disposer import Disposer
+from toolray._definition import RESERVED_TOOL_NAME, ToolDefinition, check_registration
+from toolray._disposer import Disposer
+
 from ._layers import Entry, GuardEntry, Hook, HookKind, Layer, Restriction
 from ._state import MODES, RegistryState
 

@@ -8,18 +8,19 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, final
 
-from ._batch_run import BatchRun
-from ._batch_types import (
+from toolray._definition import ToolDefinition
+from toolray._json import snapshot_json, thaw_json
+from toolray.pipeline._dispatch import BodyRunner, inline_runner
+from toolray.registry._lookup import ToolLookup
+
+from ._run import BatchRun
+from ._types import (
     ToolBatchInput,
     ToolBatchResult,
     ToolCallResult,
     ToolModelInput,
     check_cap,
 )
-from ._definition import ToolDefinition
-from ._dispatch import BodyRunner, inline_runner
-from ._json import snapshot_json, thaw_json
-from ._lookup import ToolLookup
 
 __all__ = ("BatchExecutor", "BatchStatistics")
 
