@@ -1,4 +1,4 @@
-"""A standard JSON Schema, converted into the enforced subset (for ``json_schema_parameters``).
+"""A JSON Schema converted into the enforced subset: standard schemas and pydantic's.
 
 The registry enforces a small subset of JSON Schema (``type/oneOf/properties/required/
 additionalProperties/items/enum/const`` plus the annotations ``description/title/default/
@@ -24,6 +24,12 @@ What cannot be mapped is reported, one violation per place, rooted at ``schema``
 - *structural* keywords with no equivalent (``not``, ``if/then/else``, ``patternProperties``,
   ``prefixItems``, a several-schema ``allOf``, an ``anyOf`` whose branches overlap, a remote
   or recursive ``$ref``…) are violations in both modes.
+
+:func:`convert_pydantic` is the same walk for the schemas pydantic writes (the ``@tool``
+side): there a keyword outside the subset is kept, for the subset walk to report it by name
+(``schema.minimum is not a supported keyword``), a branch of a converted ``anyOf`` is named
+by its place in the resulting ``oneOf``, and ``discriminator`` beside ``oneOf`` is dropped
+(the branches' ``const`` tags already make them disjoint).
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ from typing import Any, Final
 
 from ._unions import disjoint, drop_covered, kind_matches, type_literals
 
-__all__ = ("convert",)
+__all__ = ("convert", "convert_pydantic")
 
 _ANNOTATIONS: Final = ("description", "title", "default", "examples")
 _CONSTRAINTS: Final = frozenset(
@@ -58,6 +64,15 @@ _STRUCTURAL: Final = frozenset(
     )
 )  # fmt: skip
 _REF_PREFIXES: Final = ("#/$defs/", "#/definitions/")
+_OVERLAP: Final = " (only unions of disjoint types are supported)"
+_TYPED_MAP: Final = (
+    " must be a boolean: a typed map is a value constraint the subset cannot check"
+    " (relax=True allows any value and notes it in the description)"
+)
+_TYPED_MAPPING: Final = (
+    " must be a boolean: a typed mapping (dict[str, X]) is outside the subset;"
+    " use dict[str, Any] or a model"
+)
 
 
 def convert(schema: Mapping[str, Any], *, relax: bool) -> tuple[dict[str, Any], list[str]]:
@@ -67,22 +82,39 @@ def convert(schema: Mapping[str, Any], *, relax: bool) -> tuple[dict[str, Any], 
         >>> convert({"type": ["string", "null"], "maxLength": 3}, relax=True)
         ({'oneOf': [{'type': 'string'}, {'type': 'null'}], 'description': '(maxLength: 3)'}, [])
     """
-    converter = _Converter(schema, relax)
-    try:
-        out = converter.node(schema, "schema")
-    except RecursionError:
-        return {}, ["schema is nested too deeply to convert"]
-    return out, converter.violations
+    return _Converter(schema, relax=relax).run(schema)
+
+
+def convert_pydantic(schema: Any, defs: Mapping[str, Any]) -> tuple[Any, list[str]]:
+    """Convert one node of a pydantic JSON Schema (``$ref`` resolved against ``defs``).
+
+    Example:
+        >>> convert_pydantic({"anyOf": [{"type": "integer"}, {"type": "null"}]}, {})
+        ({'oneOf': [{'type': 'integer'}, {'type': 'null'}]}, [])
+    """
+    return _Converter({"$defs": defs}, relax=False, pydantic=True).run(schema)
 
 
 class _Converter:
-    def __init__(self, root: Mapping[str, Any], relax: bool) -> None:
+    """One walk over a schema; ``pydantic`` selects that dialect (see the module docstring)."""
+
+    def __init__(self, root: Mapping[str, Any], *, relax: bool, pydantic: bool = False) -> None:
         self.root = root
         self.relax = relax
+        self.pydantic = pydantic
         self.violations: list[str] = []
         self._expanding: list[str] = []
 
+    def run(self, schema: Any) -> tuple[Any, list[str]]:
+        try:
+            out = self.node(schema, "schema")
+        except RecursionError:
+            return {}, ["schema is nested too deeply to convert"]
+        return out, self.violations
+
     def node(self, node: Any, path: str) -> Any:
+        if not isinstance(node, Mapping) and self.pydantic:
+            return node  # the subset walk reports it
         if node is True:
             return {}
         if not isinstance(node, Mapping):
@@ -96,6 +128,8 @@ class _Converter:
         notes: list[str] = []
         for key, value in node.items():
             self._keyword(out, notes, key, value, path)
+        if self.pydantic and "oneOf" in out:
+            out.pop("discriminator", None)
         if "anyOf" in node:
             out = self._any_of(node["anyOf"], out, path)
         if isinstance(out.get("type"), list):
@@ -126,11 +160,15 @@ class _Converter:
             out[key] = self._branches(value, where)
         elif key in _CONSTRAINTS:
             out[key] = _plain(value)
+        elif key in ("anyOf", "allOf", "$ref", "$defs"):
+            pass  # handled by the walk
+        elif self.pydantic:
+            out[key] = value  # kept: the subset walk names it
         elif key in _VALUE_CONSTRAINTS:
             self._value_constraint(notes, key, value, where)
         elif key in _STRUCTURAL:
             self.violations.append(f"{where} is not supported (the subset has no equivalent)")
-        # anything else ($schema, $id, $comment, $defs, deprecated, x-…) constrains nothing
+        # anything else ($schema, $id, $comment, deprecated, x-…) constrains nothing
 
     def _value_constraint(self, notes: list[str], key: str, value: Any, where: str) -> None:
         if self.relax:
@@ -160,16 +198,15 @@ class _Converter:
             out["additionalProperties"] = True
             notes.append(f"additionalProperties: {json.dumps(_plain(value), default=str)}")
         else:
-            self.violations.append(
-                f"{where} must be a boolean: a typed map is a value constraint the subset"
-                " cannot check (relax=True allows any value and notes it in the description)"
-            )
+            self.violations.append(where + (_TYPED_MAPPING if self.pydantic else _TYPED_MAP))
 
-    def _branches(self, value: Any, where: str) -> list[Any]:
+    def _branches(self, value: Any, where: str, named: str | None = None) -> list[Any]:
+        """Each branch converted; ``named``: the path its branches are reported under."""
         if not isinstance(value, list | tuple) or not value:
             self.violations.append(f"{where} must be a non-empty array of schemas")
             return []
-        return [self.node(branch, f"{where}[{i}]") for i, branch in enumerate(value)]
+        at = named or where
+        return [self.node(branch, f"{at}[{i}]") for i, branch in enumerate(value)]
 
     def _inline(self, node: Mapping[str, Any], path: str) -> Any:
         ref = node["$ref"]
@@ -199,13 +236,15 @@ class _Converter:
         return self.node(rest, path)
 
     def _any_of(self, raw: Any, out: dict[str, Any], path: str) -> dict[str, Any]:
-        branches = drop_covered(self._branches(raw, f"{path}.anyOf"))
+        named = f"{path}.oneOf" if self.pydantic else None
+        branches = drop_covered(self._branches(raw, f"{path}.anyOf", named))
         if len(branches) == 1:
             return {**branches[0], **out}
         for (i, left), (j, right) in combinations(enumerate(branches), 2):
             if not disjoint(left, right):
                 self.violations.append(
                     f"{path}.anyOf branches {i} and {j} overlap, so it cannot become oneOf"
+                    + (_OVERLAP if self.pydantic else "")
                 )
                 break
         if branches:

@@ -3,16 +3,28 @@
 ``oneOf`` rejects a value that matches two branches, so a standard ``anyOf`` becomes
 ``oneOf`` only when no value can match two of its branches. :func:`disjoint` decides that
 conservatively (``False`` when unsure): by JSON type (``integer`` lies inside ``number``), by
-``enum`` / ``const`` values, or by a required property whose schemas are disjoint (a tagged
-union). :func:`drop_covered` first removes a branch that a bare branch already accepts, so
-``integer | number`` is ``number``.
+``enum`` / ``const`` values (type-aware: ``True`` is not ``1``), or by a required property
+whose schemas are disjoint (a tagged union). :func:`drop_covered` first removes a branch
+that a bare branch already accepts, so ``integer | number`` is ``number`` and
+``Any | None`` is any JSON. Both converters into the subset (a standard JSON Schema and
+pydantic's) use these helpers.
 """
 
 from __future__ import annotations
 
 from typing import Any, Final
 
-__all__ = ("disjoint", "drop_covered", "json_types", "kind_matches", "type_literals", "widen")
+from ._equality import json_equal
+
+__all__ = (
+    "covers",
+    "disjoint",
+    "drop_covered",
+    "json_types",
+    "kind_matches",
+    "type_literals",
+    "widen",
+)
 
 _ANNOTATIONS: Final = ("description", "title", "default", "examples")
 _SCALAR_TYPE: Final = {bool: "boolean", int: "integer", float: "number", str: "string"}
@@ -48,6 +60,7 @@ def kind_matches(kind: str, value: Any) -> bool:
 
 
 def _is_bare(node: Any) -> bool:
+    """Only ``type`` and annotations: the node accepts every value of its type (or any)."""
     return isinstance(node, dict) and all(k == "type" or k in _ANNOTATIONS for k in node)
 
 
@@ -73,18 +86,21 @@ def json_types(node: Any) -> frozenset[str] | None:
     return None
 
 
+def covers(wide: Any, narrow: Any) -> bool:
+    """Whether the *bare* branch ``wide`` accepts every value ``narrow`` accepts.
+
+    A bare branch without a ``type`` accepts any JSON value, so it covers every branch.
+    """
+    if not (_is_bare(wide) and isinstance(narrow, dict)):
+        return False
+    if "type" not in wide:
+        return True
+    narrow_types = json_types(narrow)
+    return narrow_types is not None and narrow_types <= widen(frozenset((wide["type"],)))
+
+
 def drop_covered(branches: list[Any]) -> list[Any]:
-    """Drop a branch that a *bare* branch (only ``type`` and annotations) already accepts."""
-
-    def covers(wide: Any, narrow: Any) -> bool:
-        narrow_types = json_types(narrow)
-        return (
-            _is_bare(wide)
-            and "type" in wide
-            and narrow_types is not None
-            and narrow_types <= widen(frozenset((wide["type"],)))
-        )
-
+    """Drop a branch that a bare branch already covers (of two equal ones, keep the first)."""
     kept: list[Any] = []
     for index, branch in enumerate(branches):
         if not any(
@@ -104,15 +120,6 @@ def _literals(node: Any) -> list[Any] | None:
     return [node["const"]] if "const" in node else None
 
 
-def _same_literal(left: Any, right: Any) -> bool:
-    """JSON equality of two scalars: ``True`` is not ``1``, ``1.0`` is ``1``."""
-    if isinstance(left, bool) or isinstance(right, bool):
-        return left is right
-    if type(left) in (int, float) and type(right) in (int, float):
-        return bool(left == right)
-    return type(left) is type(right) and bool(left == right)
-
-
 def disjoint(left: Any, right: Any) -> bool:
     """Whether no value can match both converted schemas (``False`` when unsure)."""
     left_types, right_types = json_types(left), json_types(right)
@@ -122,7 +129,7 @@ def disjoint(left: Any, right: Any) -> bool:
         return True
     left_values, right_values = _literals(left), _literals(right)
     if left_values is not None and right_values is not None:
-        return not any(_same_literal(a, b) for a in left_values for b in right_values)
+        return not any(json_equal(a, b) for a in left_values for b in right_values)
     if left_types == right_types == frozenset(("object",)):
         shared = set(left.get("required", ())) & set(right.get("required", ()))
         lp, rp = left.get("properties", {}), right.get("properties", {})
