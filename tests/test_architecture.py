@@ -111,14 +111,12 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "toolray.policies",
         ),
     ),
+    ("scheduler", ("toolray.scheduler._engine",)),
     (
         "batch",
         ("toolray.batch", "toolray.batch._types", "toolray.batch._run", "toolray.batch._executor"),
     ),
-    (
-        "code mode",
-        ("toolray.codemode._lane", "toolray.codemode._program", "toolray.codemode._prompt"),
-    ),
+    ("code mode", ("toolray.codemode._program", "toolray.codemode._prompt")),
     ("facade", ("toolray.registry._registry",)),
     (
         "public namespaces",

@@ -1,11 +1,14 @@
 """The ``run_code`` body: one program run, its bindings, sub-calls and their log records.
 
-Each visible tool (the SDK projection, R-SCH-14) becomes a binding. A binding call that
-the run accepts gets the next id ``<outer call id>:ptc:<n>`` (a call made after the run is
-over, or with arguments that are not lossless JSON, is rejected and numbers nothing,
-C-CODE-3/11) and is queued on the run's :class:`~toolray.codemode._lane.SubLane`, which runs it
-through the full pipeline of the outer call's scope as a nested call: ``parent`` = the
-outer token, the outer root call id and step admission, and the run-scoped signal.
+Code Mode is programmatic tool calling ("ptc" in ids and log records): the model writes a
+program, and the program calls the tools. Each visible tool (the SDK projection, R-SCH-14)
+becomes a binding. A binding call that the run accepts gets the next id
+``<outer call id>:ptc:<n>`` (a call made after the run is over, or with arguments that are
+not lossless JSON, is rejected and numbers nothing, C-CODE-3/11) and is queued on the run's
+open lane of the scheduler (:mod:`toolray.scheduler._engine`, the same engine a batch runs
+on: stages, cap, ordered commits, C-CODE-6/7), which runs it through the full pipeline of
+the outer call's scope as a nested call: ``parent`` = the outer token, the outer root call
+id and step admission, and the run-scoped signal.
 
 The run-scoped signal fires when the outer signal does (with its reason) and when the
 program settles (``"run_code settled"``). Then queued calls are abandoned, started ones are
@@ -24,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from toolray._content import ContentBlock, UserMessage
@@ -38,10 +41,12 @@ from toolray._outcomes import ToolExecutionResult
 from toolray._signals import AbortController
 from toolray._waterfall import run_waterfall
 from toolray.errors import NotJsonError
+from toolray.pipeline._call import Call
 from toolray.pipeline._dispatch import current_notes, current_runner
 from toolray.registry._lookup import ToolLookup
+from toolray.scheduler._engine import Hooks, Scheduler
+from toolray.scheduler._plan import ExecutionMode
 
-from ._lane import SubCall, SubLane
 from ._run_code import check_run_code_arguments
 from ._sdk import parameter_names
 
@@ -100,6 +105,18 @@ class SdkView(ToolLookup, Protocol):
         ...
 
 
+@dataclass(eq=False, slots=True)
+class _SubCall:
+    """One accepted binding call: its id, log copy and the future of its outcome."""
+
+    sub_call_id: str
+    name: str
+    logged: Any
+    outcome: asyncio.Future[ToolExecutionResult]
+    span: dict[str, Any] = field(default_factory=dict)
+    """Trace timings (absolute clock seconds) and the body runner's notes."""
+
+
 class _Rejected(Exception):
     """A binding call the run refuses: the program sees ``ToolCallError(message)``."""
 
@@ -118,8 +135,8 @@ class _Binding:
         return await self._run.call(self._name, args)
 
 
-class _Run:
-    """One program run: the run-scoped signal, the sub-call lane and the log work."""
+class _Run(Hooks):
+    """One program run: the run-scoped signal, its sub-calls' lane and the log work."""
 
     def __init__(self, view: SdkView, ctx: ToolRunContext, cap: int) -> None:
         execution = ctx.execution
@@ -130,22 +147,15 @@ class _Run:
         self.signal = self.controller.signal
         self._unhook = outer.add_listener(lambda: self.controller.abort(outer.reason))
         self.log: LogStep | None = execution.log
-        self.hooks = view.hooks("dispatch_log", execution.scope) if self.log else []
-        self.count = 0
+        self.log_listeners = view.hooks("dispatch_log", execution.scope) if self.log else []
+        self.subs: list[_SubCall] = []
         self.log_work: set[asyncio.Task[None]] = set()
         notes = current_notes()  # the run_code call's trace notes: sub-call spans go there
         self.spans: list[dict[str, Any]] | None = None
         if notes is not None:
             self.spans = notes.setdefault("subCalls", [])
-        self.lane = SubLane(
-            view,
-            self.signal,
-            cap,
-            current_runner(),
-            on_start=self._started,
-            on_commit=self._committed,
-            on_abandon=self._abandon,
-        )
+        self._now = view.clock.now
+        self.lane = Scheduler(view, self.signal, cap, current_runner(), self)
 
     def over(self, name: str, what: str) -> _Rejected:
         return _Rejected(f"run_code run is over ({self.signal.reason}); {name} {what}")
@@ -162,25 +172,65 @@ class _Run:
             raise _Rejected(f"tool arguments must be lossless JSON: {err.message}") from None
         except Exception as err:  # a hostile value whose inspection raises
             raise _Rejected(f"tool arguments must be lossless JSON: {message_of(err)}") from None
-        self.count += 1
-        sub_call_id = f"{self.execution.call_id}:ptc:{self.count}"
+        sub_call_id = f"{self.execution.call_id}:ptc:{len(self.subs) + 1}"
         inp = nested_input(
             self.execution, name, dispatched, call_id=sub_call_id, signal=self.signal
         )
         outcome: asyncio.Future[ToolExecutionResult] = asyncio.get_running_loop().create_future()
-        result = await self.lane.run(SubCall(sub_call_id, name, inp, dispatched, outcome))
+        sub = _SubCall(sub_call_id, name, dispatched, outcome)
+        self.subs.append(sub)
+        self.lane.submit(inp)
+        await self.lane.serve(outcome.done)
+        result = await outcome
         if self.signal.aborted:
             raise self.over(name, "result discarded")
         if result.is_error:
             raise _Rejected(result.error.message)
         return result.value
 
-    def _abandon(self, sub: SubCall) -> None:
-        if not sub.outcome.done():
-            sub.outcome.set_exception(self.over(sub.name, "tool call abandoned"))
+    # ------------------------------------------------------------------ the lane's hooks
+    def started(self, index: int, mode: ExecutionMode) -> None:
+        """The span opens and, with a log step, ``tool/ptc-dispatch-start`` is written."""
+        sub = self.subs[index]
+        sub.span.update(callId=sub.sub_call_id, name=sub.name, mode=mode, started=self._now())
+        if self.spans is not None:
+            self.spans.append(sub.span)
+        if self.log is not None:
+            self.log.sink.append(self._event("tool/ptc-dispatch-start", sub))
+
+    def settled(self, index: int, call: Call) -> None:
+        """The span's settle time."""
+        self.subs[index].span["settled"] = self._now()
+
+    async def committed(self, index: int, call: Call, result: ToolExecutionResult) -> None:
+        """The span closes; the outcome reaches the program, then the log."""
+        sub = self.subs[index]
+        info = getattr(getattr(result, "error", None), "info", None)
+        sub.span.setdefault("settled", sub.span["started"])  # it never reached dispatch
+        sub.span.update(call.notes)
+        sub.span.update(
+            committed=self._now(), isError=result.is_error, code=info.code if info else None
+        )
+        await self._committed(sub, result)
+
+    def skipped(self, start: int, stop: int) -> None:
+        """Queued calls are abandoned once the run is over: they never start."""
+        for sub in self.subs[start:stop]:
+            if not sub.outcome.done():
+                sub.outcome.set_exception(self.over(sub.name, "tool call abandoned"))
+
+    def failed(self, error: BaseException, start: int, stop: int) -> None:
+        """A lane failure (a bug, or cancellation): no binding may wait forever."""
+        for sub in self.subs[start:stop]:
+            if sub.outcome.done():
+                continue
+            if isinstance(error, asyncio.CancelledError):
+                sub.outcome.cancel()
+            else:
+                sub.outcome.set_exception(error)
 
     # ------------------------------------------------------------------ commits
-    def _event(self, kind: str, sub: SubCall) -> dict[str, Any]:
+    def _event(self, kind: str, sub: _SubCall) -> dict[str, Any]:
         log, execution = self.log, self.execution
         assert log is not None
         return {
@@ -194,13 +244,7 @@ class _Run:
             "arguments": thaw_json(sub.logged),
         }
 
-    def _started(self, sub: SubCall) -> None:
-        if self.spans is not None:
-            self.spans.append(sub.span)
-        if self.log is not None:
-            self.log.sink.append(self._event("tool/ptc-dispatch-start", sub))
-
-    async def _committed(self, sub: SubCall, result: ToolExecutionResult) -> None:
+    async def _committed(self, sub: _SubCall, result: ToolExecutionResult) -> None:
         ctx = self.ctx
         if not result.is_error and any(_is_image(block) for block in result.content):
             ctx.defer_context(UserMessage(thaw_json(result.content), source=CODE_PLUGIN))
@@ -212,7 +256,7 @@ class _Run:
             sub.outcome.set_result(result)
         if self.log is None:
             return
-        if not self.hooks:
+        if not self.log_listeners:
             self._append(sub, result, thaw_json(result.content))
             return
         task = asyncio.ensure_future(self._shape_and_append(sub, result))
@@ -221,7 +265,7 @@ class _Run:
         while len(self.log_work) > self.cap:  # backpressure: bounded pending log work
             await asyncio.wait(self.log_work, return_when=asyncio.FIRST_COMPLETED)
 
-    async def _shape_and_append(self, sub: SubCall, result: ToolExecutionResult) -> None:
+    async def _shape_and_append(self, sub: _SubCall, result: ToolExecutionResult) -> None:
         original = thaw_json(result.content)
         dispatch = PtcDispatchLog(
             execution=self.execution,
@@ -236,7 +280,7 @@ class _Run:
             return dispatch.content
 
         try:
-            shaped = await run_waterfall(self.hooks, (dispatch,), keep)
+            shaped = await run_waterfall(self.log_listeners, (dispatch,), keep)
             if not isinstance(shaped, list):
                 raise TypeError(f"expected a list of content blocks, got {type(shaped).__name__}")
             content = thaw_json(snapshot_json(shaped, "content"))
@@ -250,7 +294,7 @@ class _Run:
             content = original
         self._append(sub, result, content)
 
-    def _append(self, sub: SubCall, result: ToolExecutionResult, content: Any) -> None:
+    def _append(self, sub: _SubCall, result: ToolExecutionResult, content: Any) -> None:
         assert self.log is not None
         event = self._event("tool/ptc-dispatch", sub)
         event["isError"] = result.is_error
