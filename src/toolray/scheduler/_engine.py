@@ -13,8 +13,10 @@ The rules (B-SCHED, B-ORDER, B-ABORT, B-ERR, C-CODE-6/7/12):
   waiting for its commit, or that never reached dispatch, holds no slot;
 - **one ordered lane**: starts (the start hook, then ``prepare``: pre-execute, approval,
   guards) and commits (``complete``: post-execute, finish, then the commit hook) run here,
-  one at a time, in call order; only dispatch stages (around-dispatch and the body) run in
-  tasks of their own, so a later call's result waits for every earlier commit;
+  one at a time, in call order; only the dispatch stages (around-dispatch and the body) of
+  parallel calls run in tasks of their own, so a later call's result waits for every
+  earlier commit. An exclusive call's dispatch stage runs on the lane itself: nothing else
+  may start or commit meanwhile, so a task would only cost loop turns;
 - **abort** is a flag sampled at checkpoints — when a stage opens, after each start and its
   commits, after each settle and its commits — and sticky: no call starts after it is seen,
   started calls are drained and committed, then :meth:`Hooks.skipped` gets every call that
@@ -165,7 +167,8 @@ class Scheduler:
                 await asyncio.gather(*self._in_flight, return_exceptions=True)
 
     def _quiet(self) -> bool:
-        return self._stage is None and self._next == len(self._inputs)
+        """Nothing in flight, nothing queued, every call committed (a stage may stay open)."""
+        return not self._in_flight and self._committed == len(self._inputs)
 
     def _hand_over(self) -> None:
         """Let a driver task run the lane (the flag stays up: one driver at a time)."""
@@ -263,6 +266,15 @@ class Scheduler:
         call = await prepare(self._lookup, self._inputs[k])
         if call.step != "dispatch":
             self._ready[k] = call
+            return
+        if mode == "exclusive":  # alone until it commits: its dispatch stage runs on the lane
+            self._hooks.dispatched(k, len(self._in_flight) + 1)
+            try:
+                call = await dispatch(call, self._runner)
+            finally:
+                self._hooks.released(k)
+            self._ready[k] = call
+            self._hooks.settled(k, call)
             return
         task = asyncio.ensure_future(dispatch(call, self._runner))
         self._in_flight[task] = k
