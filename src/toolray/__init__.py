@@ -1,7 +1,20 @@
 """toolray: execute LLM-agent tool calls — validated, policed, scheduled, one result per call.
 
 The core (this package) never imports Ray; ``toolray_actors`` runs the same registry and
-scheduler on Ray actors.
+scheduler on Ray actors. ``toolray`` holds what an application uses every day; the rest
+has a namespace of its own:
+
+- ``toolray.errors`` — every exception (``ToolrayError`` is the base) and the failure codes;
+- ``toolray.presentation`` — the cards a UI renders for a call and its result;
+- ``toolray.schema`` — the schema DSL, the enforced JSON-Schema subset and its validators;
+- ``toolray.policies`` (``TimeoutPolicy``), ``toolray.testing`` (virtual time, gates);
+- ``toolray.code`` — the runtime that runs Code Mode (programmatic tool calling) programs;
+- ``toolray.adapters`` — provider formats (OpenAI, Anthropic, MCP);
+- ``toolray.lowlevel`` — for runtimes that host the pipeline elsewhere: the planner, the
+  pipeline's entry points, the clock.
+
+A name that moved from ``toolray`` to one of them still imports from ``toolray``, with a
+``DeprecationWarning`` naming its new home.
 
 Example:
     >>> import asyncio
@@ -25,14 +38,18 @@ Example:
 
 from __future__ import annotations
 
+import warnings
+from typing import TYPE_CHECKING, Any
+
+from . import errors as _errors
+from . import lowlevel as _lowlevel
+from . import presentation as _presentation
+from . import schema as _schema
 from ._activation import ActivationContext as ActivationContext
 from ._activation import ModelSelection as ModelSelection
 from ._approval import ApprovalOutcome as ApprovalOutcome
 from ._approval import ApprovalRequest as ApprovalRequest
 from ._approval import ApprovalService as ApprovalService
-from ._arguments import parse_arguments as parse_arguments
-from ._clock import Clock as Clock
-from ._clock import SystemClock as SystemClock
 from ._content import ContentBlock as ContentBlock
 from ._content import UserMessage as UserMessage
 from ._content import text_block as text_block
@@ -84,9 +101,6 @@ from .batch._types import ToolExecutor as ToolExecutor
 from .batch._types import ToolModelInput as ToolModelInput
 from .codemode._program import PtcDispatchLog as PtcDispatchLog
 from .codemode._prompt import ToolPromptSection as ToolPromptSection
-from .errors import TOOL_ABORTED as TOOL_ABORTED
-from .errors import TOOL_ABORTED_BEFORE_DISPATCH as TOOL_ABORTED_BEFORE_DISPATCH
-from .errors import TOOL_TIMEOUT as TOOL_TIMEOUT
 from .errors import AbortError as AbortError
 from .errors import CodeRunFailedError as CodeRunFailedError
 from .errors import ExecutorLostError as ExecutorLostError
@@ -98,55 +112,29 @@ from .errors import ToolArgsError as ToolArgsError
 from .errors import ToolBatchExecutionError as ToolBatchExecutionError
 from .errors import ToolNotFoundError as ToolNotFoundError
 from .errors import ToolOutputError as ToolOutputError
+from .errors import ToolrayError as ToolrayError
 from .errors import ToolTimeoutError as ToolTimeoutError
 from .errors import ToolWorkerLostError as ToolWorkerLostError
 from .policies import TimeoutPolicy as TimeoutPolicy
-from .presentation import DiffCallView as DiffCallView
-from .presentation import DiffResultView as DiffResultView
-from .presentation import FileDiff as FileDiff
-from .presentation import FileLocation as FileLocation
-from .presentation import GenericCallView as GenericCallView
-from .presentation import GenericResultView as GenericResultView
-from .presentation import ReadLine as ReadLine
-from .presentation import ReadResultView as ReadResultView
-from .presentation import SearchFileMatches as SearchFileMatches
-from .presentation import SearchLineMatch as SearchLineMatch
-from .presentation import SearchMatchesResultView as SearchMatchesResultView
-from .presentation import SearchPathsResultView as SearchPathsResultView
-from .presentation import TerminalCallView as TerminalCallView
-from .presentation import TerminalResultView as TerminalResultView
-from .presentation import ToolCallKind as ToolCallKind
-from .presentation import ToolCallView as ToolCallView
-from .presentation import ToolResult as ToolResult
-from .presentation import ToolResultView as ToolResultView
-from .presentation import WebFetchResultView as WebFetchResultView
-from .presentation import WebSearchResultView as WebSearchResultView
-from .presentation import WebSource as WebSource
 from .registry._admission import ResolvedToolSet as ResolvedToolSet
 from .registry._registry import ToolRegistry as ToolRegistry
 from .registry._state import RegistryStatistics as RegistryStatistics
 from .registry._write import ScopedTools as ScopedTools
 from .scheduler._plan import ExecutionMode as ExecutionMode
-from .scheduler._plan import Stage as Stage
-from .scheduler._plan import next_stage as next_stage
-from .scheduler._plan import plan_stages as plan_stages
-from .schema import assert_object_json_schema as assert_object_json_schema
-from .schema import assert_supported_json_schema as assert_supported_json_schema
-from .schema import compile_validator as compile_validator
-from .schema import parameter_schema_to_json_schema as parameter_schema_to_json_schema
-from .schema import validate_args as validate_args
-from .schema import validate_json_schema_value as validate_json_schema_value
-from .schema import value_schema_to_json_schema as value_schema_to_json_schema
 from .schema._params import JsonSchemaParameters as JsonSchemaParameters
 from .schema._params import json_schema_parameters as json_schema_parameters
 
 __version__ = "0.1.0"
 
+_HOMES = {
+    "toolray.errors": _errors,
+    "toolray.lowlevel": _lowlevel,
+    "toolray.presentation": _presentation,
+    "toolray.schema": _schema,
+}
+
 __all__ = (
     "RESERVED_TOOL_NAME",
-    "TOOL_ABORTED",
-    "TOOL_ABORTED_BEFORE_DISPATCH",
-    "TOOL_TIMEOUT",
     "AbortController",
     "AbortError",
     "AbortSignal",
@@ -161,24 +149,17 @@ __all__ = (
     "BatchStatistics",
     "Block",
     "Cancel",
-    "Clock",
     "CodeRunFailedError",
     "ContentBlock",
     "Deny",
-    "DiffCallView",
-    "DiffResultView",
     "Disposer",
     "EventLog",
     "ExecutionMode",
     "ExecutionToken",
     "ExecutorLostError",
     "ExecutorUnavailableError",
-    "FileDiff",
-    "FileLocation",
     "FrozenDict",
     "FrozenList",
-    "GenericCallView",
-    "GenericResultView",
     "HarnessError",
     "JsonSchemaError",
     "JsonSchemaParameters",
@@ -192,20 +173,10 @@ __all__ = (
     "PostToolDecision",
     "PreToolDecision",
     "PtcDispatchLog",
-    "ReadLine",
-    "ReadResultView",
     "RegistryStatistics",
     "ReplaceValue",
     "ResolvedToolSet",
     "ScopedTools",
-    "SearchFileMatches",
-    "SearchLineMatch",
-    "SearchMatchesResultView",
-    "SearchPathsResultView",
-    "Stage",
-    "SystemClock",
-    "TerminalCallView",
-    "TerminalResultView",
     "TimeoutPolicy",
     "TimeoutReason",
     "ToolArgsError",
@@ -213,9 +184,7 @@ __all__ = (
     "ToolBatchInput",
     "ToolBatchResult",
     "ToolCall",
-    "ToolCallKind",
     "ToolCallResult",
-    "ToolCallView",
     "ToolDefinition",
     "ToolDispatchExecution",
     "ToolErrorInfo",
@@ -232,29 +201,69 @@ __all__ = (
     "ToolOutputError",
     "ToolPromptSection",
     "ToolRegistry",
-    "ToolResult",
-    "ToolResultView",
     "ToolRunContext",
     "ToolTimeoutError",
     "ToolWorkerLostError",
+    "ToolrayError",
     "UserMessage",
-    "WebFetchResultView",
-    "WebSearchResultView",
-    "WebSource",
-    "assert_object_json_schema",
-    "assert_supported_json_schema",
-    "compile_validator",
     "define_tool",
     "json_schema_parameters",
-    "next_stage",
-    "parameter_schema_to_json_schema",
-    "parse_arguments",
-    "plan_stages",
     "read_jsonl",
     "snapshot_json",
     "text_block",
     "tool",
-    "validate_args",
-    "validate_json_schema_value",
-    "value_schema_to_json_schema",
 )
+
+_MOVED: dict[str, str] = {
+    "DiffCallView": "toolray.presentation",
+    "DiffResultView": "toolray.presentation",
+    "FileDiff": "toolray.presentation",
+    "FileLocation": "toolray.presentation",
+    "GenericCallView": "toolray.presentation",
+    "GenericResultView": "toolray.presentation",
+    "ReadLine": "toolray.presentation",
+    "ReadResultView": "toolray.presentation",
+    "SearchFileMatches": "toolray.presentation",
+    "SearchLineMatch": "toolray.presentation",
+    "SearchMatchesResultView": "toolray.presentation",
+    "SearchPathsResultView": "toolray.presentation",
+    "TerminalCallView": "toolray.presentation",
+    "TerminalResultView": "toolray.presentation",
+    "ToolCallKind": "toolray.presentation",
+    "ToolCallView": "toolray.presentation",
+    "ToolResult": "toolray.presentation",
+    "ToolResultView": "toolray.presentation",
+    "WebFetchResultView": "toolray.presentation",
+    "WebSearchResultView": "toolray.presentation",
+    "WebSource": "toolray.presentation",
+    "Stage": "toolray.lowlevel",
+    "next_stage": "toolray.lowlevel",
+    "plan_stages": "toolray.lowlevel",
+    "parse_arguments": "toolray.lowlevel",
+    "Clock": "toolray.lowlevel",
+    "SystemClock": "toolray.lowlevel",
+    "assert_object_json_schema": "toolray.schema",
+    "assert_supported_json_schema": "toolray.schema",
+    "compile_validator": "toolray.schema",
+    "parameter_schema_to_json_schema": "toolray.schema",
+    "validate_args": "toolray.schema",
+    "validate_json_schema_value": "toolray.schema",
+    "value_schema_to_json_schema": "toolray.schema",
+    "TOOL_ABORTED": "toolray.errors",
+    "TOOL_ABORTED_BEFORE_DISPATCH": "toolray.errors",
+    "TOOL_TIMEOUT": "toolray.errors",
+}
+"""Names ``toolray`` exported before its surface narrowed, and where each lives now."""
+
+if not TYPE_CHECKING:  # type checkers see only the names above: use the new homes
+
+    def __getattr__(name: str) -> Any:
+        home = _MOVED.get(name)
+        if home is None:
+            raise AttributeError(f"module 'toolray' has no attribute {name!r}")
+        warnings.warn(
+            f"toolray.{name} is deprecated: import it from {home}",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(_HOMES[home], name)

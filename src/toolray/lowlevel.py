@@ -27,12 +27,23 @@ read a registry's private state:
 - :func:`nested_input` derives a nested call's input from its live parent execution
   (``parent`` token, root call id, scope, step admission) — Code Mode sub-calls use it, and
   so can any nested dispatch; :func:`current_runner` is the runner running the current
-  body, which a nested call's body should run with too (a Ray executor's worker runner).
+  body, which a nested call's body should run with too (a Ray executor's worker runner);
+- the planner the scheduler runs, as pure functions: :func:`next_stage` opens a
+  :class:`Stage` at its widest, :func:`joins` says whether the next call (classified just
+  before it starts) belongs to it, :func:`cut` ends it early, and :func:`plan_stages` is the
+  whole plan of calls whose modes are known;
+- :func:`parse_arguments` turns a model call's raw arguments (JSON text or a mapping) into
+  the value a call snapshots (an :class:`InvalidArguments` when they cannot be one);
+- :class:`Clock` is the time source a registry reads (``ToolRegistry(clock=...)``), and
+  :class:`SystemClock` the real one (``toolray.testing.FakeClock`` is a virtual one).
 """
 
 from __future__ import annotations
 
 from ._arguments import InvalidArguments as InvalidArguments
+from ._arguments import parse_arguments as parse_arguments
+from ._clock import Clock as Clock
+from ._clock import SystemClock as SystemClock
 from ._execution import NestedDispatcher as NestedDispatcher
 from ._execution import not_live as not_live
 from ._json import is_json as is_json
@@ -53,23 +64,36 @@ from .registry._registry import chain_entries as chain_entries
 from .registry._registry import has_scope as has_scope
 from .registry._registry import scope_parent as scope_parent
 from .registry._registry import tool_set_of as tool_set_of
+from .scheduler._plan import Stage as Stage
+from .scheduler._plan import cut as cut
+from .scheduler._plan import joins as joins
+from .scheduler._plan import next_stage as next_stage
+from .scheduler._plan import plan_stages as plan_stages
 
 __all__ = (
     "BodyRunner",
     "Call",
+    "Clock",
     "Entry",
     "InvalidArguments",
     "LocalNested",
     "NestedDispatcher",
+    "Stage",
+    "SystemClock",
     "ToolLookup",
     "admitted_entries",
     "chain_entries",
     "current_runner",
+    "cut",
     "failure_from",
     "has_scope",
     "is_json",
+    "joins",
     "nested_input",
+    "next_stage",
     "not_live",
+    "parse_arguments",
+    "plan_stages",
     "run_body_inline",
     "run_nested",
     "run_pipeline",

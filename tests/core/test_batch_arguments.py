@@ -27,10 +27,10 @@ from toolray import (
     ToolOutput,
     ToolRegistry,
     define_tool,
-    parse_arguments,
     read_jsonl,
     text_block,
 )
+from toolray.lowlevel import parse_arguments
 
 ARGS_NOT_JSON = "tool execution arguments must be losslessly JSON-serializable"
 

@@ -29,9 +29,9 @@ from toolray import (
     ToolBatchInput,
     ToolCall,
     ToolOutput,
-    parse_arguments,
     text_block,
 )
+from toolray.lowlevel import parse_arguments
 
 from ._batch_helpers import Rig, ctx_msg, keyed_tool, texts
 

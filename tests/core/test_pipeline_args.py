@@ -36,8 +36,8 @@ from toolray import (
     FrozenList,
     ToolExecutionInput,
     ToolRegistry,
-    parse_arguments,
 )
+from toolray.lowlevel import parse_arguments
 
 from ._pipeline_helpers import (
     ARGS_NOT_JSON,

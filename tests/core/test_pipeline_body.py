@@ -26,8 +26,8 @@ from toolray import (
     ToolRegistry,
     ToolRunContext,
     text_block,
-    validate_args,
 )
+from toolray.schema import validate_args
 from toolray.testing import Gate
 
 from ._pipeline_helpers import (

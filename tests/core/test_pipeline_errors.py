@@ -19,9 +19,6 @@ from typing import Any
 import pytest
 
 from toolray import (
-    TOOL_ABORTED,
-    TOOL_ABORTED_BEFORE_DISPATCH,
-    TOOL_TIMEOUT,
     Accept,
     Block,
     CodeRunFailedError,
@@ -32,6 +29,7 @@ from toolray import (
     ToolRegistry,
     text_block,
 )
+from toolray.errors import TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH, TOOL_TIMEOUT
 
 from . import _pipeline_helpers as h
 from ._pipeline_helpers import NOT_LOSSLESS, Probe, call, error_wire, make_tool, msg

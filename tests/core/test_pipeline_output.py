@@ -29,8 +29,8 @@ from toolray import (
     ToolOutput,
     ToolRegistry,
     text_block,
-    validate_json_schema_value,
 )
+from toolray.schema import validate_json_schema_value
 
 from ._pipeline_helpers import Probe, call, make_tool
 

@@ -82,11 +82,11 @@ def test_disposing_the_replaced_registration_leaves_the_new_one() -> None:
     new = make_tool("t", value="new")
     reg.register(new, replace=True)
     events = _events(reg)
-    version = reg.statistics().epoch
+    version = reg.stats().epoch
     dispose_old()
     assert reg.get("t") is new
     assert events == []  # nothing changed: no event
-    assert reg.statistics().epoch == version
+    assert reg.stats().epoch == version
     assert dispose_old.disposed
 
 

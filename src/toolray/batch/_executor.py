@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -152,7 +153,7 @@ class BatchExecutor:
         finally:
             threads.close()
 
-    def statistics(self) -> BatchStatistics:
+    def stats(self) -> BatchStatistics:
         """A frozen snapshot of this executor's counters."""
         c = self._counters
         return BatchStatistics(
@@ -162,6 +163,12 @@ class BatchExecutor:
             max_in_flight=c.max_in_flight,
             threads=c.threads,
         )
+
+    def statistics(self) -> BatchStatistics:
+        """Deprecated name of :meth:`stats`."""
+        message = "BatchExecutor.statistics() is deprecated: use stats()"
+        warnings.warn(message, DeprecationWarning, stacklevel=2)
+        return self.stats()
 
     def close(self) -> None:
         """Nothing to release: each batch owns (and shuts down) its own threads."""

@@ -66,9 +66,11 @@ _NO_ARGUMENTS = (
 class PtcDispatchLog:
     """One settled ``run_code`` sub-call about to be logged (the ``on_dispatch_log`` input).
 
-    ``content`` is the sub-call's complete model-facing content; a listener may return a
-    replacement for the ``tool/ptc-dispatch`` record only — the program already has the
-    value and the model never sees it.
+    "Ptc" is programmatic tool calling: Code Mode, where a model's program calls the tools
+    (its sub-call ids read ``<outer call id>:ptc:<n>``). ``content`` is the sub-call's
+    complete model-facing content; a listener may return a replacement for the
+    ``tool/ptc-dispatch`` record only — the program already has the value and the model
+    never sees it.
     """
 
     execution: ToolExecution

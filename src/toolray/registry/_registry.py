@@ -3,7 +3,7 @@
 One :class:`~toolray.registry._state.RegistryState` holds layers, the scope tree, the view cache and
 the epoch. The registry reads it as a :class:`~toolray.registry._read.ReadSide` (which is the
 ``ToolLookup`` the pipeline runs against), writes its global layer as a
-:class:`~toolray.registry._write.WriteSide`, hands out scoped contexts through
+:class:`~toolray.registry._write.WriteSide`, hands out scope handles through
 :class:`~toolray.registry._write.Scopes`, and adds what needs everything below: conditional
 admission (``resolve``), one call through the pipeline (``execute``) and batches through the
 selected executor (``execute_batch``).
@@ -11,6 +11,7 @@ selected executor (``execute_batch``).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable
 from typing import Any, final
 
@@ -122,12 +123,18 @@ class ToolRegistry(ReadSide, WriteSide):
         """
         return prompt_sections(self, scope)
 
+    def stats(self) -> RegistryStatistics:
+        """A frozen snapshot: scopes, live layers (empty ones are reclaimed), tools, the cache."""
+        return self._state.stats()
+
     def statistics(self) -> RegistryStatistics:
-        """Counts of scopes, live layers (empty ones are reclaimed), tools and the cache."""
-        return self._state.statistics()
+        """Deprecated name of :meth:`stats`."""
+        message = "ToolRegistry.statistics() is deprecated: use stats()"
+        warnings.warn(message, DeprecationWarning, stacklevel=2)
+        return self.stats()
 
     def scope(self, key: str, *, parent: str | None = None) -> ScopedTools:
-        """The scoped context of ``key`` (created on first use, with ``parent``'s chain)."""
+        """The handle of scope ``key`` (created on first use, with ``parent``'s chain)."""
         return self._scopes.scope(key, parent)
 
     def set_approval(self, service: ApprovalService) -> Disposer:

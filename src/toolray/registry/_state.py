@@ -98,7 +98,7 @@ class RegistryState:
         self._strangers: dict[_CacheKey, None] = {}
         self._listeners: list[Callable[[], Any]] = []
 
-    def statistics(self) -> RegistryStatistics:
+    def stats(self) -> RegistryStatistics:
         """Counts of scopes, live layers (empty ones are reclaimed), tools and the cache."""
         layers = list(self._layers.values())
         return RegistryStatistics(

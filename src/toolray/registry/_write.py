@@ -1,9 +1,9 @@
-"""The write side, shared by the global context and every scoped context.
+"""The write side, shared by the registry (its global layer) and every scope handle.
 
-Each contribution lands in its context's layer of the
-:class:`~toolray.registry._state.RegistryState` and returns the exact :class:`Disposer` that lifts
-it (R-REG-17). A scoped context owns its disposers and unwinds them in reverse order when
-the scope is disposed (R-REG-16, R-EVT-07); then the state forgets the scope.
+Each contribution lands in the layer of the registry or of the scope it was made on, in the
+:class:`~toolray.registry._state.RegistryState`, and returns the exact :class:`Disposer`
+that lifts it (R-REG-17). A scope handle owns its disposers and unwinds them in reverse
+order when the scope is disposed (R-REG-16, R-EVT-07); then the state forgets the scope.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def _names(value: Any, side: str) -> list[str] | None:
 
 
 class WriteSide:
-    """Registration methods of one context (``key=None`` is the global layer)."""
+    """Registration methods of one layer (``key=None`` is the global layer)."""
 
     def __init__(self, state: RegistryState, key: str | None) -> None:
         self._state = state
@@ -105,7 +105,7 @@ class WriteSide:
         when: Callable[[Any], Any] | None = None,
         replace: bool = False,
     ) -> Disposer:
-        """Register ``definition`` in this context's layer; ``when`` makes it conditional.
+        """Register ``definition`` in this layer; ``when`` makes it conditional.
 
         A name is unique per layer: a second registration raises ``ValueError``, unless
         ``replace=True``, which swaps the live registration of that name (keeping its
@@ -155,7 +155,7 @@ class WriteSide:
     def restrict(
         self, *, allow: Iterable[str] | None = None, deny: Iterable[str] | None = None
     ) -> Disposer:
-        """Mask inherited tools for this scope (scoped contexts only)."""
+        """Mask inherited tools for this scope (scope handles only)."""
         if self._key is None:
             raise ValueError(_RESTRICT_UNSCOPED)
         self._check_live()
@@ -262,10 +262,10 @@ class WriteSide:
         return self._own(Disposer(self._state.add_change_listener(listener)))
 
     def _check_live(self) -> None:
-        """Raise if this context can take no contribution (a disposed scope)."""
+        """Raise if this layer can take no contribution (a disposed scope)."""
 
     def set_executor(self, executor: Any) -> Disposer:
-        """Select the batch executor for this context (global = the deployment default)."""
+        """Select the batch executor for this layer (global = the deployment default)."""
         if not callable(getattr(executor, "execute", None)):
             raise TypeError(
                 "set_executor() takes a ToolExecutor (an object with an async "
@@ -284,7 +284,7 @@ class WriteSide:
 
 
 class ScopedTools(WriteSide):
-    """The scoped context of one agent scope: its own layer on top of its chain."""
+    """The handle of one agent scope: its own layer on top of its chain."""
 
     def __init__(self, state: RegistryState, key: str, forget: Callable[[str], None]) -> None:
         super().__init__(state, key)
@@ -334,14 +334,14 @@ class ScopedTools(WriteSide):
 
 
 class Scopes:
-    """The scoped contexts of one registry: created on first use, forgotten on dispose."""
+    """The scope handles of one registry: created on first use, forgotten on dispose."""
 
     def __init__(self, state: RegistryState) -> None:
         self._state = state
         self._contexts: dict[str, ScopedTools] = {}
 
     def scope(self, key: str, parent: str | None = None) -> ScopedTools:
-        """The scoped context of ``key`` (created on first use, with ``parent``'s chain)."""
+        """The handle of scope ``key`` (created on first use, with ``parent``'s chain)."""
         if not isinstance(key, str):
             raise TypeError("a scope key is a str")
         self._state.open_scope(key, parent)
