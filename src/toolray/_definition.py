@@ -198,7 +198,7 @@ def _soft(check: Callable[[Any], list[str]], fn: Any, invalid: Any) -> Any:
 
 
 def check_registration(definition: ToolDefinition) -> None:
-    """The register-time checks, in the original order (R-REG-02..08).
+    """The register-time checks, in their documented order (R-REG-02..08).
 
     Output shape, then output schema, then ``timeout_ms``, then the reserved name; the
     duplicate check belongs to the layer.

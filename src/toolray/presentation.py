@@ -1,8 +1,8 @@
 """Presentation cards (R-PRES): what a UI renders for a call and its result.
 
 Pure vocabulary: the registry never calls presenters itself (R-PRES-12). Every card is a
-frozen dataclass with a ``card`` discriminator (and ``shape`` / ``kind`` where the original
-has a second one).
+frozen dataclass with a ``card`` discriminator (and ``shape`` / ``kind`` where a card has a
+second one).
 """
 
 from __future__ import annotations

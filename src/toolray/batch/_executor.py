@@ -54,7 +54,7 @@ class _Counters:
 class _BatchThreads:
     """One batch's own thread pool, made on first use with ``cap`` threads.
 
-    API.md §11: a cap of 8 runs 8 blocking bodies at once; two batches share no threads.
+    A cap of 8 runs 8 blocking bodies at once (B-SCHED-7); two batches share no threads.
     """
 
     def __init__(self, cap: int, counters: _Counters) -> None:

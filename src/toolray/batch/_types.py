@@ -1,4 +1,4 @@
-"""Batch values and the executor seam (API.md §7)."""
+"""Batch values and the executor seam (B-SCHED)."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ class ToolCall:
     ``arguments`` is the model's JSON text (``""`` means ``{}``; invalid JSON is passed on as
     the raw string) or a ``Mapping`` already parsed (Anthropic's ``tool_use.input``). Any
     other value is accepted here and becomes that call's ``INVALID_ARGS`` failure when the
-    batch runs: one bad call never breaks a batch (API-v2.md §12).
+    batch runs: one bad call never breaks a batch (B-ERR-1).
 
     Example:
         >>> ToolCall("c1", "echo", {"text": "hi"}).arguments

@@ -288,8 +288,8 @@ class _Run(Hooks):
             content = thaw_json(snapshot_json(shaped, "content"))
         except Exception as err:
             _log.warning(
-                "tools: ptc-dispatch-log listener failed for %s: %s; logging the original "
-                "settled content",
+                "tools: ptc-dispatch-log listener failed for %s: %s; logging the settled "
+                "content unchanged",
                 sub.name,
                 message_of(err),
             )

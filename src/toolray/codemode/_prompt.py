@@ -82,7 +82,7 @@ class PromptView(Protocol):
 def missing_runtime(mode: str) -> str:
     """R-SCH-13: a non-native mode with no code runtime."""
     return (
-        f'dsh-tools: mode "{mode}" requires a code runtime — pass one to the registry '
+        f'toolray: mode "{mode}" requires a code runtime — pass one to the registry '
         '(ToolRegistry(code_runtime=toolray.code.PythonRuntime())) or set the mode to "native"'
     )
 
@@ -97,7 +97,7 @@ def require_runtime(view: PromptView, mode: str) -> Any:
         known = ", ".join(json.dumps(name) for name in SDK_RENDERERS)
         shown = json.dumps(language) if isinstance(language, str) else repr(language)
         raise RuntimeError(
-            f"dsh-tools: no SDK renderer registered for runtime language {shown} (known: {known})"
+            f"toolray: no SDK renderer registered for runtime language {shown} (known: {known})"
         )
     return runtime
 

@@ -102,7 +102,7 @@ def flavor_for(language: str | None) -> RunCodeFlavor:
     if flavor is None:
         known = ", ".join(json.dumps(name) for name in _FLAVORS)
         raise RuntimeError(
-            "dsh-tools: no run_code schema flavor registered for runtime language "
+            "toolray: no run_code schema flavor registered for runtime language "
             f"{json.dumps(language) if isinstance(language, str) else repr(language)} "
             f"(known: {known})"
         )

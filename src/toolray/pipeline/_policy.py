@@ -1,6 +1,6 @@
 """The policy stages: pre-execute + approval + guards, and post-execute.
 
-Precedence (BEHAVIOUR-pipeline "Which outcome wins"): a throw in the gates is kept; approval
+Precedence (which outcome wins, P-ERR): a throw in the gates is kept; approval
 ``cancelled`` with the caller aborted is ``ABORTED_BEFORE_DISPATCH``; a denial beats a
 cancellation that arrived during the gates; otherwise an abort after the gates is
 ``ABORTED_BEFORE_DISPATCH``. After post-execute, an accepted *success* with the caller

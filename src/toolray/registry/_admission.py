@@ -132,7 +132,7 @@ async def resolve_tool_set(state: RegistryState, context: ActivationContext) -> 
         except asyncio.CancelledError:  # the host cancelled us: stop the conditions too
             await _discard(pending)
             raise
-    if signal.aborted:  # aborted during resolution (API.md §11): publish nothing
+    if signal.aborted:  # aborted during resolution (R-COND-09): publish nothing
         await _discard(pending)
         _raise_aborted(signal.reason)
     for entry in conditional:  # the first failure in registration order wins

@@ -198,7 +198,7 @@ class ReadSide:
     def hooks(self, kind: HookKind, scope: str | None) -> list[Callable[..., Any]]:
         """The hooks of ``kind`` a call from ``scope`` runs: the global ones, then its own.
 
-        A scoped listener sees only its own scope's calls (API.md §6).
+        A scoped listener sees only its own scope's calls (R-EVT).
         """
         state = self._state
         glob = state.global_layer.hooks[kind]

@@ -8,7 +8,7 @@ publishes with :meth:`touch` and :meth:`emit_change`; scopes open and close with
 
 Views are cached per scope and per registration selection; a cached view is reused while
 the versions of every layer on the scope's chain are unchanged (a registry-wide epoch makes
-the common "nothing changed" check O(1)). The original rebuilds on every read. Closing a
+the common "nothing changed" check O(1)) instead of rebuilding on every read. Closing a
 scope drops everything it held (cached views, chain, parent binding), so a long-lived farm
 of short-lived scopes keeps a bounded heap.
 """

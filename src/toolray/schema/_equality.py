@@ -1,6 +1,6 @@
 """Type-aware JSON equality and the JSON text used in messages.
 
-Python's ``==`` says ``True == 1`` and ``1 == 1.0``; JSON (and upstream's ``===`` /
+Python's ``==`` says ``True == 1`` and ``1 == 1.0``; JSON (and JavaScript's ``===`` /
 ``Array.prototype.includes``) says the first is false and the second true. ``json_equal``
 compares by *kind*: ``bool`` and numbers are different kinds, ``int`` and ``float`` are the
 same kind, and containers compare structurally with the same rule (iteratively, so depth
@@ -74,7 +74,7 @@ def json_equal(left: Any, right: Any) -> bool:
 
 
 def json_text(value: Any) -> str:
-    """Compact JSON text, as upstream's ``JSON.stringify`` prints enum and const values.
+    """Compact JSON text, as JavaScript's ``JSON.stringify`` prints enum and const values.
 
     Example:
         >>> json_text(["a", "b"])

@@ -1,6 +1,6 @@
 """Shared predicates of the schema layer: plain records and arrays, JSON numbers, paths.
 
-The Python reading of upstream's realm-aware tests (BEHAVIOUR-registry §2):
+What counts as a plain value, in Python terms (R-VAL, R-DSL):
 
 - a *plain record* is exactly ``dict`` (or our ``FrozenDict``); any other ``Mapping`` or
   ``dict`` subclass plays the part of a forged prototype;
