@@ -1,4 +1,4 @@
-"""Contract: the registry API of section 6 on both backends (API-v2 §13).
+"""Contract: the registry API of section 6 on both backends.
 
 The same program against ``ToolRegistry`` and ``rt.registry``: every read method with its
 ``scope=`` / ``tool_set=`` arguments, ``check_guards``, ``get("run_code")`` under Code Mode

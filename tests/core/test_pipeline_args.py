@@ -1,4 +1,4 @@
-"""P-ARGS: input snapshot, argument freeze, execution identity (BEHAVIOUR-pipeline.md).
+"""P-ARGS: input snapshot, argument freeze, execution identity.
 
 Entries without a direct Python meaning (their Python analog is tested where one exists):
 

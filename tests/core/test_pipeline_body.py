@@ -1,4 +1,4 @@
-"""P-BODY: body invocation and ``ToolRunContext`` (BEHAVIOUR-pipeline.md).
+"""P-BODY: body invocation and ``ToolRunContext``.
 
 Python mapping: the body is ``execute(args, ctx)`` where ``ctx`` is a ``ToolRunContext``
 carrying the execution's identity plus ``defer_context(message)`` and ``conclude_turn()``.

@@ -1,4 +1,4 @@
-"""Bounded memory (API-v2.md §12): disposing a scope frees everything it held.
+"""Bounded memory: disposing a scope frees everything it held.
 
 After a warm-up, thousands of created-and-disposed scopes — each with a tool, a restriction,
 views and a batch — leave the Python heap where it was: no layer, parent entry, cached view,

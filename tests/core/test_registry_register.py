@@ -10,7 +10,7 @@ Python decisions and entries without a direct Python meaning:
   observable (the registry exposes no statistics); the tests pin the observable half: reads
   and failed first contributions leave no trace in any view.
 - R-REG-23: ``ToolRuntime``'s ``maxParallelSubCalls`` belongs to the Code Mode runtime (not
-  built); its Python analog is the batch cap of ``BatchExecutor`` (API.md §11).
+  built); its Python analog is the batch cap of ``BatchExecutor``.
 """
 
 from __future__ import annotations
@@ -417,7 +417,7 @@ def test_r_reg_24_unknown_mode_is_rejected() -> None:
         ToolRegistry(mode=mode)
 
 
-# ---------------------------------------------------------------- scopes (API.md §6, §11)
+# ---------------------------------------------------------------- scopes
 def test_scope_is_created_on_first_use_and_returned_again() -> None:
     reg = ToolRegistry()
     child = reg.scope("child", parent="preset")

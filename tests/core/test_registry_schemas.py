@@ -9,7 +9,7 @@ Code Mode prompt and program runtime, which this package does not implement:
 - R-SCH-12: ``toolOrder`` validation during system-prompt assembly.
 - R-SCH-13: "mode requires a code runtime" / "no SDK renderer" assembly errors.
 - R-SCH-14 (SDK rendering part): the program SDK projection with detached ``output``
-  schemas. What API.md requires is tested: ``definitions()`` never lists ``run_code``.
+  schemas. What toolray requires is tested: ``definitions()`` never lists ``run_code``.
 - R-SCH-15: the ``tools:code-only`` / ``tools:sdk`` prompt sections.
 - R-SCH-17: the language-dependent ``run_code`` schema flavours.
 
