@@ -162,7 +162,16 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 RANK = {module: rank for rank, module in enumerate(m for _, group in LAYERS for m in group)}
 
-PUBLIC_CORE = ("errors", "testing", "policies", "lowlevel", "code", "adapters")
+PUBLIC_CORE = (
+    "errors",
+    "testing",
+    "policies",
+    "lowlevel",
+    "presentation",
+    "schema",
+    "code",
+    "adapters",
+)
 """The core namespaces the Ray layer may import, besides ``toolray`` itself."""
 
 
