@@ -121,6 +121,7 @@ class Scheduler:
         self._driver: asyncio.Task[None] | None = None  # the last driver task (kept alive)
         self._idle = asyncio.Event()
         self._idle.set()
+        self._dead = False  # an open lane failed or its driver was cancelled
         self._failure: BaseException | None = None
 
     # ------------------------------------------------------------------ a closed lane
@@ -140,8 +141,8 @@ class Scheduler:
     # ------------------------------------------------------------------ an open lane
     def submit(self, inp: ToolExecutionInput) -> int:
         """Queue one call behind every earlier one; returns its index."""
-        if self._failure is not None:
-            raise self._failure
+        if self._dead:
+            raise self._failure or asyncio.CancelledError()
         self._inputs.append(inp)
         self._arrived = True
         self._wake()
@@ -157,7 +158,7 @@ class Scheduler:
     async def drain(self) -> None:
         """Once the lane's signal fired: skip queued calls, settle and commit the rest."""
         try:
-            if not self._driving and not self._quiet():
+            if not self._driving and self._has_work():
                 self._hand_over()
             await self._idle.wait()
             if self._failure is not None:
@@ -166,9 +167,10 @@ class Scheduler:
             if self._in_flight:  # only after a lane failure: never leave a body behind
                 await asyncio.gather(*self._in_flight, return_exceptions=True)
 
-    def _quiet(self) -> bool:
-        """Nothing in flight, nothing queued, every call committed (a stage may stay open)."""
-        return not self._in_flight and self._committed == len(self._inputs)
+    def _has_work(self) -> bool:
+        """Something in flight, queued or uncommitted (a dead lane has none left to do)."""
+        busy = bool(self._in_flight) or self._committed < len(self._inputs)
+        return busy and not self._dead
 
     def _hand_over(self) -> None:
         """Let a driver task run the lane (the flag stays up: one driver at a time)."""
@@ -181,7 +183,7 @@ class Scheduler:
         handed = False
         try:
             await self._drive(done)
-            if not self._quiet():
+            if self._has_work():
                 self._hand_over()
                 handed = True
         except BaseException as exc:
@@ -194,6 +196,7 @@ class Scheduler:
                 self._idle.set()
 
     def _fail(self, exc: BaseException) -> None:
+        self._dead = True
         if not isinstance(exc, asyncio.CancelledError):
             self._failure = exc
         start, stop = self._committed, len(self._inputs)
