@@ -11,7 +11,7 @@ has a namespace of its own:
 - ``toolray.code`` — the runtime that runs Code Mode (programmatic tool calling) programs;
 - ``toolray.adapters`` — provider formats (OpenAI, Anthropic, MCP);
 - ``toolray.lowlevel`` — for runtimes that host the pipeline elsewhere: the planner, the
-  pipeline's entry points, the clock.
+  pipeline's entry points, the system clock.
 
 A name that moved from ``toolray`` to one of them still imports from ``toolray``, with a
 ``DeprecationWarning`` naming its new home.
@@ -50,6 +50,7 @@ from ._activation import ModelSelection as ModelSelection
 from ._approval import ApprovalOutcome as ApprovalOutcome
 from ._approval import ApprovalRequest as ApprovalRequest
 from ._approval import ApprovalService as ApprovalService
+from ._clock import Clock as Clock
 from ._content import ContentBlock as ContentBlock
 from ._content import UserMessage as UserMessage
 from ._content import text_block as text_block
@@ -149,6 +150,7 @@ __all__ = (
     "BatchStatistics",
     "Block",
     "Cancel",
+    "Clock",
     "CodeRunFailedError",
     "ContentBlock",
     "Deny",
@@ -240,7 +242,6 @@ _MOVED: dict[str, str] = {
     "next_stage": "toolray.lowlevel",
     "plan_stages": "toolray.lowlevel",
     "parse_arguments": "toolray.lowlevel",
-    "Clock": "toolray.lowlevel",
     "SystemClock": "toolray.lowlevel",
     "assert_object_json_schema": "toolray.schema",
     "assert_supported_json_schema": "toolray.schema",

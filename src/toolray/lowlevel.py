@@ -34,15 +34,14 @@ read a registry's private state:
   whole plan of calls whose modes are known;
 - :func:`parse_arguments` turns a model call's raw arguments (JSON text or a mapping) into
   the value a call snapshots (an :class:`InvalidArguments` when they cannot be one);
-- :class:`Clock` is the time source a registry reads (``ToolRegistry(clock=...)``), and
-  :class:`SystemClock` the real one (``toolray.testing.FakeClock`` is a virtual one).
+- :class:`SystemClock` is the real ``toolray.Clock`` (``toolray.testing.FakeClock`` is a
+  virtual one), for a runtime that hands a registry its time source.
 """
 
 from __future__ import annotations
 
 from ._arguments import InvalidArguments as InvalidArguments
 from ._arguments import parse_arguments as parse_arguments
-from ._clock import Clock as Clock
 from ._clock import SystemClock as SystemClock
 from ._execution import NestedDispatcher as NestedDispatcher
 from ._execution import not_live as not_live
@@ -73,7 +72,6 @@ from .scheduler._plan import plan_stages as plan_stages
 __all__ = (
     "BodyRunner",
     "Call",
-    "Clock",
     "Entry",
     "InvalidArguments",
     "LocalNested",

@@ -9,7 +9,6 @@ from toolray import ToolRegistry
 EXPECTED = {
     "BodyRunner",
     "Call",
-    "Clock",
     "Entry",
     "InvalidArguments",
     "LocalNested",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -186,3 +188,39 @@ def test_statistics_is_a_deprecated_alias_of_stats() -> None:
     with pytest.warns(DeprecationWarning, match=r"statistics\(\) is deprecated"):
         assert executor.statistics() == executor.stats()
     assert toolray.RESERVED_TOOL_NAME == "run_code"
+
+
+def _deprecated_uses(source: str) -> list[str]:
+    """``from toolray import X`` / ``toolray.X`` for a name that moved out of ``toolray``."""
+    moved = toolray._MOVED  # type: ignore[attr-defined]
+    found: list[str] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module == "toolray" and not node.level:
+            found.extend(alias.name for alias in node.names if alias.name in moved)
+        elif (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "toolray"
+            and node.attr in moved
+        ):
+            found.append(node.attr)
+    return found
+
+
+def test_the_repository_uses_no_deprecated_name() -> None:
+    """The deprecation path is for others' code: ours imports names from their new homes."""
+    offenders: list[str] = []
+    for folder in ("src", "actors", "tests", "benchmarks", "examples"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            names = _deprecated_uses(path.read_text(encoding="utf-8"))
+            offenders.extend(f"{path.relative_to(ROOT)}: {name}" for name in names)
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
+        text = path.read_text(encoding="utf-8") if path.exists() else ""
+        for block in re.findall(r"```python\n(.*?)```", text, re.S):
+            names = _deprecated_uses(block)
+            offenders.extend(f"{path.relative_to(ROOT)}: {name}" for name in names)
+    assert offenders == []
+    assert _deprecated_uses("from toolray import ToolCallView\ntoolray.plan_stages") == [
+        "ToolCallView",
+        "plan_stages",
+    ]

@@ -180,8 +180,8 @@ class _Run(Hooks):
         )
         outcome: asyncio.Future[ToolExecutionResult] = asyncio.get_running_loop().create_future()
         sub = _SubCall(sub_call_id, name, dispatched, outcome)
+        self.lane.submit(inp)  # its index is len(self.subs): no hook runs before the append
         self.subs.append(sub)
-        self.lane.submit(inp)
         await self.lane.serve(outcome.done)
         result = await outcome
         if self.signal.aborted:

@@ -220,9 +220,11 @@ class Scheduler:
                 await self._fill()
             elif self._in_flight:
                 await self._harvest()
-                await self._commit_ready()
-                self._sample()
-                await self._fill()
+                if self._committed in self._ready:
+                    await self._commit_ready()
+                self._aborted = self._aborted or self._signal.aborted  # a checkpoint
+                if not self._aborted and self._next < len(self._inputs):
+                    await self._fill()
             else:  # drained, and everything started has committed
                 self._stage = None
                 if self._aborted:
@@ -238,9 +240,6 @@ class Scheduler:
         self._aborted = self._signal.aborted
         self._hooks.stage(self._stage)
 
-    def _sample(self) -> None:
-        self._aborted = self._aborted or self._signal.aborted
-
     def _skip(self) -> None:
         start, stop = self._next, len(self._inputs)
         self._next = self._committed = stop
@@ -250,6 +249,7 @@ class Scheduler:
         """Start calls of the open stage while the cap, the stage and the abort flag allow."""
         stage = self._stage
         assert stage is not None
+        self._arrived = False  # every call queued so far is looked at from here
         while not self._aborted and self._next < len(self._inputs):
             k = self._next
             if k >= stage.stop or len(self._in_flight) >= self._cap:
@@ -261,8 +261,9 @@ class Scheduler:
             self._next = k + 1
             if (self._next - stage.start) % _YIELD_EVERY == 0:
                 await asyncio.sleep(0)  # let dispatch tasks run during a wide fan-out
-            await self._commit_ready()
-            self._sample()
+            if self._committed in self._ready:
+                await self._commit_ready()
+            self._aborted = self._aborted or self._signal.aborted  # a checkpoint
 
     async def _start(self, k: int, mode: ExecutionMode) -> None:
         self._hooks.started(k, mode)
@@ -294,7 +295,14 @@ class Scheduler:
 
     async def _harvest(self) -> None:
         """Wait for a settle (or, on an open lane, a new call); take every settled one."""
-        for task in await self._wait():
+        while not self._settled and not self._arrived:
+            # made only now: wake-ups come from other tasks, never between look and wait
+            self._waiter = asyncio.get_running_loop().create_future()
+            await self._waiter
+        self._waiter = None
+        self._arrived = False
+        while self._settled:
+            task = self._settled.popleft()
             k = self._in_flight.pop(task)
             self._hooks.released(k)
             error = task.exception()
@@ -313,27 +321,19 @@ class Scheduler:
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
-    async def _wait(self) -> list[asyncio.Task[Call]]:
-        # the waiter is made only now: wake-ups come from other tasks, never in between
-        while not self._settled and not self._arrived:
-            self._waiter = asyncio.get_running_loop().create_future()
-            await self._waiter
-        self._waiter = None
-        self._arrived = False
-        done = list(self._settled)
-        self._settled.clear()
-        return done
-
     async def _await_in_flight(self) -> None:
         """Wait for every started dispatch stage (their failures are not this lane's)."""
-        self._arrived = False
         while self._in_flight:
-            for task in await self._wait():
-                k = self._in_flight.pop(task, None)
-                if k is not None:
-                    self._hooks.released(k)
-                if not task.cancelled():
-                    task.exception()
+            while not self._settled:
+                self._waiter = asyncio.get_running_loop().create_future()
+                await self._waiter
+            self._waiter = None
+            task = self._settled.popleft()
+            k = self._in_flight.pop(task, None)
+            if k is not None:
+                self._hooks.released(k)
+            if not task.cancelled():
+                task.exception()
 
 
 def _retrieve(task: asyncio.Task[None]) -> None:
