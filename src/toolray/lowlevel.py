@@ -31,7 +31,8 @@ read a registry's private state:
 - the planner the scheduler runs, as pure functions: :func:`next_stage` opens a
   :class:`Stage` at its widest, :func:`joins` says whether the next call (classified just
   before it starts) belongs to it, :func:`cut` ends it early, and :func:`plan_stages` is the
-  whole plan of calls whose modes are known;
+  whole plan of calls whose modes are known; :data:`OPEN_ENDED` is the call count of a lane
+  whose calls keep arriving;
 - :func:`parse_arguments` turns a model call's raw arguments (JSON text or a mapping) into
   the value a call snapshots (an :class:`InvalidArguments` when they cannot be one);
 - :class:`SystemClock` is the real ``toolray.Clock`` (``toolray.testing.FakeClock`` is a
@@ -63,6 +64,7 @@ from .registry._registry import chain_entries as chain_entries
 from .registry._registry import has_scope as has_scope
 from .registry._registry import scope_parent as scope_parent
 from .registry._registry import tool_set_of as tool_set_of
+from .scheduler._plan import OPEN_ENDED as OPEN_ENDED
 from .scheduler._plan import Stage as Stage
 from .scheduler._plan import cut as cut
 from .scheduler._plan import joins as joins
@@ -70,6 +72,7 @@ from .scheduler._plan import next_stage as next_stage
 from .scheduler._plan import plan_stages as plan_stages
 
 __all__ = (
+    "OPEN_ENDED",
     "BodyRunner",
     "Call",
     "Entry",

@@ -7,6 +7,7 @@ import toolray.lowlevel as lowlevel
 from toolray import ToolRegistry
 
 EXPECTED = {
+    "OPEN_ENDED",
     "BodyRunner",
     "Call",
     "Entry",
