@@ -110,7 +110,7 @@ class LocalRunner:
 
     async def in_flight(self) -> int:
         """Calls currently dispatched."""
-        return self.executor.statistics().in_flight
+        return self.executor.stats().in_flight
 
 
 # ---------------------------------------------------------------- batches

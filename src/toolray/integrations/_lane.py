@@ -21,12 +21,18 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from toolray import ExecutionMode
+from toolray.lowlevel import OPEN_ENDED, Stage, joins, next_stage
 
 __all__ = ("Lane",)
 
 
 class Lane:
     """One agent run's calls: safe ones overlap, any other runs alone, in arrival order.
+
+    The grouping is the scheduler's planner (``toolray.lowlevel``): a call opens a stage
+    (:func:`~toolray.lowlevel.next_stage`) unless it joins the open one
+    (:func:`~toolray.lowlevel.joins`); a stage's calls wait for the stage before it. Each
+    call here is a whole toolray batch, so only the order of turns is kept.
 
     Example:
         >>> import asyncio
@@ -43,33 +49,32 @@ class Lane:
         ['start a', 'end a', 'start b', 'end b']
     """
 
-    __slots__ = ("_barrier", "_group")
+    __slots__ = ("_arrived", "_before", "_calls", "_stage")
 
     def __init__(self) -> None:
-        self._group: list[asyncio.Future[None]] = []  # parallel calls since the last barrier
-        self._barrier: asyncio.Future[None] | None = None  # the last exclusive call
+        self._arrived = 0  # calls seen, in arrival order
+        self._stage: Stage | None = None  # the open stage
+        self._calls: list[asyncio.Future[None]] = []  # its calls still holding the lane
+        self._before: list[asyncio.Future[None]] = []  # what its calls wait for
 
     @asynccontextmanager
     async def turn(self, mode: ExecutionMode) -> AsyncIterator[None]:
         """Hold the lane for one call of ``mode`` while the body of the ``async with`` runs."""
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        before = [] if self._barrier is None else [self._barrier]
-        if mode == "parallel":
-            self._group.append(done)
-        else:
-            before += self._group
-            self._group = []
-            self._barrier = done
+        k, stage = self._arrived, self._stage
+        self._arrived += 1
+        if stage is None or k >= stage.stop or not joins(stage, k, mode):
+            # a new stage waits for everything still holding the lane before it
+            self._before = [f for f in (*self._before, *self._calls) if not f.done()]
+            self._calls = []
+            self._stage = next_stage(k, OPEN_ENDED, mode)
+        before = list(self._before)
+        self._calls.append(done)
         try:
             if before:
                 await asyncio.wait(before)  # never cancels the calls it waits for
             yield
         finally:
-            self._release(done)
-
-    def _release(self, done: asyncio.Future[None]) -> None:
-        done.set_result(None)
-        if done in self._group:
-            self._group.remove(done)
-        if self._barrier is done:
-            self._barrier = None
+            done.set_result(None)
+            if done in self._calls:
+                self._calls.remove(done)
