@@ -48,6 +48,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "toolray.presentation",
             "toolray._eventlog",
             "toolray._arguments",
+            "toolray._trace",
             "toolray.scheduler",
             "toolray.scheduler._plan",
         ),
@@ -102,6 +103,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "pipeline",
         (
             "toolray.pipeline",
+            "toolray.pipeline._observe",
             "toolray.pipeline._call",
             "toolray.pipeline._policy",
             "toolray.pipeline._dispatch",
@@ -129,6 +131,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "toolray.__main__",
         ),
     ),
+    ("observability (on the public API)", ("toolray.otel._spans", "toolray.otel")),
     (
         "code mode runtime (on the public API)",
         (

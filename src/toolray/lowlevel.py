@@ -36,7 +36,14 @@ read a registry's private state:
 - :func:`parse_arguments` turns a model call's raw arguments (JSON text or a mapping) into
   the value a call snapshots (an :class:`InvalidArguments` when they cannot be one);
 - :class:`SystemClock` is the real ``toolray.Clock`` (``toolray.testing.FakeClock`` is a
-  virtual one), for a runtime that hands a registry its time source.
+  virtual one), for a runtime that hands a registry its time source;
+- the observer seam: :func:`observe` attaches an :class:`Observer` to every batch
+  (:class:`BatchStart`) and call (:class:`CallStart`, :class:`CallEnd`) of the process;
+  :func:`start_batch` / :func:`end_batch` / :func:`record_call` tell observers about a
+  batch that runs elsewhere and its calls after the fact; :func:`outcome_of` is a result's
+  outcome (``"ok"`` or its code, :data:`TOOL_ERROR` without one);
+- trace context: :class:`TraceParent` is a span's W3C ``traceparent``, as it travels with a
+  call, and :func:`activated` runs a body with it as the current OpenTelemetry span.
 """
 
 from __future__ import annotations
@@ -50,10 +57,24 @@ from ._json import is_json as is_json
 from ._json import thaw_json as thaw_json
 from ._nested import nested_input as nested_input
 from ._normalize import failure_from as failure_from
+from ._trace import TraceParent as TraceParent
+from ._trace import activated as activated
+from ._trace import register_local_spans as register_local_spans
 from .pipeline._call import Call as Call
 from .pipeline._dispatch import BodyRunner as BodyRunner
 from .pipeline._dispatch import current_runner as current_runner
 from .pipeline._dispatch import run_body_inline as run_body_inline
+from .pipeline._observe import TOOL_ERROR as TOOL_ERROR
+from .pipeline._observe import BatchStart as BatchStart
+from .pipeline._observe import CallEnd as CallEnd
+from .pipeline._observe import CallStart as CallStart
+from .pipeline._observe import Observation as Observation
+from .pipeline._observe import Observer as Observer
+from .pipeline._observe import end_batch as end_batch
+from .pipeline._observe import observe as observe
+from .pipeline._observe import outcome_of as outcome_of
+from .pipeline._observe import record_call as record_call
+from .pipeline._observe import start_batch as start_batch
 from .pipeline._stages import LocalNested as LocalNested
 from .pipeline._stages import run_nested as run_nested
 from .pipeline._stages import run_pipeline as run_pipeline
@@ -73,19 +94,28 @@ from .scheduler._plan import plan_stages as plan_stages
 
 __all__ = (
     "OPEN_ENDED",
+    "TOOL_ERROR",
+    "BatchStart",
     "BodyRunner",
     "Call",
+    "CallEnd",
+    "CallStart",
     "Entry",
     "InvalidArguments",
     "LocalNested",
     "NestedDispatcher",
+    "Observation",
+    "Observer",
     "Stage",
     "SystemClock",
     "ToolLookup",
+    "TraceParent",
+    "activated",
     "admitted_entries",
     "chain_entries",
     "current_runner",
     "cut",
+    "end_batch",
     "failure_from",
     "has_scope",
     "is_json",
@@ -93,12 +123,17 @@ __all__ = (
     "nested_input",
     "next_stage",
     "not_live",
+    "observe",
+    "outcome_of",
     "parse_arguments",
     "plan_stages",
+    "record_call",
+    "register_local_spans",
     "run_body_inline",
     "run_nested",
     "run_pipeline",
     "scope_parent",
+    "start_batch",
     "thaw_json",
     "tool_set_of",
 )

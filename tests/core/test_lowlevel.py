@@ -36,6 +36,21 @@ EXPECTED = {
     "scope_parent",
     "thaw_json",
     "tool_set_of",
+    # the observer seam and trace context
+    "TOOL_ERROR",
+    "BatchStart",
+    "CallEnd",
+    "CallStart",
+    "Observation",
+    "Observer",
+    "TraceParent",
+    "activated",
+    "end_batch",
+    "observe",
+    "outcome_of",
+    "record_call",
+    "register_local_spans",
+    "start_batch",
 }
 
 

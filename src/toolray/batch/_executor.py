@@ -12,6 +12,7 @@ from typing import Any, final
 from toolray._definition import ToolDefinition
 from toolray._json import snapshot_json, thaw_json
 from toolray.pipeline._dispatch import BodyRunner, inline_runner
+from toolray.pipeline._observe import Observer
 from toolray.registry._lookup import ToolLookup
 
 from ._run import BatchRun
@@ -134,12 +135,14 @@ class BatchExecutor:
         *,
         on_commit: Callable[[int, ToolCallResult], None] | None = None,
         trace: list[dict[str, Any]] | None = None,
+        observer: Observer | None = None,
     ) -> ToolBatchResult:
         """Run ``batch``: one result per call, in model order; see ``BatchRun``.
 
         ``on_commit(index, call_result)`` is called as each result commits (model order),
         synthetic results included; streaming uses it. ``trace``, when given, receives one
         span per call (start, settle, commit, mode, worker) and stage/abort instants.
+        ``observer`` hears of this batch and its calls, besides the process's observers.
         """
         if not isinstance(batch, ToolBatchInput):
             raise TypeError("execute() takes a ToolBatchInput")
@@ -148,7 +151,9 @@ class BatchExecutor:
         runner = self._runner or inline_runner(threads.pool)
         self._counters.batches += 1
         try:
-            run = BatchRun(self.registry, batch, cap, runner, self._counters, on_commit, trace)
+            run = BatchRun(
+                self.registry, batch, cap, runner, self._counters, on_commit, trace, observer
+            )
             return await run.run()
         finally:
             threads.close()

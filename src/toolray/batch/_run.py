@@ -11,17 +11,27 @@ failure rejects the batch with ``ToolBatchExecutionError`` carrying what committ
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
 from toolray._arguments import logged_arguments, parse_arguments
 from toolray._content import UserMessage
-from toolray._execution import ToolExecutionInput
+from toolray._execution import ExecutionToken, ToolExecutionInput
 from toolray._normalize import aborted, materialize
-from toolray._outcomes import ToolExecutionResult
+from toolray._outcomes import ToolExecutionFailure, ToolExecutionResult
 from toolray.errors import ToolBatchExecutionError
 from toolray.pipeline._call import Call
 from toolray.pipeline._dispatch import BodyRunner
+from toolray.pipeline._finish import log_failure
+from toolray.pipeline._observe import (
+    BatchStart,
+    Observer,
+    end_batch,
+    end_call,
+    start_batch,
+    start_call,
+)
 from toolray.registry._lookup import ToolLookup
 from toolray.scheduler._engine import Hooks, Scheduler
 from toolray.scheduler._plan import ExecutionMode, Stage
@@ -43,6 +53,7 @@ class BatchRun(Hooks):
         stats: Any,
         on_commit: Callable[[int, ToolCallResult], None] | None = None,
         trace: list[dict[str, Any]] | None = None,
+        observer: Observer | None = None,
     ) -> None:
         self.on_commit = on_commit
         self.trace = trace
@@ -67,7 +78,14 @@ class BatchRun(Hooks):
         self.results: list[ToolExecutionResult | None] = [None] * len(self.calls)
         self.contexts: list[UserMessage] = []
         self.concluded = False
-        self.scheduler = Scheduler(registry, batch.signal, cap, runner, self, calls=inputs)
+        self.inputs = inputs
+        self.observed = start_batch(
+            BatchStart(scope=batch.scope, calls=len(inputs), backend="in_process"),
+            observer,
+        )
+        self.scheduler = Scheduler(
+            registry, batch.signal, cap, runner, self, calls=inputs, within=self.observed
+        )
 
     # ------------------------------------------------------------------ the log
     def _log(self, event: dict[str, Any]) -> None:
@@ -155,17 +173,32 @@ class BatchRun(Hooks):
         self.concluded = self.concluded or result.concludes_turn
 
     def skipped(self, start: int, stop: int) -> None:
-        """Synthetic pairs for every call never started (no pipeline, no observers)."""
+        """Synthetic pairs for every call never started.
+
+        No pipeline runs; observers and the log see each one start and end at once.
+        """
         self._note({"type": "abort", "index": start})
         for k in range(start, stop):
             self._log_call(k)
-            self._record(k, materialize(aborted(False)))
+            result = materialize(aborted(False))
+            assert isinstance(result, ToolExecutionFailure)
+            if self.observed is not None:
+                observed = start_call(self.inputs[k], ExecutionToken(), self.observed)
+                if observed is not None:
+                    end_call(observed, result)
+            log_failure(self.inputs[k], result)
+            self._record(k, result)
 
     async def run(self) -> ToolBatchResult:
         """Run every call; see the module docstring."""
+        error: BaseException | None = None
         try:
             await self.scheduler.run()
+        except asyncio.CancelledError as exc:
+            error = exc
+            raise
         except Exception as exc:
+            error = exc
             raise ToolBatchExecutionError(
                 f"tool batch failed: {exc}",
                 results=self._committed_results(),
@@ -175,6 +208,7 @@ class BatchRun(Hooks):
             sync = getattr(self.batch.log.sink, "sync", None) if self.batch.log else None
             if sync is not None:
                 sync()
+            end_batch(self.observed, error)
         return ToolBatchResult(
             results=self._committed_results(),
             additional_contexts=tuple(self.contexts),

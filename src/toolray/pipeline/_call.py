@@ -14,6 +14,8 @@ from toolray._execution import ToolDispatchExecution, ToolExecutionInput
 from toolray._outcomes import ToolExecutionResult
 from toolray.registry._lookup import ToolLookup
 
+from ._observe import Observation
+
 __all__ = ("Call", "Step")
 
 Step = Literal["dispatch", "post", "final"]
@@ -33,6 +35,9 @@ class Call:
     result: ToolExecutionResult | None = None
     body_invoked: bool = False
     notes: dict[str, Any] = field(default_factory=dict)  # runner details for traces
+    observed: Observation | None = None
+    """Its observers' handles (``None``: nobody observes it); ``observed.trace`` is the span
+    its body runs in."""
 
     def settle(self, step: Step, result: ToolExecutionResult | None = None) -> Call:
         """Move to ``step`` with ``result``."""

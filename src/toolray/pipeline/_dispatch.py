@@ -28,6 +28,7 @@ from toolray._normalize import (
 )
 from toolray._outcomes import ToolExecutionFailure, ToolExecutionResult, ToolExecutionSuccess
 from toolray._signals import AbortSignal, detach_sources
+from toolray._trace import activated
 from toolray._waterfall import run_waterfall
 from toolray.registry._layers import Entry
 
@@ -73,11 +74,21 @@ def inline_runner(threads: Callable[[], Executor | None] = lambda: None) -> Body
 
     async def run(call: Call, entry: Entry, ctx: ToolRunContext) -> Any:
         fn = entry.definition.execute
+        observed = call.observed
+        if observed is not None and observed.trace is not None:
+            with activated(observed.trace):  # the body runs in its call's span
+                return await body(call, fn, ctx, contextvars.copy_context().run)
+        return await body(call, fn, ctx, None)
+
+    async def body(call: Call, fn: Any, ctx: ToolRunContext, within: Any) -> Any:
         if inspect.iscoroutinefunction(fn):
             return await fn(ctx.arguments, ctx)
         loop = asyncio.get_running_loop()
         pool = threads() if call.input.parent is None else _nested_threads()
-        value = await loop.run_in_executor(pool, functools.partial(fn, ctx.arguments, ctx))
+        job = functools.partial(fn, ctx.arguments, ctx)
+        if within is not None:  # a sync body's thread sees this task's context
+            job = functools.partial(within, job)
+        value = await loop.run_in_executor(pool, job)
         if inspect.isawaitable(value):
             value = await value
         return value

@@ -13,13 +13,13 @@ import inspect
 import logging
 from typing import Any
 
-from toolray._execution import freeze
+from toolray._execution import ToolExecutionInput, freeze
 from toolray._normalize import failure_from, materialize, message_of
-from toolray._outcomes import ToolExecutionResult
+from toolray._outcomes import ToolExecutionFailure, ToolExecutionResult
 
 from ._call import Call
 
-__all__ = ("finish",)
+__all__ = ("call_fields", "finish", "log_failure")
 
 _log = logging.getLogger("toolray")
 _observer_tasks: set[asyncio.Task[Any]] = set()
@@ -38,13 +38,38 @@ def _finalize(call: Call, result: ToolExecutionResult) -> ToolExecutionResult:
     return materialize(dataclasses.replace(result, content=content))
 
 
+def call_fields(inp: ToolExecutionInput) -> dict[str, Any]:
+    """The attributes of a log record about call ``inp``: ``call_id``, ``tool``, ``scope``."""
+    return {"call_id": inp.call_id, "tool": inp.name, "scope": inp.scope}
+
+
 def _warn(call: Call, exc: BaseException) -> None:
     _log.warning(
         'tool "%s" (%s): tools/result observer failed: %s',
         call.input.name,
         call.input.call_id,
         message_of(exc),
+        extra=call_fields(call.input),
     )
+
+
+def log_failure(
+    inp: ToolExecutionInput, result: ToolExecutionFailure, *, killed: bool = False
+) -> None:
+    """The one record of a failed call: a warning when its process died or was killed."""
+    info = result.error.info
+    code = info.code if info is not None else None
+    level = logging.WARNING if killed or code == "WORKER_LOST" else logging.DEBUG
+    if _log.isEnabledFor(level):
+        _log.log(
+            level,
+            'tool "%s" (%s) failed%s: %s',
+            inp.name,
+            inp.call_id,
+            f" [{code}]" if code else "",
+            result.error.message,
+            extra=call_fields(inp),
+        )
 
 
 def _observe(call: Call, result: ToolExecutionResult) -> None:

@@ -30,7 +30,8 @@ from toolray.registry._lookup import ToolLookup
 
 from ._call import Call
 from ._dispatch import BodyRunner, run_dispatch
-from ._finish import finish
+from ._finish import finish, log_failure
+from ._observe import Observation, end_call, start_call
 from ._policy import run_post_execute, run_pre_execute
 
 __all__ = (
@@ -66,12 +67,24 @@ def _unusable_arguments(
     return Call(registry, inp, execution, finalizer, project).settle("final", result)
 
 
-async def prepare(registry: ToolLookup, inp: ToolExecutionInput) -> Call:
-    """Snapshot the arguments and run every gate; returns where the call goes next."""
+async def prepare(
+    registry: ToolLookup, inp: ToolExecutionInput, within: Observation | None = None
+) -> Call:
+    """Snapshot the arguments and run every gate; returns where the call goes next.
+
+    The call's observers (``within``: its batch's; see :func:`start_call`) hear of it first.
+    """
+    token = ExecutionToken()
+    observed = start_call(inp, token, within)
+    call = await _gate(registry, inp, token)
+    call.observed = observed
+    return call
+
+
+async def _gate(registry: ToolLookup, inp: ToolExecutionInput, token: ExecutionToken) -> Call:
     visible = _visible_definition(registry, inp)
     finalizer = getattr(visible, "finalize_content", None)
     project = getattr(visible, "project_content", None)
-    token = ExecutionToken()
     raw = inp.arguments
     if type(raw) is InvalidArguments:  # neither JSON text nor a mapping
         failure = failure_from(raw.error)
@@ -115,7 +128,12 @@ async def complete(call: Call) -> ToolExecutionResult:
     if call.step == "post":
         await run_post_execute(call)
     assert call.result is not None
-    return finish(call)
+    result = finish(call)
+    if call.observed is not None:
+        end_call(call.observed, result)
+    if result.is_error:
+        log_failure(call.input, result, killed=bool(call.notes.get("killed")))
+    return result
 
 
 async def run_pipeline(

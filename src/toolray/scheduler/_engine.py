@@ -42,6 +42,7 @@ from toolray._outcomes import ToolExecutionResult
 from toolray._signals import AbortSignal
 from toolray.pipeline._call import Call
 from toolray.pipeline._dispatch import BodyRunner
+from toolray.pipeline._observe import Observation
 from toolray.pipeline._stages import complete, dispatch, prepare
 from toolray.registry._lookup import ToolLookup
 
@@ -88,7 +89,8 @@ class Scheduler:
     """Runs calls by the planner's stages on one ordered lane (see the module docstring).
 
     ``calls`` makes a closed lane (:meth:`run` runs them all); without it the lane is open
-    (:meth:`submit`, :meth:`serve`, :meth:`drain`).
+    (:meth:`submit`, :meth:`serve`, :meth:`drain`). ``within`` observes a batch: its
+    observers hear of each call as a child of the batch.
     """
 
     def __init__(
@@ -100,8 +102,10 @@ class Scheduler:
         hooks: Hooks,
         *,
         calls: Sequence[ToolExecutionInput] | None = None,
+        within: Observation | None = None,
     ) -> None:
         self._lookup = lookup
+        self._within = within  # the batch's observers: the parents of its calls
         self._signal = signal
         self._cap = cap
         self._runner = runner
@@ -267,7 +271,7 @@ class Scheduler:
 
     async def _start(self, k: int, mode: ExecutionMode) -> None:
         self._hooks.started(k, mode)
-        call = await prepare(self._lookup, self._inputs[k])
+        call = await prepare(self._lookup, self._inputs[k], self._within)
         if call.step != "dispatch":
             self._ready[k] = call
             return
