@@ -1,7 +1,8 @@
 """The driver's side of a streamed batch: results and log records as they commit.
 
 ``Accumulator`` receives the executor's chunks (see ``ExecutorActor.run_batch``): records
-go to the batch's log sink at once, results fill their slots. If the executor is lost, it
+go to the batch's log sink at once, results fill their slots, the span records of a traced
+batch go to ``on_span``. If the executor is lost, it
 completes the batch itself — every call without a committed result fails with
 ``EXECUTOR_LOST`` — and appends the synthetic ``tool/call`` / ``tool/result`` records the
 log is missing, so the log and the result stay one record pair per call.
@@ -9,20 +10,34 @@ log is missing, so the log and the result stay one record pair per call.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import logging
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from toolray import ExecutorLostError, ToolBatchInput, ToolBatchResult, ToolCallResult
 from toolray.lowlevel import failure_from
 
+from ._tracing import SpanRecord
+
 __all__ = ("Accumulator",)
+
+_log = logging.getLogger("toolray")
 
 
 class Accumulator:
     """One batch's results and records, as they arrive."""
 
-    def __init__(self, batch: ToolBatchInput, *, log: bool = True) -> None:
+    def __init__(
+        self,
+        batch: ToolBatchInput,
+        *,
+        log: bool = True,
+        on_span: Callable[[SpanRecord], None] | None = None,
+        scope: str | None = None,
+    ) -> None:
         self.batch = batch
+        self.scope = scope if scope is not None else batch.scope
+        self.on_span = on_span
         self.calls = tuple(batch.calls)
         self.results: list[ToolCallResult | None] = [None] * len(self.calls)
         self.logged: set[str] = set()
@@ -35,9 +50,13 @@ class Accumulator:
         if self.log is not None:
             self.log.sink.append(event)
 
-    def take(self, chunk: list[tuple[Any, ...]]) -> Iterator[tuple[int, ToolCallResult]]:
+    def take(self, chunk: list[Any]) -> Iterator[tuple[int, ToolCallResult]]:
         """Apply one chunk; yields the results it committed."""
         for entry in chunk:
+            if isinstance(entry, SpanRecord):  # a traced call ended (nested ones too)
+                if self.on_span is not None:
+                    self.on_span(entry)
+                continue
             if entry[0] == "e":
                 event = entry[1]
                 if event.get("type") == "tool/call":
@@ -66,6 +85,13 @@ class Accumulator:
             if self.results[k] is not None:
                 continue
             failure = failure_from(ExecutorLostError(message))
+            _log.warning(
+                'tool "%s" (%s) failed [EXECUTOR_LOST]: %s',
+                call.name,
+                call.id,
+                message,
+                extra={"call_id": call.id, "tool": call.name, "scope": self.scope},
+            )
             if log is not None:
                 head = {"turn": log.turn, "step": log.step}
                 if call.id not in self.logged:

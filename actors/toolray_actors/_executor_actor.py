@@ -30,6 +30,7 @@ from toolray import (
     ToolBatchInput,
     ToolCall,
 )
+from toolray.lowlevel import TraceParent
 
 from ._code_pool import CodePool, code_registry
 from ._config import RuntimeConfig
@@ -42,6 +43,7 @@ from ._pool import PoolClient, PoolManager
 from ._runner import RayBodyRunner
 from ._stats import ActorStats, actor_stats
 from ._store import Store
+from ._tracing import SpanRecorder
 
 __all__ = ("BatchSpec", "ExecutorActor", "ExecutorStats")
 
@@ -60,6 +62,8 @@ class BatchSpec:
     aborted: bool = False
     reason: Any = None
     tool_set: Any = None
+    trace: str | None = None
+    """The W3C ``traceparent`` of the driver's batch span: the batch is traced."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -87,7 +91,7 @@ class ExecutorStats:
 class _Sink:
     """The batch's event log inside the executor: records join the stream as they commit."""
 
-    def __init__(self, queue: asyncio.Queue[tuple[Any, ...]]) -> None:
+    def __init__(self, queue: asyncio.Queue[Any]) -> None:
         self.queue = queue
 
     def append(self, event: dict[str, Any]) -> None:
@@ -223,7 +227,7 @@ class ExecutorActor(ExecutorCalls):
         self.last_active = time.monotonic()
         return True
 
-    def _batch(self, spec: BatchSpec, queue: asyncio.Queue[tuple[Any, ...]]) -> ToolBatchInput:
+    def _batch(self, spec: BatchSpec, queue: asyncio.Queue[Any]) -> ToolBatchInput:
         ctrl = self.batches.setdefault(spec.batch_id, AbortController())
         if spec.aborted:
             ctrl.abort(spec.reason)
@@ -244,13 +248,16 @@ class ExecutorActor(ExecutorCalls):
         Chunks are ``("chunk", [entry, …])``; the last one travels with the end record,
         ``("end", contexts, concluded, trace, [entry, …])`` (a small batch is one item).
 
-        An entry is ``("e", event)`` (a log record) or ``("c", index, ToolCallResult)``.
+        An entry is ``("e", event)`` (a log record), ``("c", index, ToolCallResult)``, or a
+        ``SpanRecord`` (a call of a traced batch ended).
         """
         self.last_active = time.monotonic()
-        queue: asyncio.Queue[tuple[Any, ...]] = asyncio.Queue()
+        queue: asyncio.Queue[Any] = asyncio.Queue()
         trace: list[dict[str, Any]] = []
         batch = self._batch(spec, queue)
-        task = asyncio.ensure_future(self._execute(batch, queue, trace))
+        parent = TraceParent.parse(spec.trace)
+        recorder = SpanRecorder(parent, queue.put_nowait) if parent is not None else None
+        task = asyncio.ensure_future(self._execute(batch, queue, trace, recorder))
         last: list[tuple[Any, ...]] = []
         try:
             while not (task.done() and queue.empty()):
@@ -278,13 +285,20 @@ class ExecutorActor(ExecutorCalls):
             self.last_active = time.monotonic()
 
     async def _execute(
-        self, batch: ToolBatchInput, queue: asyncio.Queue[tuple[Any, ...]], trace: list[Any]
+        self,
+        batch: ToolBatchInput,
+        queue: asyncio.Queue[Any],
+        trace: list[Any],
+        recorder: SpanRecorder | None,
     ) -> Any:
         """Run ``batch`` on the scope's executor: ours, or a ``set_executor()`` one."""
         custom = self._custom_executor(batch)
         if custom is None:
             return await self.executor.execute(
-                batch, on_commit=lambda i, r: queue.put_nowait(("c", i, r)), trace=trace
+                batch,
+                on_commit=lambda i, r: queue.put_nowait(("c", i, r)),
+                trace=trace,
+                observer=recorder,
             )
         result = await custom.execute(batch)
         for index, committed in enumerate(result.results):

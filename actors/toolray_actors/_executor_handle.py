@@ -15,6 +15,7 @@ so whatever happens the caller gets one result per call, in model order:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -40,6 +41,7 @@ from ._errors import is_actor_death, translate, wire_reason
 from ._executor_actor import BatchSpec, ExecutorActor, ExecutorStats
 from ._handles import control_options, create_executor, get_named
 from ._toolset import RemoteToolSet, wire_tool_set
+from ._tracing import DriverTrace
 from ._wire import CallSpec
 
 __all__ = ("ExecutorHandle",)
@@ -144,7 +146,7 @@ class ExecutorHandle:
         if scope != self.scope:
             raise ValueError(f"scope {scope!r} is not this executor's {self.scope!r}")
 
-    def _spec(self, batch: ToolBatchInput, batch_id: str) -> BatchSpec:
+    def _spec(self, batch: ToolBatchInput, batch_id: str, trace: str | None = None) -> BatchSpec:
         if not isinstance(batch, ToolBatchInput):
             raise TypeError(f"execute_batch() takes a ToolBatchInput, not {type(batch).__name__}")
         if batch.scope is not None and batch.scope != self.scope:
@@ -159,13 +161,33 @@ class ExecutorHandle:
             aborted=batch.signal.aborted,
             reason=wire_reason(batch.signal.reason) if batch.signal.aborted else None,
             tool_set=wire_tool_set(batch.tool_set),
+            trace=trace,
         )
 
     async def _entries(
         self, batch: ToolBatchInput, acc: Accumulator
     ) -> AsyncIterator[tuple[int, ToolCallResult]]:
         batch_id = uuid.uuid4().hex
-        spec = self._spec(batch, batch_id)
+        spec = self._spec(batch, batch_id)  # misuse raises before anything is observed
+        traced = DriverTrace.start(self.scope, spec.calls)
+        if traced is not None:
+            spec = dataclasses.replace(spec, trace=str(traced.parent))
+            acc.on_span = traced.record
+        failure: BaseException | None = None
+        try:
+            async for committed in self._stream(spec, batch, acc):
+                yield committed
+        except (Exception, asyncio.CancelledError) as err:
+            failure = err
+            raise
+        finally:
+            if traced is not None:
+                traced.finish(self.scope, acc.results, failure)
+
+    async def _stream(
+        self, spec: BatchSpec, batch: ToolBatchInput, acc: Accumulator
+    ) -> AsyncIterator[tuple[int, ToolCallResult]]:
+        batch_id = spec.batch_id
         actor = await self._reserved(batch_id)
         signal = batch.signal
         stop = signal.add_listener(
@@ -205,7 +227,7 @@ class ExecutorHandle:
 
     async def execute_batch(self, batch: ToolBatchInput) -> ToolBatchResult:
         """Run ``batch``: one result per call, in model order, whatever happens."""
-        acc = Accumulator(batch)
+        acc = Accumulator(batch, scope=self.scope)
         async for _ in self._entries(batch, acc):
             pass
         return acc.result()
@@ -214,7 +236,7 @@ class ExecutorHandle:
         self, batch: ToolBatchInput
     ) -> AsyncIterator[tuple[int, ToolCallResult]]:
         """Yield ``(index, ToolCallResult)`` as each result commits (model order)."""
-        acc = Accumulator(batch)
+        acc = Accumulator(batch, scope=self.scope)
         async for item in self._entries(batch, acc):
             yield item
 

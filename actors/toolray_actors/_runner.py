@@ -110,6 +110,9 @@ class RayBodyRunner:
             "parent": ctx.parent.id if ctx.parent is not None else None,
             "home": self._home,
         }
+        observed = call.observed
+        if observed is not None and observed.trace is not None:  # the body runs in its span
+            ident["traceparent"] = str(observed.trace)
         token = f"{self._prefix}{next(self._tokens)}"  # unique per worker; no uuid per call
         arguments = thaw_json(ctx.arguments)
         self.stats.calls += 1

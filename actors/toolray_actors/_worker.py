@@ -14,6 +14,7 @@ Outcomes are tuples (cheap to ship): ``("ok", value, contexts, concludes)``,
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import ctypes
 import functools
 import inspect
@@ -28,7 +29,7 @@ from typing import Any
 import cloudpickle
 
 from toolray import AbortController, AbortError, HarnessError
-from toolray.lowlevel import is_json
+from toolray.lowlevel import activated, is_json
 
 from ._nested_remote import worker_context
 from ._stats import ActorStats, actor_stats
@@ -207,7 +208,8 @@ class ToolWorker:
         ctx = worker_context(running.controller.signal, ident)  # nested calls: its executor
         try:
             async with self._slots:  # the per-worker body limit (many bodies per message)
-                value = await self._body(running, execute, arguments, ctx)
+                with activated(ident.get("traceparent")):  # the body runs in its call's span
+                    value = await self._body(running, execute, arguments, ctx)
         except asyncio.CancelledError:
             contexts, concludes = ctx.collect()
             stopped = AbortError("tool call aborted")
@@ -229,7 +231,13 @@ class ToolWorker:
         if inspect.iscoroutinefunction(execute):
             return await execute(arguments, ctx)
         thread_future = running.loop.run_in_executor(
-            self._pool, self._run_sync, running, execute, arguments, ctx
+            self._pool,
+            contextvars.copy_context().run,
+            self._run_sync,
+            running,
+            execute,
+            arguments,
+            ctx,
         )
         try:
             value = await asyncio.shield(thread_future)
