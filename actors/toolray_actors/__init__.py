@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from ._runtime import RayRuntime as RayRuntime
     from ._stats import ActorStats as ActorStats
     from ._stats import RuntimeStats as RuntimeStats
+    from ._stats import ToolStats as ToolStats
     from ._worker import ToolInterrupted as ToolInterrupted
 
 __all__ = (
@@ -55,6 +56,7 @@ __all__ = (
     "RuntimeUnavailableError",
     "StartError",
     "ToolInterrupted",
+    "ToolStats",
     "load_config",
 )
 
@@ -69,6 +71,7 @@ _NEEDS_RAY = {
     "RuntimeUnavailableError": "._errors",
     "StartError": "._ray_init",
     "ToolInterrupted": "._worker",
+    "ToolStats": "._stats",
 }
 
 

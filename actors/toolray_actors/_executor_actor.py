@@ -16,6 +16,7 @@ next use creates a fresh one.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import time
@@ -30,13 +31,15 @@ from toolray import (
     ToolBatchInput,
     ToolCall,
 )
-from toolray.lowlevel import TraceParent
+from toolray.lowlevel import TraceParent, observe
 
 from ._code_pool import CodePool, code_registry
 from ._config import RuntimeConfig
 from ._errors import RuntimeUnavailableError
 from ._executor_calls import ExecutorCalls
+from ._farm_stats import FarmObserver, ScopeSample, ToolSample
 from ._handles import control_options, create_pool, get_named, kill_self, registry_name
+from ._metrics import CallMetrics, flush_every
 from ._mirror import Mirror, Op
 from ._placement import pool_plan
 from ._pool import PoolClient, PoolManager
@@ -48,6 +51,9 @@ from ._tracing import SpanRecorder
 __all__ = ("BatchSpec", "ExecutorActor", "ExecutorStats")
 
 _log = logging.getLogger("toolray")
+
+_METRICS_FLUSH_S = 1.0
+"""How often the calls counted here reach the Ray metrics (Ray exports on its own interval)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -86,6 +92,10 @@ class ExecutorStats:
     """Scopes this actor hosts (ran a batch here and were not disposed since)."""
     messages: int = 0
     """Actor messages that carried calls to workers; ``calls / messages`` is the coalescing."""
+    tools: tuple[ToolSample, ...] = ()
+    """Per tool: calls, in flight, failures by code, a latency sketch (merged by the driver)."""
+    scope_calls: tuple[ScopeSample, ...] = ()
+    """Per scope this actor ran calls for: calls, in flight, failures."""
 
 
 class _Sink:
@@ -124,6 +134,10 @@ class ExecutorActor(ExecutorCalls):
         self.last_active = time.monotonic()
         self._attached = False
         self._reaper: asyncio.Task[None] | None = None
+        self.farm = FarmObserver()  # every call this actor runs: statistics and metrics
+        observe(self.farm)  # for the actor's lifetime
+        self.metrics = CallMetrics()
+        self._flusher: asyncio.Task[None] | None = None
 
     # ------------------------------------------------------------------ the mirror
     def _rebuild(self, ops: list[Op]) -> None:
@@ -176,6 +190,8 @@ class ExecutorActor(ExecutorCalls):
                 self.seq = seq
                 self._attached = True
                 self._reaper = asyncio.ensure_future(self._reap())
+                flush = functools.partial(self.metrics.flush, self.farm)
+                self._flusher = asyncio.ensure_future(flush_every(_METRICS_FLUSH_S, flush))
             pool = self._pool_for(None)
             await pool.manager.ready.remote()
             await pool.refresh()  # the first batch's calls then leave in one tick, coalesced
@@ -338,6 +354,7 @@ class ExecutorActor(ExecutorCalls):
                     self.seq = seq
                 continue
             self.code.close()
+            self.metrics.flush(self.farm)  # what this actor counted last leaves with it
             kill_self()  # no await since the last check: nothing can start in between
             return
 
@@ -359,6 +376,8 @@ class ExecutorActor(ExecutorCalls):
             contributions=len(self.mirror.disposers),
             scopes=len(self.scopes_seen),
             messages=rs.messages,
+            tools=self.farm.tools(),
+            scope_calls=self.farm.scopes(),
         )
 
     async def actor_stats(self) -> ActorStats:

@@ -8,7 +8,9 @@ from typing import Literal
 
 import psutil
 
-__all__ = ("ActorKind", "ActorStats", "RuntimeStats", "actor_stats")
+from ._farm_stats import ToolStats
+
+__all__ = ("ActorKind", "ActorStats", "RuntimeStats", "ToolStats", "actor_stats")
 
 ActorKind = Literal["registry", "executor", "pool", "worker", "code"]
 
@@ -39,6 +41,8 @@ class RuntimeStats:
     registry_restarts: int
     executors: tuple[str, ...]
     actors: tuple[ActorStats, ...] = ()
+    tools: tuple[ToolStats, ...] = ()
+    """Per tool over the namespace's executors, by name (merged latency sketches)."""
 
 
 def _node_id() -> str:

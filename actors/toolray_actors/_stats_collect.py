@@ -1,15 +1,23 @@
-"""``rt.stats()``: ask every live actor of the namespace for its record, concurrently."""
+"""``rt.stats()``: ask every live actor of the namespace for its record, concurrently.
+
+:func:`gather` asks (pools, executors, the registry — each once, at the same time);
+:func:`collect_stats` sums the answers into ``RuntimeStats``; ``toolray top`` reads the
+same answers in more detail.
+"""
 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass, field
 from typing import Any
 
 from ._connection import Connection
+from ._executor_actor import ExecutorStats
+from ._farm_stats import merge_tools
 from ._handles import get_named, named_actors
 from ._stats import ActorStats, RuntimeStats
 
-__all__ = ("collect_stats",)
+__all__ = ("Gathered", "collect_stats", "gather")
 
 _TIMEOUT_S = 10.0
 
@@ -21,11 +29,25 @@ async def _ask(ref: Any) -> Any:
         return None
 
 
-async def collect_stats(conn: Connection) -> RuntimeStats:
-    """A snapshot of the namespace: every actor, pool counters and executor counters."""
-    ns = conn.namespace
-    names = await asyncio.to_thread(named_actors, ns)
-    handles = {n: h for n in names if (h := get_named(n, ns)) is not None}
+@dataclass(slots=True, kw_only=True)
+class Gathered:
+    """What every live actor of a namespace answered (an actor that did not is left out)."""
+
+    namespace: str
+    pools: list[tuple[str, Any]] = field(default_factory=list)
+    """``(pool manager name, its stats)``."""
+    executors: list[tuple[str, ExecutorStats]] = field(default_factory=list)
+    executor_names: list[str] = field(default_factory=list)
+    """Every executor actor found (answering or not)."""
+    actors: list[ActorStats] = field(default_factory=list)
+    """The registry first, then each pool manager with its workers, then the executors."""
+    registry_info: dict[str, Any] = field(default_factory=dict)
+
+
+async def gather(namespace: str) -> Gathered:
+    """Ask every live actor of ``namespace`` at once."""
+    names = await asyncio.to_thread(named_actors, namespace)
+    handles = {n: h for n in names if (h := get_named(n, namespace)) is not None}
     pools = [n for n in handles if n.startswith("toolray:pool:")]
     executors = [n for n in handles if n.startswith("toolray:executor:")]
     asks: list[Any] = []
@@ -39,39 +61,41 @@ async def collect_stats(conn: Connection) -> RuntimeStats:
     if registry is not None:
         asks.append(_ask(registry.actor_stats.remote()))
         asks.append(_ask(registry.info.remote()))
-    answers = await asyncio.gather(*asks)
-    actors: list[ActorStats] = []
-    workers = spares = replacements = in_flight = kills = lost = restarts = 0
-    pairs = iter(answers)
-    for _ in pools:
-        members, st = next(pairs), next(pairs)
-        actors.extend(members or ())
+    answers = iter(await asyncio.gather(*asks))
+    found = Gathered(namespace=namespace, executor_names=executors)
+    for name in pools:
+        members, st = next(answers), next(answers)
+        found.actors.extend(members or ())
         if st is not None:
-            workers, spares = workers + st.workers, spares + st.spares
-            replacements += st.replacements
-    for _ in executors:
-        own, st = next(pairs), next(pairs)
+            found.pools.append((name, st))
+    for name in executors:
+        own, st = next(answers), next(answers)
         if own is not None:
-            actors.append(own)
+            found.actors.append(own)
         if st is not None:
-            in_flight, kills, lost = (
-                in_flight + st.in_flight,
-                kills + st.kills,
-                lost + st.workers_lost,
-            )
+            found.executors.append((name, st))
     if registry is not None:
-        own, info = next(pairs), next(pairs)
+        own, info = next(answers), next(answers)
         if own is not None:
-            actors.insert(0, own)
-        restarts = int((info or {}).get("restarts", 0))
+            found.actors.insert(0, own)
+        found.registry_info = dict(info or {})
+    return found
+
+
+async def collect_stats(conn: Connection) -> RuntimeStats:
+    """A snapshot of the namespace: every actor, pool counters and executor counters."""
+    found = await gather(conn.namespace)
+    pools = [st for _, st in found.pools]
+    executors = [st for _, st in found.executors]
     return RuntimeStats(
-        workers=workers,
-        spares=spares,
-        in_flight=in_flight,
-        kills=kills,
-        workers_lost=lost,
-        replacements=replacements,
-        registry_restarts=restarts,
-        executors=tuple(executors),
-        actors=tuple(actors),
+        workers=sum(st.workers for st in pools),
+        spares=sum(st.spares for st in pools),
+        in_flight=sum(st.in_flight for st in executors),
+        kills=sum(st.kills for st in executors),
+        workers_lost=sum(st.workers_lost for st in executors),
+        replacements=sum(st.replacements for st in pools),
+        registry_restarts=int(found.registry_info.get("restarts", 0)),
+        executors=tuple(found.executor_names),
+        actors=tuple(found.actors),
+        tools=merge_tools(s for st in executors for s in st.tools)[0],
     )

@@ -1,4 +1,4 @@
-"""The ``toolray`` command line: ``demo`` (the main job), ``bench``, ``trace`` and ``chaos``.
+"""The ``toolray`` command line: ``demo`` (the main job), ``bench``, ``trace``, ``top``, ``chaos``.
 
 Every user mistake (a bad option, a missing or invalid config file, Ray not installed, an
 unreachable cluster, a tool that cannot be pickled) ends in one clear line on stderr and
@@ -68,6 +68,14 @@ COMMANDS: tuple[Command, ...] = (
         "--from-log an event log)",
         ("0  the trace was written",),
         _trace_needs_ray,
+    ),
+    Command(
+        "top",
+        "_top",
+        "a live view of a namespace on a running cluster: scopes, tools, pools, actors "
+        "(--once --json for scripts)",
+        ("0  the picture was printed (--once), or the live view was left with Ctrl-C",),
+        _always,
     ),
     Command(
         "chaos",

@@ -1,0 +1,120 @@
+"""Farm metrics through ``ray.util.metrics``: Ray's Prometheus endpoint and its dashboard.
+
+Ray exports them with its ``ray_`` prefix, per process (a ``WorkerId`` label), on every
+node's metrics port. Tags are bounded: the tool name (at most 256 per executor) and the
+outcome, or the pool key — never a scope or a call id.
+
+- ``toolray_calls_total{tool,outcome}`` — calls that ended (``outcome``: ``ok`` or the code);
+- ``toolray_call_duration_seconds{tool}`` — call latency, start to final result;
+- ``toolray_calls_in_flight{tool}`` — calls started and not ended, per executor;
+- ``toolray_worker_kills_total{pool}`` — the cancellation ladder's kills (a worker actor,
+  or a call's own process);
+- ``toolray_pool_workers{pool}`` — the pool's live worker actors.
+
+An executor hands over what it counted about once a second (:class:`CallMetrics`), so a
+call costs a list append, not a metrics update: Ray exports on an interval of its own
+anyway.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any, final
+
+from ray.util import metrics
+
+from ._farm_stats import FarmObserver
+
+__all__ = ("CallMetrics", "PoolMetrics", "flush_every")
+
+DURATION_BOUNDARIES = (
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    30.0,
+    60.0,
+    300.0,
+)
+"""The duration histogram's bucket bounds, in seconds."""
+
+
+@final
+class CallMetrics:
+    """The call metrics of one executor actor, fed from its :class:`FarmObserver`."""
+
+    def __init__(self) -> None:
+        self.calls = metrics.Counter(
+            "toolray_calls_total",
+            description="Tool calls that ended, by tool and outcome (ok or the failure code).",
+            tag_keys=("tool", "outcome"),
+        )
+        self.duration = metrics.Histogram(
+            "toolray_call_duration_seconds",
+            description="Tool call latency, from start to final result, by tool.",
+            boundaries=list(DURATION_BOUNDARIES),
+            tag_keys=("tool",),
+        )
+        self.in_flight = metrics.Gauge(
+            "toolray_calls_in_flight",
+            description="Tool calls started and not ended, by tool (per executor actor).",
+            tag_keys=("tool",),
+        )
+        self._gauged: dict[str, int] = {}
+
+    def flush(self, observer: FarmObserver) -> None:
+        """Hand over every call ended since the last flush, and the in-flight counts."""
+        pending, observer.pending = observer.pending, []
+        totals: dict[tuple[str, str], int] = {}
+        for tool, outcome, seconds in pending:
+            totals[tool, outcome] = totals.get((tool, outcome), 0) + 1
+            self.duration.observe(seconds, tags={"tool": tool})
+        for (tool, outcome), n in totals.items():
+            self.calls.inc(n, tags={"tool": tool, "outcome": outcome})
+        for tool, n in observer.in_flight().items():
+            if self._gauged.get(tool) != n:
+                self.in_flight.set(n, tags={"tool": tool})
+                self._gauged[tool] = n
+
+
+@final
+class PoolMetrics:
+    """The pool metrics (kills are counted by the executor whose ladder killed)."""
+
+    def __init__(self) -> None:
+        self.kills = metrics.Counter(
+            "toolray_worker_kills_total",
+            description="Kills by the cancellation ladder (a worker actor, or a call's process).",
+            tag_keys=("pool",),
+        )
+        self.workers = metrics.Gauge(
+            "toolray_pool_workers",
+            description="Live worker actors of the pool.",
+            tag_keys=("pool",),
+        )
+
+    def killed(self, pool: str) -> None:
+        """One kill in ``pool``."""
+        self.kills.inc(1, tags={"pool": pool})
+
+    def size(self, pool: str, workers: int) -> None:
+        """``pool`` has ``workers`` live worker actors."""
+        self.workers.set(workers, tags={"pool": pool})
+
+
+async def flush_every(seconds: float, flush: Any) -> None:
+    """Call ``flush()`` every ``seconds`` until cancelled (a failing flush is skipped)."""
+    while True:
+        await asyncio.sleep(seconds)
+        with contextlib.suppress(Exception):
+            flush()
