@@ -15,7 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SCRIPTS = ["bench_validator.py", "bench_registry.py", "bench_pipeline.py", "bench_batch.py"]
+SCRIPTS = [
+    "bench_validator.py",
+    "bench_registry.py",
+    "bench_pipeline.py",
+    "bench_batch.py",
+    "bench_observability.py",
+]
 OUT = HERE / "RESULTS.md"
 
 
@@ -69,6 +75,12 @@ HEADLINES = (
              "| executor RSS, 1,000 scopes |", 3),
     Headline("Code Mode: trivial `run_code` through the registry, warm, p50 / p99",
              "RESULTS-code.md", "| trivial `run_code`", 2, "", 3),
+    Headline("tracing off: the observer seam per call (nobody observing)",
+             "RESULTS-observability.md", "| the seam alone", 2, " µs", "≤ 2 % of a call"),
+    Headline("tracing on / off: in-process `execute()` of a no-op tool",
+             "RESULTS-observability.md", "| execute() |", 5, "", "reported"),
+    Headline("tracing on / off: Ray, batch of 100 no-op calls",
+             "RESULTS-observability.md", "| Ray: batch of 100", 5, "", "reported"),
 )  # fmt: skip
 
 

@@ -88,13 +88,26 @@ def register_local_spans(lookup: Callable[[int], Any]) -> Callable[[], None]:
     return undo
 
 
-def _span_for(parent: TraceParent) -> Any:
+_otel: list[Any] = []
+"""``[context, trace]`` once OpenTelemetry was imported (``[None, None]``: not installed)."""
+
+
+def _opentelemetry() -> tuple[Any, Any]:
+    if not _otel:
+        try:
+            from opentelemetry import context, trace
+        except ImportError:
+            _otel.extend((None, None))
+        else:
+            _otel.extend((context, trace))
+    return _otel[0], _otel[1]
+
+
+def _span_for(trace: Any, parent: TraceParent) -> Any:
     for lookup in tuple(_local):
         span = lookup(parent.span_id)
         if span is not None:
             return span
-    from opentelemetry import trace
-
     flags = trace.TraceFlags(parent.flags & 0xFF)
     context = trace.SpanContext(parent.trace_id, parent.span_id, True, flags)
     return trace.NonRecordingSpan(context)
@@ -110,15 +123,11 @@ def activated(parent: TraceParent | str | None) -> Iterator[None]:
     """
     if isinstance(parent, str):
         parent = TraceParent.parse(parent)
-    if parent is None:
+    context, trace = _opentelemetry() if parent is not None else (None, None)
+    if parent is None or context is None or trace is None:
         yield
         return
-    try:
-        from opentelemetry import context, trace
-    except ImportError:
-        yield
-        return
-    token = context.attach(trace.set_span_in_context(_span_for(parent)))
+    token = context.attach(trace.set_span_in_context(_span_for(trace, parent)))
     try:
         yield
     finally:
