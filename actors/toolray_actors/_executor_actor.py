@@ -39,7 +39,7 @@ from ._errors import RuntimeUnavailableError
 from ._executor_calls import ExecutorCalls
 from ._farm_stats import FarmObserver, ScopeSample, ToolSample
 from ._handles import control_options, create_pool, get_named, kill_self, registry_name
-from ._metrics import CallMetrics, flush_every
+from ._metrics import CallMetrics, PoolMetrics, flush_every
 from ._mirror import Mirror, Op
 from ._placement import pool_plan
 from ._pool import PoolClient, PoolManager
@@ -129,7 +129,9 @@ class ExecutorActor(ExecutorCalls):
             cancel_grace_ms=self.config.cancel_grace_ms,
             kill_grace_ms=self.config.kill_grace_ms,
             home=(name, namespace),
+            on_kill=lambda pool: self.pool_metrics.killed(pool.name),
         )
+        self.pool_metrics = PoolMetrics()
         self._rebuild([])
         self.last_active = time.monotonic()
         self._attached = False
@@ -168,6 +170,7 @@ class ExecutorActor(ExecutorCalls):
                 plan.max_concurrency,
             )
             client = self.pools[plan.key] = PoolClient(manager)
+            client.name = plan.key
         return client
 
     async def ready(self) -> dict[str, Any]:

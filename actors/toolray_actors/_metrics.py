@@ -22,11 +22,12 @@ import asyncio
 import contextlib
 from typing import Any, final
 
+import ray
 from ray.util import metrics
 
 from ._farm_stats import FarmObserver
 
-__all__ = ("CallMetrics", "PoolMetrics", "flush_every")
+__all__ = ("CallMetrics", "PoolMetrics", "flush_every", "pool_tag")
 
 DURATION_BOUNDARIES = (
     0.001,
@@ -110,6 +111,15 @@ class PoolMetrics:
     def size(self, pool: str, workers: int) -> None:
         """``pool`` has ``workers`` live worker actors."""
         self.workers.set(workers, tags={"pool": pool})
+
+
+def pool_tag() -> str:
+    """The ``pool`` tag of the pool manager actor calling this (its placement key)."""
+    try:
+        name = ray.get_runtime_context().get_actor_name() or ""
+    except Exception:  # not in an actor (a unit test): an untagged pool
+        name = ""
+    return name.removeprefix("toolray:pool:")
 
 
 async def flush_every(seconds: float, flush: Any) -> None:

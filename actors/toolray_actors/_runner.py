@@ -57,8 +57,10 @@ class RayBodyRunner:
         cancel_grace_ms: float,
         kill_grace_ms: float,
         home: tuple[str, str] = ("", ""),
+        on_kill: Callable[[PoolClient], None] | None = None,
     ) -> None:
         self._pools = pools
+        self._on_kill = on_kill  # the kill step's metric
         self._key_of = key_of
         self._home = home  # (executor actor name, namespace): where workers send nested calls
         self.live: dict[str, ToolRunContext] = {}
@@ -185,6 +187,8 @@ class RayBodyRunner:
             await asyncio.wait({result}, timeout=self.kill_grace - self.cancel_grace)
         if not result.done():
             self.stats.kills += 1
+            if self._on_kill is not None:
+                self._on_kill(pool)
             kill(slot.handle)
             pool.replace_soon(slot, killed=True)
             err = AbortError("tool call aborted")

@@ -19,7 +19,7 @@ import pytest
 import ray
 
 from tests import tools
-from toolray import AbortController, ToolBatchInput, ToolCall
+from toolray import AbortController, TimeoutPolicy, ToolBatchInput, ToolCall
 from toolray_actors import ToolStats
 from toolray_actors.cli import main
 
@@ -154,3 +154,23 @@ async def test_call_metrics_reach_rays_prometheus_endpoint(rt: Any, scope_key: s
         if line.startswith("ray_toolray_"):
             assert scope_key not in line
             assert 'call_id="' not in line
+
+
+async def test_kills_and_pool_sizes_reach_rays_prometheus_endpoint(rt: Any, scope_key: str) -> None:
+    rt.owned.append(rt.registry.register(tools.stubborn_tool("mt_block", "block", timeout_ms=200)))
+    rt.owned.append(TimeoutPolicy().install(rt.registry))
+    scraped = await asyncio.to_thread(_scrape)
+    before = sum(_series(scraped, "ray_toolray_worker_kills_total", pool="default"))
+    calls = [ToolCall("k1", "mt_block", {"seconds": 30})]
+    out = await rt.executor(scope_key).execute_batch(_batch(calls, scope_key))
+    assert out.results[0].result.error.info.code == "TOOL_TIMEOUT"  # killed at the deadline
+    deadline = time.monotonic() + SCRAPE_S
+    while True:
+        text = await asyncio.to_thread(_scrape)
+        kills = sum(_series(text, "ray_toolray_worker_kills_total", pool="default"))
+        workers = _series(text, "ray_toolray_pool_workers", pool="default")
+        if kills > before and workers:
+            break
+        assert time.monotonic() < deadline, f"not exported in {SCRAPE_S}s: {kills}, {workers}"
+        await asyncio.sleep(1.0)  # Ray exports on its own interval: poll, bounded
+    assert max(workers) >= 1
