@@ -21,7 +21,16 @@ from opentelemetry.trace import StatusCode
 
 from tests import tools
 from tests.actors import _otel_tools
-from tests.otel._spans import attrs, by_call_id, one, parent_id, span_id, spans, trace_id
+from tests.otel._spans import (
+    attrs,
+    by_call_id,
+    check_children,
+    one,
+    parent_id,
+    span_id,
+    spans,
+    trace_id,
+)
 from toolray import AbortController, ToolBatchInput, ToolCall
 from toolray.otel import instrument
 
@@ -95,12 +104,23 @@ async def test_nested_calls_on_ray_are_children_of_their_callers_span(
     calls = [ToolCall("c1", "ot_comp", {"calls": [{"name": "ot_echo2"}, {"name": "ot_echo2"}]})]
     result = await rt.executor(scope_key).execute_batch(_batch(calls, scope_key))
     assert result.results[0].result.is_error is False
-    found = by_call_id(exporter)
-    assert sorted(found) == ["c1", "c1:sub:1", "c1:sub:2"]
-    for sub in ("c1:sub:1", "c1:sub:2"):
-        assert parent_id(found[sub]) == span_id(found["c1"])
-        assert found[sub].name == "execute_tool ot_echo2"
-    assert parent_id(found["c1"]) == span_id(one(exporter, "toolray batch"))
+    check_children(exporter, "c1", "sub", "ot_echo2")
+    assert parent_id(by_call_id(exporter)["c1"]) == span_id(one(exporter, "toolray batch"))
+
+
+async def test_code_mode_sub_calls_on_ray_are_children_of_the_run_code_span(
+    rt: Any, scope_key: str, exporter: InMemorySpanExporter
+) -> None:
+    scope = rt.scope(scope_key)
+    rt.owned.append(scope.present_as("code"))
+    rt.owned.append(scope.register(tools.text_echo_tool("ot_cm_echo")))
+    program = "a = await ot_cm_echo(text='a')\nb = await ot_cm_echo(text='b')\n[a, b]"
+    arguments = {"code": program, "description": "two echoes"}
+    calls = [ToolCall("c1", "run_code", arguments)]
+    result = await rt.executor(scope_key).execute_batch(_batch(calls, scope_key))
+    assert result.results[0].result.is_error is False
+    check_children(exporter, "c1", "ptc", "ot_cm_echo")
+    assert by_call_id(exporter)["c1"].name == "execute_tool run_code"
 
 
 @pytest.mark.parametrize("sync", [True, False], ids=["sync", "async"])

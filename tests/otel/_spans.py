@@ -44,3 +44,13 @@ def trace_id(span: ReadableSpan) -> int:
 
 def attrs(span: ReadableSpan) -> dict[str, Any]:
     return dict(span.attributes or {})
+
+
+def check_children(exporter: InMemorySpanExporter, parent: str, prefix: str, tool: str) -> None:
+    """The calls are ``parent`` and its ``<parent>:<prefix>:1``/``2``, children of its span."""
+    found = by_call_id(exporter)
+    subs = [f"{parent}:{prefix}:1", f"{parent}:{prefix}:2"]
+    assert sorted(found) == [parent, *subs]
+    for sub in subs:
+        assert parent_id(found[sub]) == span_id(found[parent])
+        assert found[sub].name == f"execute_tool {tool}"

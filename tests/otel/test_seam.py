@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from toolray import AbortController, ToolBatchInput, ToolCall, ToolRegistry, tool
+from tests.otel._tools import add, boom
+from toolray import AbortController, ToolBatchInput, ToolCall, ToolRegistry
 from toolray.lowlevel import (
     BatchStart,
     CallEnd,
@@ -19,18 +20,6 @@ from toolray.lowlevel import (
     observe,
     outcome_of,
 )
-
-
-@tool(concurrency_safe=True)
-def add(a: int, b: int) -> int:
-    """Add two integers."""
-    return a + b
-
-
-@tool
-def boom() -> int:
-    """Always fails."""
-    raise ValueError("no luck")
 
 
 class Recorder:

@@ -18,16 +18,10 @@ import asyncio
 import contextlib
 import json
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.live import Live
-
-from toolray_actors._config import RuntimeConfig, load_config
-from toolray_actors._ray_init import StartError, connect_ray
-from toolray_actors._stats_collect import gather
-
-from ._top_view import render, snapshot
+if TYPE_CHECKING:
+    from toolray_actors._config import RuntimeConfig
 
 __all__ = ("add_arguments", "run", "take")
 
@@ -62,6 +56,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _attach(cfg: RuntimeConfig) -> None:
     """Connect to a running cluster (never start one: there would be nothing to watch)."""
+    from toolray_actors._ray_init import StartError, connect_ray
+
     address = cfg.address if cfg.address not in (None, "local") else "auto"
     try:
         connect_ray(cfg.model_copy(update={"address": address}))
@@ -73,11 +69,17 @@ def _attach(cfg: RuntimeConfig) -> None:
 
 def take(namespace: str) -> dict[str, Any]:
     """One picture of ``namespace`` (Ray is connected)."""
+    from toolray_actors._stats_collect import gather
+
+    from ._top_view import snapshot
+
     return snapshot(asyncio.run(gather(namespace)))
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``toolray top``."""
+    """Run ``toolray top`` (Ray and rich are imported here, not when the CLI parses)."""
+    from toolray_actors._config import load_config
+
     cfg = load_config(args.config)
     _attach(cfg)
     with contextlib.suppress(KeyboardInterrupt):  # the way to leave the live view
@@ -92,6 +94,11 @@ def _watch(namespace: str, args: argparse.Namespace) -> None:
             if args.once:
                 return
             time.sleep(args.interval)
+    from rich.console import Console
+    from rich.live import Live
+
+    from ._top_view import render
+
     console = Console()
     if args.once:
         console.print(render(take(namespace)))

@@ -8,14 +8,16 @@ seconds. The tables render it with rich.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
 from toolray_actors._farm_stats import RATE_WINDOW_S, merge_scopes, merge_tools
-from toolray_actors._stats_collect import Gathered
+
+if TYPE_CHECKING:
+    from toolray_actors._stats_collect import Gathered
 
 __all__ = ("MAX_ROWS", "render", "snapshot")
 
