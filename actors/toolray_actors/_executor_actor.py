@@ -129,7 +129,7 @@ class ExecutorActor(ExecutorCalls):
             cancel_grace_ms=self.config.cancel_grace_ms,
             kill_grace_ms=self.config.kill_grace_ms,
             home=(name, namespace),
-            on_kill=lambda pool: self.pool_metrics.killed(pool.name),
+            on_kill=self._killed,
         )
         self.pool_metrics = PoolMetrics()
         self._rebuild([])
@@ -155,6 +155,10 @@ class ExecutorActor(ExecutorCalls):
     def _key_of(self, definition: Any) -> tuple[str, bytes] | None:
         return self.mirror.key_of(definition)
 
+    def _killed(self, pool: PoolClient) -> None:
+        """The ladder killed in ``pool``: its metric (tagged with the pool's key)."""
+        self.pool_metrics.killed(next((k for k, c in self.pools.items() if c is pool), ""))
+
     def _pool_for(self, placement: Any) -> PoolClient:
         plan = pool_plan(placement, self.config)
         client = self.pools.get(plan.key)
@@ -170,7 +174,6 @@ class ExecutorActor(ExecutorCalls):
                 plan.max_concurrency,
             )
             client = self.pools[plan.key] = PoolClient(manager)
-            client.name = plan.key
         return client
 
     async def ready(self) -> dict[str, Any]:

@@ -13,13 +13,15 @@ outcome, or the pool key — never a scope or a call id.
 
 An executor hands over what it counted about once a second (:class:`CallMetrics`), so a
 call costs a list append, not a metrics update: Ray exports on an interval of its own
-anyway.
+anyway. Ray exports a gauge's value once after it is set and then drops it, so the gauges
+are set again on every flush (the pool's too, by the pool manager), changed or not.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 from typing import Any, final
 
 import ray
@@ -49,6 +51,9 @@ DURATION_BOUNDARIES = (
 )
 """The duration histogram's bucket bounds, in seconds."""
 
+_GAUGE_S = 1.0
+"""How often a pool's size gauge is set again (Ray drops a gauge value once exported)."""
+
 
 @final
 class CallMetrics:
@@ -71,7 +76,6 @@ class CallMetrics:
             description="Tool calls started and not ended, by tool (per executor actor).",
             tag_keys=("tool",),
         )
-        self._gauged: dict[str, int] = {}
 
     def flush(self, observer: FarmObserver) -> None:
         """Hand over every call ended since the last flush, and the in-flight counts."""
@@ -82,17 +86,19 @@ class CallMetrics:
             self.duration.observe(seconds, tags={"tool": tool})
         for (tool, outcome), n in totals.items():
             self.calls.inc(n, tags={"tool": tool, "outcome": outcome})
-        for tool, n in observer.in_flight().items():
-            if self._gauged.get(tool) != n:
-                self.in_flight.set(n, tags={"tool": tool})
-                self._gauged[tool] = n
+        for tool, n in observer.in_flight().items():  # every time: Ray drops exported ones
+            self.in_flight.set(n, tags={"tool": tool})
 
 
 @final
 class PoolMetrics:
-    """The pool metrics (kills are counted by the executor whose ladder killed)."""
+    """The pool metrics: kills (counted by the executor whose ladder killed) and the size.
 
-    def __init__(self) -> None:
+    A pool manager passes ``members`` (its live worker count): :meth:`resized` sets the
+    size gauge, and from the first time on it is set again every second.
+    """
+
+    def __init__(self, members: Callable[[], int] | None = None) -> None:
         self.kills = metrics.Counter(
             "toolray_worker_kills_total",
             description="Kills by the cancellation ladder (a worker actor, or a call's process).",
@@ -103,14 +109,26 @@ class PoolMetrics:
             description="Live worker actors of the pool.",
             tag_keys=("pool",),
         )
+        self._members = members
+        self._tag = pool_tag() if members is not None else ""
+        self._again: asyncio.Task[None] | None = None
 
     def killed(self, pool: str) -> None:
         """One kill in ``pool``."""
         self.kills.inc(1, tags={"pool": pool})
 
-    def size(self, pool: str, workers: int) -> None:
-        """``pool`` has ``workers`` live worker actors."""
-        self.workers.set(workers, tags={"pool": pool})
+    def resized(self) -> None:
+        """Set the size gauge now (a pool manager's, in its event loop)."""
+        if self._members is None:
+            return
+        self.workers.set(self._members(), tags={"pool": self._tag})
+        if self._again is None:
+            self._again = asyncio.ensure_future(flush_every(_GAUGE_S, self.resized))
+
+    def stop(self) -> None:
+        """No more setting the size gauge again."""
+        if self._again is not None:
+            self._again.cancel()
 
 
 def pool_tag() -> str:

@@ -26,7 +26,7 @@ from typing import Any
 from toolray import AbortError, AbortSignal
 
 from ._handles import create_worker, kill, resources_offered
-from ._metrics import PoolMetrics, pool_tag
+from ._metrics import PoolMetrics
 from ._stats import ActorStats, actor_stats
 
 __all__ = ("PoolClient", "PoolManager", "PoolStats", "WorkerSlot")
@@ -76,8 +76,7 @@ class PoolManager:
         self.started: set[str] = set()  # workers that answered once (only they are members)
         self._watched: set[str] = set()
         self._changed: asyncio.Event | None = None
-        self._metrics = PoolMetrics()
-        self._tag = pool_tag()
+        self._metrics = PoolMetrics(lambda: len(self._members()[1]))
         for _ in range(size):
             wid, handle = self._new_worker()
             self.workers[wid] = handle
@@ -118,7 +117,7 @@ class PoolManager:
 
     def _bump(self) -> None:
         self.version += 1
-        self._metrics.size(self._tag, len(self._members()[1]))
+        self._metrics.resized()
         if self._changed is not None:
             self._changed.set()
             self._changed = None
@@ -251,6 +250,7 @@ class PoolManager:
 
     async def shutdown(self) -> None:
         """Kill every worker and spare."""
+        self._metrics.stop()
         for handle in [*self.workers.values(), *(h for _, h in self.spares)]:
             kill(handle)
         self.workers.clear()
@@ -270,9 +270,6 @@ class WorkerSlot:
 
 class PoolClient:
     """The executor's view of one pool: least-loaded pick, replacement, definition cache."""
-
-    name: str = ""
-    """The pool's placement key (its metrics tag)."""
 
     def __init__(self, manager: Any) -> None:
         self.manager = manager
