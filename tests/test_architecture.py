@@ -129,6 +129,19 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     (
+        "per-call isolation (on the public API)",
+        (
+            "toolray.isolation._outcome",
+            "toolray.isolation._context",
+            "toolray.isolation._bodies",
+            "toolray.isolation._messages",
+            "toolray.isolation._child",
+            "toolray.isolation._template",
+            "toolray.isolation._link",
+            "toolray.isolation",
+        ),
+    ),
+    (
         "provider adapters (on the public API)",
         (
             "toolray.adapters",
@@ -147,7 +160,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 RANK = {module: rank for rank, module in enumerate(m for _, group in LAYERS for m in group)}
 
-PUBLIC_CORE = ("errors", "testing", "policies", "lowlevel", "code", "adapters")
+PUBLIC_CORE = ("errors", "testing", "policies", "lowlevel", "code", "adapters", "isolation")
 """The core namespaces the Ray layer may import, besides ``toolray`` itself."""
 
 

@@ -15,6 +15,7 @@ from typing import Any, TypeVar, cast
 
 import ray
 
+from ._placement import WorkerSettings
 from ._worker import ToolWorker, body_limit
 
 __all__ = (
@@ -86,6 +87,10 @@ class _WorkerClass(ToolWorker):
         return await super().interrupt(token)
 
     @_control
+    async def kill_call(self, token: str) -> bool:
+        return await super().kill_call(token)
+
+    @_control
     async def status(self) -> Any:
         return await super().status()
 
@@ -101,11 +106,11 @@ class _WorkerClass(ToolWorker):
 _WorkerActor: Any = _remote(num_cpus=0, concurrency_groups={"control": 4})(_WorkerClass)
 
 
-def create_worker(options: dict[str, Any], threads: int) -> Any:
+def create_worker(options: dict[str, Any], settings: WorkerSettings) -> Any:
     """Start one worker actor (async; control lane; no retries)."""
     opts = {"num_cpus": 0, "max_restarts": 0, "max_task_retries": 0, **options}
-    opts.setdefault("max_concurrency", body_limit(threads))
-    return _WorkerActor.options(**opts).remote(threads)
+    opts.setdefault("max_concurrency", body_limit(settings.threads))
+    return _WorkerActor.options(**opts).remote(settings.threads, settings)
 
 
 HEAD_RESOURCE = "node:__internal_head__"

@@ -20,9 +20,10 @@ import ray
 import ray.exceptions as rex
 
 from toolray import AbortSignal, ToolExecutionResult, ToolRunContext
+from toolray.isolation import context_from_ident
 
 from ._errors import is_actor_death, translate
-from ._wire import RemoteToken, shippable_arguments
+from ._wire import shippable_arguments
 
 __all__ = ("RemoteNested", "worker_context")
 
@@ -117,15 +118,6 @@ class RemoteNested:
 
 def worker_context(signal: AbortSignal, ident: dict[str, Any]) -> ToolRunContext:
     """The run context of a body on a worker: the call's identity, tokens by id, dispatch."""
-    fields = dict(ident)
-    home = fields.pop("home", None)
-    token = fields.pop("token", None)
-    parent = fields.pop("parent", None)
-    return ToolRunContext(
-        None,
-        signal,
-        dispatcher=RemoteNested(tuple(home)) if home and home[0] else None,
-        token=RemoteToken(token) if token is not None else None,
-        parent=RemoteToken(parent) if parent is not None else None,
-        **fields,
-    )
+    home = ident.get("home")
+    dispatcher = RemoteNested(tuple(home)) if home and home[0] else None
+    return context_from_ident(signal, ident, dispatcher)

@@ -23,6 +23,17 @@ def rt(ray_runtime: Any) -> Iterator[Any]:
 
 
 @pytest.fixture
+def shared_rt(shared_runtime: Any) -> Iterator[Any]:
+    """:func:`rt` on the session namespace whose pools run ``isolation = "shared"``."""
+    owned: list[Any] = []
+    shared_runtime.owned = owned
+    yield shared_runtime
+    for dispose in reversed(owned):
+        dispose()
+    owned.clear()
+
+
+@pytest.fixture
 def scope_key() -> str:
     """A scope key unique to this test."""
     return f"test-scope-{next(_ids)}"

@@ -1,0 +1,249 @@
+"""The call process: runs the bodies its worker sends, one call at a time.
+
+Its main thread runs an event loop that reads the worker's frames: :class:`RunCall` starts
+the body on a :class:`BodyHost` (async bodies as a task, sync bodies in a thread), while
+:class:`AbortCall` and :class:`InterruptCall` keep arriving and reach the running body —
+the first two steps of the cancellation ladder; the third is the worker killing this
+process's group. A body's ``ctx.dispatch`` becomes a :class:`NestedRequest` to the worker,
+which asks the call's executor and sends the :class:`NestedAnswer` back.
+
+After each call the process says whether it is still clean — not interrupted, no thread
+or task left behind by the body, its memory not grown past half its allowance — and the
+worker reuses it only then. A body that runs out of memory ends the process with
+:data:`MEMORY_EXIT` (the worker reports the call lost to its memory limit); the worker
+hanging up ends it normally.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import itertools
+import os
+import resource
+import socket
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any, NoReturn, cast
+
+import cloudpickle
+
+from toolray import AbortSignal, ToolExecutionResult, ToolRunContext
+from toolray.lowlevel import InvalidArguments, is_json
+
+from ._bodies import BodyHost
+from ._context import context_from_ident
+from ._messages import (
+    AbortCall,
+    CallDone,
+    FrameReader,
+    InterruptCall,
+    Message,
+    NestedAnswer,
+    NestedRequest,
+    RunCall,
+    encode,
+)
+from ._outcome import shippable_error
+
+__all__ = ("MEMORY_EXIT", "serve")
+
+MEMORY_EXIT = 86
+"""The exit status of a call process whose body ran out of memory."""
+
+_READ = 1 << 16
+
+
+class _Nested:
+    """The ``NestedDispatcher`` of a body here: its nested calls go through the worker."""
+
+    __slots__ = ("_child",)
+
+    def __init__(self, child: _Child) -> None:
+        self._child = child
+
+    async def dispatch(
+        self, ctx: ToolRunContext, name: str, arguments: Any, call_id: str | None
+    ) -> ToolExecutionResult:
+        """Ask the worker (and through it the executor); await the answer."""
+        answer = await asyncio.wrap_future(self._child.ask(ctx, name, arguments, call_id))
+        return _result(answer)
+
+    def dispatch_sync(
+        self, ctx: ToolRunContext, name: str, arguments: Any, call_id: str | None
+    ) -> ToolExecutionResult:
+        """:meth:`dispatch` from a sync body's thread (blocks it until the answer)."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            raise RuntimeError(
+                "dispatch_sync() would block the body's event loop; an async body awaits "
+                "ctx.dispatch() instead"
+            )
+        return _result(self._child.ask(ctx, name, arguments, call_id).result())
+
+
+def _result(answer: NestedAnswer) -> ToolExecutionResult:
+    if answer.error is not None:
+        raise answer.error
+    result: ToolExecutionResult = answer.result
+    return result
+
+
+class _Child:
+    """One call process's state: its socket, its body host, the call in progress."""
+
+    def __init__(self, sock: socket.socket, definitions: Mapping[str, Any], allowance: int):
+        self._sock = sock
+        self._send_lock = threading.Lock()
+        self._reader = FrameReader()
+        self._host = BodyHost(self._context, threads=1, max_bodies=1)
+        for key, execute in definitions.items():
+            self._host.remember(key, execute)
+        self._ids = itertools.count(1)
+        self._pending: dict[int, concurrent.futures.Future[NestedAnswer]] = {}
+        self._tainted = False
+        self._task: asyncio.Task[None] | None = None
+        self._main: asyncio.Task[Any] | None = None
+        self._ended: asyncio.Future[None] | None = None
+        self._memory_ceiling = _max_rss() + allowance // 2
+
+    def _context(self, signal: AbortSignal, ident: Mapping[str, Any]) -> ToolRunContext:
+        return context_from_ident(signal, ident, _Nested(self))
+
+    def send(self, message: Message) -> None:
+        """Write one frame (from the loop or a body's thread)."""
+        frame = encode(message)
+        with self._send_lock:
+            self._sock.sendall(frame)
+
+    def ask(
+        self, ctx: ToolRunContext, name: str, arguments: Any, call_id: str | None
+    ) -> concurrent.futures.Future[NestedAnswer]:
+        """Send a nested request; the future gets its answer (thread-safe)."""
+        answer: concurrent.futures.Future[NestedAnswer] = concurrent.futures.Future()
+        ident = next(self._ids)
+        self._pending[ident] = answer
+        token = ctx.token.id if ctx.token is not None else ""
+        portable = _portable_arguments(arguments)
+        self.send(
+            NestedRequest(id=ident, token=token, name=name, arguments=portable, call_id=call_id)
+        )
+        return answer
+
+    # ------------------------------------------------------------------ the loop
+    async def serve(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._main = asyncio.current_task()
+        self._ended = loop.create_future()
+        loop.add_reader(self._sock.fileno(), self._readable)
+        try:
+            await self._ended
+        finally:
+            loop.remove_reader(self._sock.fileno())
+
+    def _readable(self) -> None:
+        try:
+            data = self._sock.recv(_READ, socket.MSG_DONTWAIT)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if not data:  # the worker hung up: this process is done
+            self._end()
+            return
+        for message in self._reader.feed(data):
+            self._handle(message)
+
+    def _end(self) -> None:
+        if self._ended is not None and not self._ended.done():
+            self._ended.set_result(None)
+
+    def _handle(self, message: Message) -> None:
+        match message:
+            case RunCall():
+                self._task = asyncio.ensure_future(self._run(message))
+            case AbortCall():
+                self._host.abort(message.token, message.reason)
+            case InterruptCall():
+                if self._host.interrupt(message.token) != "gone":
+                    self._tainted = True
+            case NestedAnswer():
+                pending = self._pending.pop(message.id, None)
+                if pending is not None and not pending.done():
+                    pending.set_result(message)
+            case CallDone() | NestedRequest():
+                raise ValueError(f"a call process does not take {type(message).__name__}")
+
+    async def _run(self, call: RunCall) -> None:
+        threads_before = {t.ident for t in threading.enumerate()}
+        outcome = await self._host.run(call.token, call.key, call.blob, call.arguments, call.ident)
+        if isinstance(outcome.error, MemoryError):
+            os._exit(MEMORY_EXIT)  # its state is suspect: the worker reports the limit
+        clean = self._clean(threads_before)
+        self.send(CallDone(token=call.token, outcome=outcome, clean=clean))
+
+    def _clean(self, threads_before: set[int | None]) -> bool:
+        if self._tainted:
+            return False
+        threads = self._host.threads() | threads_before
+        if any(t.ident not in threads for t in threading.enumerate()):
+            return False  # a thread the body started is still running
+        tasks = {asyncio.current_task(), self._main}
+        if any(t not in tasks for t in asyncio.all_tasks()):
+            return False  # so is a task
+        return _max_rss() <= self._memory_ceiling
+
+
+class _NotPortable:
+    """Stands for nested-call arguments that cannot leave this process (not JSON either)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<arguments that are not lossless JSON>"
+
+
+def _portable_arguments(arguments: Any) -> Any:
+    """What a nested call's arguments become on the way out: the pipeline judges them."""
+    try:
+        if is_json(arguments):
+            return arguments
+    except Exception as exc:  # inspecting them raised: that error is the call's failure
+        return InvalidArguments(error=cast("Exception", shippable_error(exc)))
+    try:
+        cloudpickle.dumps(arguments)
+    except Exception:
+        return _NotPortable()
+    return arguments
+
+
+def _max_rss() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def serve(
+    sock: socket.socket,
+    definitions: Mapping[str, Any],
+    *,
+    allowance: int,
+    before: Callable[[], None] | None = None,
+) -> NoReturn:
+    """Serve calls on ``sock`` until the worker hangs up, then exit the process.
+
+    ``definitions`` are the bodies preloaded by the template (key → execute);
+    ``allowance`` is the memory (bytes) a call may use before the process is retired.
+    """
+    if before is not None:
+        before()
+    sock.setblocking(True)
+    code = 0
+    try:
+        asyncio.run(_Child(sock, definitions, allowance).serve())
+    except MemoryError:
+        code = MEMORY_EXIT
+    except BaseException:
+        code = 1
+    os._exit(code)

@@ -1,0 +1,275 @@
+"""The records a worker and a call's process exchange, and their frames.
+
+A frame is a 4-byte big-endian length, then one UTF-8 JSON object whose ``op`` names the
+record. Arguments and values cross as lossless JSON; what JSON cannot carry — a
+definition's cloudpickle blob, an error, an abort reason, deferred contexts, a nested
+call's result — crosses pickled, base64 inside the JSON.
+
+Worker → call process: :class:`RunCall`, :class:`AbortCall`, :class:`InterruptCall`,
+:class:`NestedAnswer`. Call process → worker: :class:`CallDone`, :class:`NestedRequest`.
+A frame whose ``op`` is unknown, or that is not JSON, is a :class:`ProtocolError`.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final, NoReturn
+
+import cloudpickle
+
+from ._outcome import CallOutcome
+
+__all__ = (
+    "AbortCall",
+    "CallDone",
+    "FrameReader",
+    "InterruptCall",
+    "Message",
+    "NestedAnswer",
+    "NestedRequest",
+    "ProtocolError",
+    "RunCall",
+    "encode",
+)
+
+_HEADER: Final = struct.Struct(">I")
+MAX_FRAME: Final = 256 * 2**20
+
+
+class ProtocolError(Exception):
+    """A frame that is not one of the records below."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunCall:
+    """Run one body: the definition's key (and its blob if the process lacks it)."""
+
+    token: str
+    key: str
+    blob: bytes | None
+    arguments: Any
+    ident: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AbortCall:
+    """Fire the running body's signal with ``reason``."""
+
+    token: str
+    reason: Any = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InterruptCall:
+    """Cancel the running body's task, or inject into its thread."""
+
+    token: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CallDone:
+    """The body settled; ``clean``: the process may take another call."""
+
+    token: str
+    outcome: CallOutcome
+    clean: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NestedRequest:
+    """A body's ``ctx.dispatch``: the worker asks the call's executor and answers."""
+
+    id: int
+    token: str
+    name: str
+    arguments: Any
+    call_id: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NestedAnswer:
+    """The nested call's result, or the error its dispatch raised."""
+
+    id: int
+    result: Any = None
+    error: BaseException | None = None
+
+
+Message = RunCall | AbortCall | InterruptCall | CallDone | NestedRequest | NestedAnswer
+
+
+def _pickled(value: Any) -> str:
+    return base64.b64encode(cloudpickle.dumps(value)).decode("ascii")
+
+
+def _unpickled(text: str) -> Any:
+    return cloudpickle.loads(base64.b64decode(text))
+
+
+def _outcome_fields(outcome: CallOutcome) -> dict[str, Any]:
+    fields: dict[str, Any] = {"status": outcome.status}
+    if outcome.value is not None:
+        fields["value"] = outcome.value
+    if outcome.error is not None:
+        fields["error"] = _pickled(outcome.error)
+    if outcome.contexts:
+        fields["contexts"] = _pickled(outcome.contexts)
+    if outcome.concludes:
+        fields["concludes"] = True
+    if outcome.detail:
+        fields["detail"] = outcome.detail
+    return fields
+
+
+def _outcome_of(fields: Mapping[str, Any]) -> CallOutcome:
+    return CallOutcome(
+        status=fields["status"],
+        value=fields.get("value"),
+        error=_unpickled(fields["error"]) if "error" in fields else None,
+        contexts=_unpickled(fields["contexts"]) if "contexts" in fields else (),
+        concludes=bool(fields.get("concludes", False)),
+        detail=str(fields.get("detail", "")),
+    )
+
+
+def _fields(message: Message) -> dict[str, Any]:
+    match message:
+        case RunCall():
+            blob = base64.b64encode(message.blob).decode("ascii") if message.blob else None
+            return {
+                "op": "run",
+                "token": message.token,
+                "key": message.key,
+                "blob": blob,
+                "arguments": message.arguments,
+                "ident": dict(message.ident),
+            }
+        case AbortCall():
+            return {"op": "abort", "token": message.token, "reason": _pickled(message.reason)}
+        case InterruptCall():
+            return {"op": "interrupt", "token": message.token}
+        case CallDone():
+            fields = _outcome_fields(message.outcome)
+            return {"op": "done", "token": message.token, "clean": message.clean, **fields}
+        case NestedRequest():
+            return {
+                "op": "nested",
+                "id": message.id,
+                "token": message.token,
+                "name": message.name,
+                "arguments": _pickled(message.arguments),
+                "call_id": message.call_id,
+            }
+        case NestedAnswer():
+            answer = message.error if message.error is not None else message.result
+            return {
+                "op": "answer",
+                "id": message.id,
+                "failed": message.error is not None,
+                "payload": _pickled(answer),
+            }
+    raise TypeError(f"not a message: {message!r}")
+
+
+def _record(fields: dict[str, Any]) -> Message:
+    for name in _DEEP:
+        if f"{name}_p" in fields:
+            fields[name] = _unpickled(fields.pop(f"{name}_p"))
+    op = fields.get("op")
+    if op == "run":
+        blob = fields["blob"]
+        return RunCall(
+            token=fields["token"],
+            key=fields["key"],
+            blob=base64.b64decode(blob) if blob else None,
+            arguments=fields["arguments"],
+            ident=fields["ident"],
+        )
+    if op == "abort":
+        return AbortCall(token=fields["token"], reason=_unpickled(fields["reason"]))
+    if op == "interrupt":
+        return InterruptCall(token=fields["token"])
+    if op == "done":
+        return CallDone(token=fields["token"], outcome=_outcome_of(fields), clean=fields["clean"])
+    if op == "nested":
+        return NestedRequest(
+            id=fields["id"],
+            token=fields["token"],
+            name=fields["name"],
+            arguments=_unpickled(fields["arguments"]),
+            call_id=fields["call_id"],
+        )
+    if op == "answer":
+        payload = _unpickled(fields["payload"])
+        if fields["failed"]:
+            return NestedAnswer(id=fields["id"], error=payload)
+        return NestedAnswer(id=fields["id"], result=payload)
+    raise ProtocolError(f"unknown frame op {op!r}")
+
+
+def _reject_constant(name: str) -> NoReturn:
+    raise ValueError(f"{name} is not lossless JSON")
+
+
+_DEEP = ("arguments", "value")
+"""Fields holding a JSON value, which crosses pickled when too deep for the JSON codec."""
+
+
+def encode(message: Message) -> bytes:
+    """One frame holding ``message``."""
+    fields = _fields(message)
+    try:
+        text = json.dumps(fields, allow_nan=False, separators=(",", ":"))
+    except RecursionError:  # lossless JSON nested deeper than the codec goes
+        for name in _DEEP:
+            if name in fields and not isinstance(fields[name], str | None):
+                fields[f"{name}_p"] = _pickled(fields.pop(name))
+        text = json.dumps(fields, allow_nan=False, separators=(",", ":"))
+    payload = text.encode()
+    return _HEADER.pack(len(payload)) + payload
+
+
+class FrameReader:
+    """Incremental: feed it bytes as they arrive, get back the complete records.
+
+    Example:
+        >>> reader = FrameReader()
+        >>> data = encode(InterruptCall(token="t1"))
+        >>> reader.feed(data[:3]), reader.feed(data[3:])
+        ([], [InterruptCall(token='t1')])
+    """
+
+    __slots__ = ("_buffer",)
+
+    def __init__(self) -> None:
+        self._buffer = bytearray()
+
+    def feed(self, data: bytes) -> list[Message]:
+        """Append ``data``; return every record now complete, in order."""
+        buffer = self._buffer
+        buffer += data
+        records: list[Message] = []
+        start = 0
+        while len(buffer) - start >= _HEADER.size:
+            (size,) = _HEADER.unpack_from(buffer, start)
+            if size > MAX_FRAME:
+                raise ProtocolError(f"a frame of {size} bytes exceeds {MAX_FRAME} bytes")
+            end = start + _HEADER.size + size
+            if len(buffer) < end:
+                break
+            try:
+                fields = json.loads(
+                    buffer[start + _HEADER.size : end], parse_constant=_reject_constant
+                )
+            except (UnicodeDecodeError, ValueError, RecursionError) as err:
+                raise ProtocolError(f"a frame is not UTF-8 JSON ({err})") from None
+            if type(fields) is not dict:
+                raise ProtocolError("a frame is not a JSON object")
+            records.append(_record(fields))
+            start = end
+        del buffer[:start]
+        return records
