@@ -442,12 +442,18 @@ def token_tool(name: str) -> ToolDefinition:
 
 
 def env_tool(name: str, variable: str, placement: Any = None) -> ToolDefinition:
-    """Returns ``os.environ.get(variable)`` and the node it ran on."""
+    """Returns ``os.environ.get(variable)`` and the node it ran on.
+
+    A call process (isolation ``"call"``) is told its node; a shared worker asks Ray.
+    """
 
     def body(args: Any, ctx: Any) -> Any:
-        import ray
+        node = os.environ.get("TOOLRAY_NODE_ID")
+        if node is None:
+            import ray
 
-        return {"env": os.environ.get(variable), "node": ray.get_runtime_context().get_node_id()}
+            node = ray.get_runtime_context().get_node_id()
+        return {"env": os.environ.get(variable), "node": node}
 
     return ToolDefinition(
         name=name,

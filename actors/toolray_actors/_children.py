@@ -34,7 +34,6 @@ from toolray.isolation import (
     AbortCall,
     CallDone,
     CallOutcome,
-    ChildExit,
     Forked,
     InterruptCall,
     Message,
@@ -83,7 +82,16 @@ def _settle(call: _Call, outcome: CallOutcome) -> None:
 class CallProcesses:
     """The call processes of one worker and the calls running in them."""
 
-    def __init__(self, *, memory_mb: int, warm: int, limit: int, nested: Nested) -> None:
+    def __init__(
+        self,
+        *,
+        memory_mb: int,
+        warm: int,
+        limit: int,
+        nested: Nested,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self._env = dict(env or {})
         self._memory_mb = memory_mb
         self._warm = warm
         self._limit = max(1, limit)
@@ -100,8 +108,6 @@ class CallProcesses:
         self._grow_at: asyncio.TimerHandle | None = None
         self._blobs: OrderedDict[str, bytes] = OrderedDict()
         self._preloaded: set[str] = set()
-        self._exits: OrderedDict[int, ChildExit] = OrderedDict()
-        self._exit_seen: dict[int, asyncio.Future[None]] = {}
         self._background: set[asyncio.Task[Any]] = set()
         self._closed = False
         self.forks = self.kills = self.deaths = self.retired = self.replacements = 0
@@ -114,7 +120,7 @@ class CallProcesses:
             if template is not None:
                 template.close()
             self._loop = asyncio.get_running_loop()
-            template = self._template = Template(memory_mb=self._memory_mb, on_exit=self._exited)
+            template = self._template = Template(memory_mb=self._memory_mb, env=self._env)
             self._preloaded = set()
             for key, blob in self._blobs.items():
                 template.preload(key, blob)
@@ -286,28 +292,14 @@ class CallProcesses:
         if proc.killed:
             _settle(call, CallOutcome(status="killed", detail="killed on request"))
             return
-        if proc.pid not in self._exits and self._template is not None and self._template.alive:
-            seen = asyncio.get_running_loop().create_future()
-            self._exit_seen[proc.pid] = seen
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(seen, _EXIT_WAIT_S)
-            self._exit_seen.pop(proc.pid, None)
-        ended = self._exits.pop(proc.pid, None)
+        template = self._template
+        ended = await template.exit_of(proc.pid, _EXIT_WAIT_S) if template is not None else None
         how = (
             describe_exit(ended, MEMORY_EXIT, self._memory_mb)
             if ended is not None
             else "died (its template process is gone)"
         )
         _settle(call, _lost(how))
-
-    def _exited(self, ended: ChildExit) -> None:
-        """The template reaped one of its processes (it may be reported before its EOF)."""
-        self._exits[ended.pid] = ended
-        while len(self._exits) > _MAX_EARLY:
-            del self._exits[next(iter(self._exits))]
-        seen = self._exit_seen.get(ended.pid)
-        if seen is not None and not seen.done():
-            seen.set_result(None)
 
     # ------------------------------------------------------------------ control lane
     def _call_of(self, token: str) -> _Call | None:

@@ -74,6 +74,14 @@ def _control(fn: _F) -> _F:
 
 
 class _WorkerClass(ToolWorker):
+    def __init__(self, threads: int, settings: WorkerSettings | None = None) -> None:
+        # A body in a call process is not a Ray worker: if it uses Ray, it joins this
+        # cluster as a driver (never starts a cluster of its own); the node it runs on
+        # is TOOLRAY_NODE_ID.
+        context = ray.get_runtime_context()
+        env = {"RAY_ADDRESS": context.gcs_address, "TOOLRAY_NODE_ID": context.get_node_id()}
+        super().__init__(threads, settings, env=env)
+
     @_control
     async def abort(self, token: str, reason: Any = None) -> bool:
         return await super().abort(token, reason)

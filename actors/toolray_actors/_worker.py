@@ -82,7 +82,13 @@ async def _nested(ident: Mapping[str, Any], request: NestedRequest) -> NestedAns
 class ToolWorker:
     """Runs ``execute(args, ctx)`` for the executor actors that dispatch to it."""
 
-    def __init__(self, threads: int = 64, settings: WorkerSettings | None = None) -> None:
+    def __init__(
+        self,
+        threads: int = 64,
+        settings: WorkerSettings | None = None,
+        *,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
         self.settings = settings or WorkerSettings(threads=threads, isolation="shared")
         limit = self.settings.max_bodies or body_limit(self.settings.threads)
         self._host = BodyHost(_context, threads=self.settings.threads, max_bodies=limit)
@@ -93,6 +99,7 @@ class ToolWorker:
                 warm=self.settings.warm_children,
                 limit=limit,
                 nested=_nested,
+                env=env or {},
             )
 
     # ------------------------------------------------------------------ default lane

@@ -32,7 +32,7 @@ import struct
 import subprocess
 import sys
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, NoReturn
 
@@ -42,6 +42,7 @@ __all__ = ("ChildExit", "Forked", "Template", "describe_exit")
 
 _HEADER: Final = struct.Struct(">I")
 _MAX_DEFS = 256
+_MAX_EXITS = 4096
 _PR_SET_PDEATHSIG = 1
 
 
@@ -96,14 +97,22 @@ def _frames(buffer: bytearray) -> list[dict[str, Any]]:
 class Template:
     """The worker's handle on its template process (one event loop uses it).
 
-    ``on_exit`` is called (on the loop) with each call process's :class:`ChildExit`.
+    The template runs this interpreter with this process's environment (plus ``env``) and
+    import path. How each call process ended is kept a while (:meth:`exit_of`).
     """
 
-    def __init__(self, *, memory_mb: int, on_exit: Callable[[ChildExit], None]) -> None:
+    def __init__(
+        self,
+        *,
+        memory_mb: int,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
         self.memory_mb = memory_mb
-        self._on_exit = on_exit
+        self._exits: OrderedDict[int, ChildExit] = OrderedDict()
+        self._exit_waiters: dict[int, asyncio.Future[None]] = {}
         self._sock, theirs = socket.socketpair()
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        path = os.pathsep.join(p for p in sys.path if p)
+        env = {**os.environ, **(env or {}), "PYTHONPATH": path}
         self.process = subprocess.Popen(
             [sys.executable, "-c", _BOOT, str(theirs.fileno()), str(memory_mb)],
             pass_fds=(theirs.fileno(),),
@@ -188,7 +197,24 @@ class Template:
             status = int(message["status"])
             sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
             code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
-            self._on_exit(ChildExit(pid=int(message["pid"]), exit_code=code, signal=sig))
+            self._exited(ChildExit(pid=int(message["pid"]), exit_code=code, signal=sig))
+
+    def _exited(self, ended: ChildExit) -> None:
+        self._exits[ended.pid] = ended  # it may come before the process's end of file
+        while len(self._exits) > _MAX_EXITS:
+            self._exits.popitem(last=False)
+        waiter = self._exit_waiters.pop(ended.pid, None)
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def exit_of(self, pid: int, within_s: float) -> ChildExit | None:
+        """How call process ``pid`` ended; ``None`` if not told within ``within_s``."""
+        if pid not in self._exits and self.alive:
+            waiter = self._exit_waiters.setdefault(pid, asyncio.get_running_loop().create_future())
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(waiter), within_s)
+            self._exit_waiters.pop(pid, None)
+        return self._exits.pop(pid, None)
 
     def _gone(self) -> None:
         if not self.alive:
