@@ -147,7 +147,6 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "toolray.isolation._bodies",
             "toolray.isolation._messages",
             "toolray.isolation._child",
-            "toolray.isolation._template",
             "toolray.isolation._link",
             "toolray.isolation",
         ),

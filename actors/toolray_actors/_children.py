@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import signal
 import threading
 import time
 from collections import OrderedDict, deque
@@ -28,23 +26,23 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolray.errors import ToolrayError
 from toolray.isolation import (
-    MEMORY_EXIT,
     MISSING,
     AbortCall,
     CallDone,
     CallOutcome,
-    Forked,
     InterruptCall,
     Message,
     NestedAnswer,
     NestedRequest,
     ProcessLink,
     RunCall,
-    Template,
     aborted,
+    call_template,
     describe_exit,
 )
+from toolray.procs import Child, Template
 
 from ._stats import ChildStats
 
@@ -97,6 +95,7 @@ class CallProcesses:
         self._limit = max(1, limit)
         self._nested = nested
         self._template: Template | None = None
+        self._template_pid: int | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock = threading.Lock()
         self._calls: dict[str, _Call] = {}
@@ -115,17 +114,26 @@ class CallProcesses:
 
     # ------------------------------------------------------------------ the template
     def _template_now(self) -> Template:
-        template = self._template
-        if template is None or not template.alive:
-            if template is not None:
-                template.close()
+        """The template, holding every known definition (loaded again after a restart)."""
+        if self._template is None:
             self._loop = asyncio.get_running_loop()
-            template = self._template = Template(memory_mb=self._memory_mb, env=self._env)
+            self._template = call_template(self._env)
+        template = self._template
+        template.start()
+        if template.pid != self._template_pid:  # new, or restarted: it has lost its loads
+            self._template_pid = template.pid
             self._preloaded = set()
             for key, blob in self._blobs.items():
-                template.preload(key, blob)
-                self._preloaded.add(key)
+                self._load(key, blob)
         return template
+
+    def _load(self, key: str, blob: bytes) -> None:
+        assert self._template is not None
+        try:
+            self._template.load(key, blob)
+        except OSError:  # it died: the next fork restarts it and loads everything again
+            return
+        self._preloaded.add(key)
 
     async def warm_up(self) -> int:
         """Fork the warm processes now and wait for them; returns how many are idle."""
@@ -146,8 +154,8 @@ class CallProcesses:
 
     async def _forked(self, template: Template, known: set[str]) -> None:
         try:
-            child = await template.fork()
-        except OSError:
+            child = await template.fork_async({"memory_mb": self._memory_mb})
+        except (OSError, ToolrayError):
             self._forking -= 1
             if not self._procs and not self._forking:  # none alive and none coming
                 while self._waiters:
@@ -157,9 +165,10 @@ class CallProcesses:
         self.forks += 1
         self._adopt(child, known)
 
-    def _adopt(self, child: Forked, known: set[str]) -> None:
+    def _adopt(self, child: Child, known: set[str]) -> None:
         if self._closed:
-            child.sock.close()
+            child.kill()
+            child.close()
             return
         proc = ProcessLink(child, known=known, on_message=self._on_message, on_end=self._ended)
         self._procs[proc.pid] = proc
@@ -199,8 +208,7 @@ class CallProcesses:
         if len(self._blobs) > _MAX_BLOBS:
             self._preloaded.discard(self._blobs.popitem(last=False)[0])
         if key not in self._preloaded and self._template is not None:
-            self._template.preload(key, blob)
-            self._preloaded.add(key)
+            self._load(key, blob)
 
     def _grow(self) -> None:
         self._grow_at = None
@@ -292,14 +300,8 @@ class CallProcesses:
         if proc.killed:
             _settle(call, CallOutcome(status="killed", detail="killed on request"))
             return
-        template = self._template
-        ended = await template.exit_of(proc.pid, _EXIT_WAIT_S) if template is not None else None
-        how = (
-            describe_exit(ended, MEMORY_EXIT, self._memory_mb)
-            if ended is not None
-            else "died (its template process is gone)"
-        )
-        _settle(call, _lost(how))
+        status = await proc.wait_exit(_EXIT_WAIT_S)
+        _settle(call, _lost(describe_exit(status, self._memory_mb)))
 
     # ------------------------------------------------------------------ control lane
     def _call_of(self, token: str) -> _Call | None:
@@ -333,8 +335,7 @@ class CallProcesses:
             proc = call.proc if call is not None else None
             if proc is not None and proc.call is call:
                 proc.killed = True
-                with contextlib.suppress(OSError):
-                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.signal_kill()
                 return True
         if call is None or proc is not None:
             return False  # settled already
@@ -379,7 +380,7 @@ class CallProcesses:
         for proc in list(self._procs.values()):
             proc.kill()
         if self._template is not None:
-            self._template.close()
+            self._template.stop()
 
 
 def _lost(how: str) -> CallOutcome:

@@ -2,7 +2,7 @@
 
 For runtimes that run tool bodies in other processes (the Ray layer's workers), not for
 applications. With ``isolation="call"`` a worker runs each call alone in a *call process*
-forked from a warm :class:`Template` (a small Python holding the tools' code); a crash,
+forked from a warm template (a small Python holding the tools' code); a crash,
 an out-of-memory end or a kill at the deadline ends that process only, and so fails that
 call only. With ``"shared"`` the worker runs the bodies itself on a :class:`BodyHost` —
 which is also what runs the one body inside a call process.
@@ -16,8 +16,10 @@ which is also what runs the one body inside a call process.
   :class:`InterruptCall`, :class:`CallDone`, :class:`NestedRequest`,
   :class:`NestedAnswer`) cross as length-prefixed JSON frames (:func:`encode`,
   :class:`FrameReader`).
-- :class:`Template` starts the template process and forks call processes from it;
-  :func:`describe_exit` says in words how one ended (:data:`MEMORY_EXIT`: its memory limit).
+- :func:`call_template` makes the ``toolray.procs`` template call processes are forked
+  from (it holds the tools' definitions, loaded as they arrive); :class:`ProcessLink` is one
+  call process on the worker's loop; :func:`describe_exit` says in words how one ended
+  (:data:`MEMORY_EXIT`: its memory limit).
 """
 
 from ._bodies import BodyHost as BodyHost
@@ -28,6 +30,8 @@ from ._child import MEMORY_EXIT as MEMORY_EXIT
 from ._context import RemoteToken as RemoteToken
 from ._context import context_from_ident as context_from_ident
 from ._link import ProcessLink as ProcessLink
+from ._link import call_template as call_template
+from ._link import describe_exit as describe_exit
 from ._messages import AbortCall as AbortCall
 from ._messages import CallDone as CallDone
 from ._messages import FrameReader as FrameReader
@@ -45,10 +49,6 @@ from ._outcome import RemoteHarnessError as RemoteHarnessError
 from ._outcome import ToolInterrupted as ToolInterrupted
 from ._outcome import aborted as aborted
 from ._outcome import shippable_error as shippable_error
-from ._template import ChildExit as ChildExit
-from ._template import Forked as Forked
-from ._template import Template as Template
-from ._template import describe_exit as describe_exit
 
 __all__ = (
     "MEMORY_EXIT",
@@ -57,9 +57,7 @@ __all__ = (
     "BodyHost",
     "CallDone",
     "CallOutcome",
-    "ChildExit",
     "ContextFactory",
-    "Forked",
     "FrameReader",
     "HostStats",
     "InterruptCall",
@@ -72,10 +70,10 @@ __all__ = (
     "RemoteHarnessError",
     "RemoteToken",
     "RunCall",
-    "Template",
     "ToolInterrupted",
     "aborted",
     "body_limit",
+    "call_template",
     "context_from_ident",
     "describe_exit",
     "encode",

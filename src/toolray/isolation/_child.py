@@ -12,6 +12,10 @@ or task left behind by the body, its memory not grown past half its allowance �
 worker reuses it only then. A body that runs out of memory ends the process with
 :data:`MEMORY_EXIT` (the worker reports the call lost to its memory limit); the worker
 hanging up ends it normally.
+
+It is a child of a ``toolray.procs`` template: :func:`serve_call` is its entry, and
+:func:`preload` the template's loader, which unpickles each tool's definition once in the
+template so every call process forked afterwards holds it (and the modules it imported).
 """
 
 from __future__ import annotations
@@ -23,13 +27,15 @@ import os
 import resource
 import socket
 import threading
-from collections.abc import Callable, Mapping
-from typing import Any, NoReturn, cast
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any, cast
 
 import cloudpickle
 
 from toolray import AbortSignal, ToolExecutionResult, ToolRunContext
 from toolray.lowlevel import InvalidArguments, is_json
+from toolray.procs import ChildContext
 
 from ._bodies import BodyHost
 from ._context import context_from_ident
@@ -46,7 +52,7 @@ from ._messages import (
 )
 from ._outcome import shippable_error
 
-__all__ = ("MEMORY_EXIT", "serve")
+__all__ = ("MEMORY_EXIT", "PRELOADED", "preload", "serve_call")
 
 MEMORY_EXIT = 86
 """The exit status of a call process whose body ran out of memory."""
@@ -224,26 +230,47 @@ def _max_rss() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def serve(
-    sock: socket.socket,
-    definitions: Mapping[str, Any],
-    *,
-    allowance: int,
-    before: Callable[[], None] | None = None,
-) -> NoReturn:
-    """Serve calls on ``sock`` until the worker hangs up, then exit the process.
+PRELOADED: OrderedDict[str, Any] = OrderedDict()
+"""The template's definitions (key → body), inherited by every call process it forks."""
 
-    ``definitions`` are the bodies preloaded by the template (key → execute);
-    ``allowance`` is the memory (bytes) a call may use before the process is retired.
+_MAX_PRELOADED = 256
+
+
+def preload(key: str, blob: bytes | None) -> None:
+    """The template's loader: unpickle a definition once, for every later call process.
+
+    Unpickling imports what the tool's code needs, so that cost too is paid once, here.
     """
-    if before is not None:
-        before()
-    sock.setblocking(True)
-    code = 0
+    if blob is None:
+        return
+    PRELOADED[key] = cloudpickle.loads(blob).execute
+    PRELOADED.move_to_end(key)
+    if len(PRELOADED) > _MAX_PRELOADED:
+        PRELOADED.popitem(last=False)
+
+
+def _data_size() -> int:
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmData:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def serve_call(ctx: ChildContext) -> int:
+    """A call process's entry (``toolray.procs``): limits, then calls until the worker hangs up.
+
+    ``ctx.args["memory_mb"]`` is what a call may allocate beyond the template: the data
+    segment is limited to that (``RLIMIT_DATA``; no cgroup is assumed), so a runaway body
+    fails with ``MemoryError`` and this process ends with :data:`MEMORY_EXIT`. No core dumps.
+    """
+    allowance = int(ctx.args["memory_mb"]) * 2**20
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    limit = _data_size() + allowance
+    resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+    sock = socket.socket(fileno=ctx.channel)
     try:
-        asyncio.run(_Child(sock, definitions, allowance).serve())
+        asyncio.run(_Child(sock, PRELOADED, allowance).serve())
     except MemoryError:
-        code = MEMORY_EXIT
-    except BaseException:
-        code = 1
-    os._exit(code)
+        return MEMORY_EXIT
+    return 0

@@ -1,8 +1,9 @@
-"""A call process as its worker sees it: its pid, and a framed socket on the event loop.
+"""A call process as its worker sees it: a ``toolray.procs`` child, framed, on the loop.
 
 Reading is event-driven (``loop.add_reader``); writing never blocks the loop: what the
 socket does not take at once is buffered and flushed when it becomes writable, so frames
-stay in order. End of file — the process died, was killed or exited — is reported once.
+stay in order. End of file — the process died, was killed or exited — is reported once;
+how it ended comes from its template (:meth:`ProcessLink.wait_exit`).
 """
 
 from __future__ import annotations
@@ -11,13 +12,46 @@ import asyncio
 import contextlib
 import os
 import signal
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from ._messages import FrameReader, Message, encode
-from ._template import Forked
+from toolray.procs import Child, ExitStatus, Template, TemplateSpec
 
-__all__ = ("ProcessLink",)
+from ._child import MEMORY_EXIT
+from ._messages import FrameReader, Message, encode
+
+__all__ = ("ProcessLink", "call_template", "describe_exit")
+
+
+def call_template(env: Mapping[str, str] | None = None) -> Template:
+    """A template for call processes: this interpreter, environment (plus ``env``) and path.
+
+    It preloads toolray's core (its entry's module); tools' definitions reach it later
+    through ``template.load(key, blob)``. Fork with ``{"memory_mb": n}`` as the arguments.
+    """
+    spec = TemplateSpec(
+        entry="toolray.isolation._child:serve_call",
+        loader="toolray.isolation._child:preload",
+        env={**os.environ, **(env or {})},
+        sys_path=tuple(p for p in sys.path if p),
+    )
+    return Template(spec)
+
+
+def describe_exit(status: ExitStatus | None, memory_mb: int) -> str:
+    """How a call process ended, in words (for ``WORKER_LOST``'s message)."""
+    if status is None:
+        return "died (its end was not reported)"
+    if status.lost:
+        return "died with its template process"
+    if status.signal is not None:
+        name = status.describe().removeprefix("signal ")
+        extra = " (out of memory?)" if status.signal == signal.SIGKILL else ""
+        return f"was killed by {name}{extra}"
+    if status.code == MEMORY_EXIT:
+        return f"ran out of memory (its limit is {memory_mb} MB)"
+    return f"exited with status {status.code}"
 
 
 class ProcessLink:
@@ -25,7 +59,7 @@ class ProcessLink:
 
     def __init__(
         self,
-        child: Forked,
+        child: Child,
         *,
         known: set[str],
         on_message: Callable[[ProcessLink, Message], None],
@@ -40,7 +74,9 @@ class ProcessLink:
         """Killed on request (the ladder's last step), not died on its own."""
         self.ended = False
         self.idle_since = 0.0
-        self._sock = child.sock
+        self._child = child
+        self._sock = child.channel
+        self._sock.setblocking(False)
         self._reader = FrameReader()
         self._out = bytearray()
         self._on_message = on_message
@@ -97,9 +133,18 @@ class ProcessLink:
 
     def kill(self) -> None:
         """SIGKILL the process's group (whatever its body started goes too); then close."""
-        with contextlib.suppress(OSError):
-            os.killpg(self.pid, signal.SIGKILL)
+        self._child.kill()
         self.close()
+
+    def signal_kill(self) -> None:
+        """SIGKILL the process's group, from any thread (its end arrives as end of file)."""
+        self._child.kill()
+
+    async def wait_exit(self, within_s: float) -> ExitStatus | None:
+        """How the process ended, as its template reported it (``None`` if not in time)."""
+        with contextlib.suppress(TimeoutError):
+            return await asyncio.wait_for(self._child.wait_exit(), within_s)
+        return self._child.status
 
     def close(self) -> None:
         """Stop reading and writing; report the end (once)."""
@@ -111,6 +156,5 @@ class ProcessLink:
         if self._out:
             with contextlib.suppress(Exception):
                 self._loop.remove_writer(self._sock.fileno())
-        with contextlib.suppress(OSError):
-            self._sock.close()
+        self._child.close()
         self._on_end(self)

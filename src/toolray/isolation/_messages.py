@@ -1,9 +1,10 @@
 """The records a worker and a call's process exchange, and their frames.
 
-A frame is a 4-byte big-endian length, then one UTF-8 JSON object whose ``op`` names the
-record. Arguments and values cross as lossless JSON; what JSON cannot carry — a
-definition's cloudpickle blob, an error, an abort reason, deferred contexts, a nested
-call's result — crosses pickled, base64 inside the JSON.
+Frames are ``toolray.procs``' (a 4-byte big-endian length, then one UTF-8 JSON object
+whose ``op`` names the record, then optional raw bytes). Arguments and values cross as
+lossless JSON; a definition's cloudpickle blob as the frame's raw bytes; what else JSON
+cannot carry — an error, an abort reason, deferred contexts, a nested call's result —
+pickled, base64 inside the JSON.
 
 Worker → call process: :class:`RunCall`, :class:`AbortCall`, :class:`InterruptCall`,
 :class:`NestedAnswer`. Call process → worker: :class:`CallDone`, :class:`NestedRequest`.
@@ -13,13 +14,13 @@ A frame whose ``op`` is unknown, or that is not JSON, is a :class:`ProtocolError
 from __future__ import annotations
 
 import base64
-import json
-import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final, NoReturn
+from typing import Any
 
 import cloudpickle
+
+from toolray.procs import ATTACHMENT, FrameDecoder, ProtocolError, encode_frame
 
 from ._outcome import CallOutcome
 
@@ -35,13 +36,6 @@ __all__ = (
     "RunCall",
     "encode",
 )
-
-_HEADER: Final = struct.Struct(">I")
-MAX_FRAME: Final = 256 * 2**20
-
-
-class ProtocolError(Exception):
-    """A frame that is not one of the records below."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -139,12 +133,10 @@ def _outcome_of(fields: Mapping[str, Any]) -> CallOutcome:
 def _fields(message: Message) -> dict[str, Any]:
     match message:
         case RunCall():
-            blob = base64.b64encode(message.blob).decode("ascii") if message.blob else None
             return {
                 "op": "run",
                 "token": message.token,
                 "key": message.key,
-                "blob": blob,
                 "arguments": message.arguments,
                 "ident": dict(message.ident),
             }
@@ -181,11 +173,10 @@ def _record(fields: dict[str, Any]) -> Message:
             fields[name] = _unpickled(fields.pop(f"{name}_p"))
     op = fields.get("op")
     if op == "run":
-        blob = fields["blob"]
         return RunCall(
             token=fields["token"],
             key=fields["key"],
-            blob=base64.b64decode(blob) if blob else None,
+            blob=fields.get(ATTACHMENT),
             arguments=fields["arguments"],
             ident=fields["ident"],
         )
@@ -211,26 +202,25 @@ def _record(fields: dict[str, Any]) -> Message:
     raise ProtocolError(f"unknown frame op {op!r}")
 
 
-def _reject_constant(name: str) -> NoReturn:
-    raise ValueError(f"{name} is not lossless JSON")
-
-
 _DEEP = ("arguments", "value")
 """Fields holding a JSON value, which crosses pickled when too deep for the JSON codec."""
 
 
 def encode(message: Message) -> bytes:
-    """One frame holding ``message``."""
+    """One frame holding ``message``.
+
+    Raises:
+        ValueError: the frame would be larger than ``toolray.procs.MAX_FRAME_BYTES``.
+    """
     fields = _fields(message)
+    blob = message.blob if isinstance(message, RunCall) else None
     try:
-        text = json.dumps(fields, allow_nan=False, separators=(",", ":"))
+        return encode_frame(fields, blob)
     except RecursionError:  # lossless JSON nested deeper than the codec goes
         for name in _DEEP:
             if name in fields and not isinstance(fields[name], str | None):
                 fields[f"{name}_p"] = _pickled(fields.pop(name))
-        text = json.dumps(fields, allow_nan=False, separators=(",", ":"))
-    payload = text.encode()
-    return _HEADER.pack(len(payload)) + payload
+        return encode_frame(fields, blob)
 
 
 class FrameReader:
@@ -243,33 +233,15 @@ class FrameReader:
         ([], [InterruptCall(token='t1')])
     """
 
-    __slots__ = ("_buffer",)
+    __slots__ = ("_decoder",)
 
     def __init__(self) -> None:
-        self._buffer = bytearray()
+        self._decoder = FrameDecoder(attachments=True)
 
     def feed(self, data: bytes) -> list[Message]:
-        """Append ``data``; return every record now complete, in order."""
-        buffer = self._buffer
-        buffer += data
-        records: list[Message] = []
-        start = 0
-        while len(buffer) - start >= _HEADER.size:
-            (size,) = _HEADER.unpack_from(buffer, start)
-            if size > MAX_FRAME:
-                raise ProtocolError(f"a frame of {size} bytes exceeds {MAX_FRAME} bytes")
-            end = start + _HEADER.size + size
-            if len(buffer) < end:
-                break
-            try:
-                fields = json.loads(
-                    buffer[start + _HEADER.size : end], parse_constant=_reject_constant
-                )
-            except (UnicodeDecodeError, ValueError, RecursionError) as err:
-                raise ProtocolError(f"a frame is not UTF-8 JSON ({err})") from None
-            if type(fields) is not dict:
-                raise ProtocolError("a frame is not a JSON object")
-            records.append(_record(fields))
-            start = end
-        del buffer[:start]
-        return records
+        """Append ``data``; return every record now complete, in order.
+
+        Raises:
+            ProtocolError: a frame that is not one of the records.
+        """
+        return [_record(fields) for fields in self._decoder.feed(data)]
