@@ -232,16 +232,20 @@ class CallProcesses:
             self._retire(self._idle.popleft())
 
     def _start_on(self, proc: ProcessLink, call: _Call) -> None:
+        ident = {k: v for k, v in call.ident.items() if k != "home"}
+        blob = None if call.key in proc.known else self._blobs.get(call.key)
+        run = RunCall(
+            token=call.token, key=call.key, blob=blob, arguments=call.arguments, ident=ident
+        )
+        try:
+            proc.send(run)
+        except ValueError as err:  # its arguments cannot cross: its failure, not the process's
+            _settle(call, CallOutcome(status="error", error=RuntimeError(f"the call {err}")))
+            self._release(proc)
+            return
         with self._lock:
             proc.call, call.proc = call, proc
-        blob = None if call.key in proc.known else self._blobs.get(call.key)
         proc.known.add(call.key)
-        ident = {k: v for k, v in call.ident.items() if k != "home"}
-        proc.send(
-            RunCall(
-                token=call.token, key=call.key, blob=blob, arguments=call.arguments, ident=ident
-            ),
-        )
         for reason in call.aborts:
             proc.send(AbortCall(token=call.token, reason=reason))
 

@@ -50,7 +50,7 @@ from ._messages import (
     RunCall,
     encode,
 )
-from ._outcome import shippable_error
+from ._outcome import CallOutcome, shippable_error
 
 __all__ = ("MEMORY_EXIT", "PRELOADED", "preload", "serve_call")
 
@@ -189,7 +189,11 @@ class _Child:
         if isinstance(outcome.error, MemoryError):
             os._exit(MEMORY_EXIT)  # its state is suspect: the worker reports the limit
         clean = self._clean(threads_before)
-        self.send(CallDone(token=call.token, outcome=outcome, clean=clean))
+        try:
+            self.send(CallDone(token=call.token, outcome=outcome, clean=clean))
+        except ValueError as err:  # its value (or error) cannot leave: that is its failure
+            failed = CallOutcome(status="error", error=RuntimeError(f"the tool's result {err}"))
+            self.send(CallDone(token=call.token, outcome=failed, clean=clean))
 
     def _clean(self, threads_before: set[int | None]) -> bool:
         if self._tainted:

@@ -14,6 +14,7 @@ A frame whose ``op`` is unknown, or that is not JSON, is a :class:`ProtocolError
 from __future__ import annotations
 
 import base64
+import pickle
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -168,9 +169,6 @@ def _fields(message: Message) -> dict[str, Any]:
 
 
 def _record(fields: dict[str, Any]) -> Message:
-    for name in _DEEP:
-        if f"{name}_p" in fields:
-            fields[name] = _unpickled(fields.pop(f"{name}_p"))
     op = fields.get("op")
     if op == "run":
         return RunCall(
@@ -202,25 +200,18 @@ def _record(fields: dict[str, Any]) -> Message:
     raise ProtocolError(f"unknown frame op {op!r}")
 
 
-_DEEP = ("arguments", "value")
-"""Fields holding a JSON value, which crosses pickled when too deep for the JSON codec."""
-
-
 def encode(message: Message) -> bytes:
     """One frame holding ``message``.
 
     Raises:
-        ValueError: the frame would be larger than ``toolray.procs.MAX_FRAME_BYTES``.
+        ValueError: the frame would be larger than ``toolray.procs.MAX_FRAME_BYTES``, or a
+            value in it cannot be encoded (nested deeper than the codec goes, say).
     """
-    fields = _fields(message)
     blob = message.blob if isinstance(message, RunCall) else None
     try:
-        return encode_frame(fields, blob)
-    except RecursionError:  # lossless JSON nested deeper than the codec goes
-        for name in _DEEP:
-            if name in fields and not isinstance(fields[name], str | None):
-                fields[f"{name}_p"] = _pickled(fields.pop(name))
-        return encode_frame(fields, blob)
+        return encode_frame(_fields(message), blob)
+    except (RecursionError, TypeError, pickle.PicklingError) as err:
+        raise ValueError(f"cannot be sent to another process: {err}") from None
 
 
 class FrameReader:
