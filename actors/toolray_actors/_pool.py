@@ -240,6 +240,7 @@ class PoolManager:
             if not isinstance(status, BaseException):
                 self._children[wid] = status.children
         seen = self._children.values()
+        now = [self._children[w] for w, _ in live if w in self._children]
         return PoolStats(
             name=name,
             isolation=self._settings.isolation,
@@ -252,7 +253,8 @@ class PoolManager:
             child_kills=sum(c.kills for c in seen),
             child_deaths=sum(c.deaths for c in seen),
             child_replacements=sum(c.replacements for c in seen),
-            children=sum(self._children[w].live for w, _ in live if w in self._children),
+            children=sum(c.live for c in now),
+            children_busy=sum(c.live - c.idle for c in now),
         )
 
     async def shutdown(self) -> None:

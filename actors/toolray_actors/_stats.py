@@ -94,6 +94,8 @@ class PoolStats:
     """Call processes forked to replace one that ended (``"call"``)."""
     children: int = 0
     """Call processes alive now, across the pool's workers."""
+    children_busy: int = 0
+    """Call processes running a call now (or being killed)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

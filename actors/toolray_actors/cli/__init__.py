@@ -14,7 +14,7 @@ __all__ = ("main",)
 
 
 def _parser() -> argparse.ArgumentParser:
-    from . import _bench, _chaos, _demo, _scopes_cli, _trace
+    from . import _bench, _chaos, _demo, _rollout, _scopes_cli, _trace
 
     parser = argparse.ArgumentParser(
         prog="toolray", description="Run LLM-agent tool calls on Ray actors."
@@ -36,13 +36,16 @@ def _parser() -> argparse.ArgumentParser:
         command.set_defaults(run=module.run)
         if module is _bench:  # --scopes N measures agent scopes per executors mode instead
             _scopes_cli.add_arguments(command)
+            _rollout.add_arguments(command)
             command.set_defaults(run=_bench_run)
     return parser
 
 
 def _bench_run(args: argparse.Namespace) -> int:
-    from . import _bench, _scopes_cli
+    from . import _bench, _rollout, _scopes_cli
 
+    if args.rollout:
+        return _rollout.main_rollout(args)
     if args.scopes:
         return _scopes_cli.main_scopes(args)
     return _bench.run(args)

@@ -13,6 +13,7 @@ import contextlib
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -22,6 +23,13 @@ from ._child import MEMORY_EXIT
 from ._messages import FrameReader, Message, encode
 
 __all__ = ("ProcessLink", "call_template", "describe_exit")
+
+
+def _pidfd(pid: int) -> int | None:
+    try:
+        return os.pidfd_open(pid)
+    except OSError:  # gone already (its end shows as end of file), or no pidfd here
+        return None
 
 
 def call_template(env: Mapping[str, str] | None = None) -> Template:
@@ -66,6 +74,8 @@ class ProcessLink:
         on_end: Callable[[ProcessLink], None],
     ) -> None:
         self.pid = child.pid
+        self._pidfd = _pidfd(child.pid)  # a kill that never reaches a reused pid
+        self._pidfd_lock = threading.Lock()  # a kill from another thread vs. the close
         self.known = known
         """Definition keys this process holds (preloaded by its template, or sent to it)."""
         self.call: Any = None
@@ -132,12 +142,22 @@ class ProcessLink:
             self._on_message(self, message)
 
     def kill(self) -> None:
-        """SIGKILL the process's group (whatever its body started goes too); then close."""
-        self._child.kill()
+        """SIGKILL the process and its group (whatever its body started); then close."""
+        self.signal_kill()
         self.close()
 
     def signal_kill(self) -> None:
-        """SIGKILL the process's group, from any thread (its end arrives as end of file)."""
+        """SIGKILL the process now, and its group through its template; from any thread.
+
+        The process itself is signalled at once through its pidfd (a template busy loading
+        a tool's code does not delay it); its group — what the body started — through the
+        template, which never signals a pid it has already reaped. Its end arrives as end of
+        file on its socket.
+        """
+        with self._pidfd_lock:
+            if self._pidfd is not None:
+                with contextlib.suppress(OSError):
+                    signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
         self._child.kill()
 
     async def wait_exit(self, within_s: float) -> ExitStatus | None:
@@ -157,4 +177,8 @@ class ProcessLink:
             with contextlib.suppress(Exception):
                 self._loop.remove_writer(self._sock.fileno())
         self._child.close()
+        with self._pidfd_lock:
+            fd, self._pidfd = self._pidfd, None
+            if fd is not None:
+                os.close(fd)
         self._on_end(self)
