@@ -39,11 +39,12 @@ from toolray.isolation import (
     ProcessLink,
     RunCall,
     aborted,
-    call_template,
     describe_exit,
 )
 from toolray.procs import Child, Template
 
+from ._call_code import TemplateCode
+from ._call_sizing import GROW_AFTER_S, Sizing
 from ._stats import ChildStats
 
 __all__ = ("CallProcesses", "Nested")
@@ -51,13 +52,8 @@ __all__ = ("CallProcesses", "Nested")
 Nested = Callable[[Mapping[str, Any], NestedRequest], Awaitable[NestedAnswer]]
 """Runs a call process's nested request for the call whose identity is given."""
 
-_GROW_AFTER_S = 0.002
-"""How long calls wait for a free process before more are forked."""
-_IDLE_S = 30.0
-"""Idle processes beyond the warm ones exit after this long."""
 _EXIT_WAIT_S = 2.0
 """How long a dead process's call waits for the template to say how it ended."""
-_MAX_BLOBS = 256
 _MAX_EARLY = 4096
 
 
@@ -69,6 +65,8 @@ class _Call:
     ident: Mapping[str, Any]
     done: asyncio.Future[CallOutcome]
     aborts: list[Any] = field(default_factory=list)
+    started: float = 0.0
+    loads: bool = False
     proc: ProcessLink | None = None
 
 
@@ -89,13 +87,9 @@ class CallProcesses:
         nested: Nested,
         env: Mapping[str, str] | None = None,
     ) -> None:
-        self._env = dict(env or {})
         self._memory_mb = memory_mb
-        self._warm = warm
-        self._limit = max(1, limit)
         self._nested = nested
-        self._template: Template | None = None
-        self._template_pid: int | None = None
+        self._code = TemplateCode(env)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock = threading.Lock()
         self._calls: dict[str, _Call] = {}
@@ -105,8 +99,7 @@ class CallProcesses:
         self._waiters: deque[_Call] = deque()
         self._forking = 0
         self._grow_at: asyncio.TimerHandle | None = None
-        self._blobs: OrderedDict[str, bytes] = OrderedDict()
-        self._preloaded: set[str] = set()
+        self._sizing = Sizing(warm=warm, limit=max(1, limit))
         self._background: set[asyncio.Task[Any]] = set()
         self._closed = False
         self.forks = self.kills = self.deaths = self.retired = self.replacements = 0
@@ -114,31 +107,14 @@ class CallProcesses:
 
     # ------------------------------------------------------------------ the template
     def _template_now(self) -> Template:
-        """The template, holding every known definition (loaded again after a restart)."""
-        if self._template is None:
+        if self._loop is None:
             self._loop = asyncio.get_running_loop()
-            self._template = call_template(self._env)
-        template = self._template
-        template.start()
-        if template.pid != self._template_pid:  # new, or restarted: it has lost its loads
-            self._template_pid = template.pid
-            self._preloaded = set()
-            for key, blob in self._blobs.items():
-                self._load(key, blob)
-        return template
-
-    def _load(self, key: str, blob: bytes) -> None:
-        assert self._template is not None
-        try:
-            self._template.load(key, blob)
-        except OSError:  # it died: the next fork restarts it and loads everything again
-            return
-        self._preloaded.add(key)
+        return self._code.template()
 
     async def warm_up(self) -> int:
         """Fork the warm processes now and wait for them; returns how many are idle."""
         self._template_now()
-        forks = [self._fork(replacing=False) for _ in range(self._warm - len(self._procs))]
+        forks = [self._fork(replacing=False) for _ in range(self._sizing.warm - len(self._procs))]
         await asyncio.gather(*(f for f in forks if f is not None))
         return len(self._idle)
 
@@ -147,7 +123,7 @@ class CallProcesses:
             return None
         self._forking += 1
         self.replacements += replacing
-        task = asyncio.ensure_future(self._forked(self._template_now(), set(self._preloaded)))
+        task = asyncio.ensure_future(self._forked(self._template_now(), self._code.loaded()))
         self._background.add(task)
         task.add_done_callback(self._background.discard)
         return task
@@ -181,10 +157,9 @@ class CallProcesses:
         """Run one call in a process of its own; never raises for the body's faults."""
         self._template_now()
         if blob is not None:
-            self._learn(key, blob)
-        elif key not in self._blobs:
+            self._code.learn(key, blob)
+        elif self._code.blob(key) is None:
             return MISSING
-        self._blobs.move_to_end(key)
         assert self._loop is not None
         call = _Call(token, key, arguments, ident, self._loop.create_future())
         self.runs += 1
@@ -196,31 +171,31 @@ class CallProcesses:
         else:
             self._waiters.append(call)
             if self._grow_at is None:
-                self._grow_at = self._loop.call_later(_GROW_AFTER_S, self._grow)
+                self._grow_at = self._loop.call_later(GROW_AFTER_S, self._grow)
         try:
             return await call.done
         finally:
             with self._lock:
                 self._calls.pop(token, None)
 
-    def _learn(self, key: str, blob: bytes) -> None:
-        self._blobs[key] = blob
-        if len(self._blobs) > _MAX_BLOBS:
-            self._preloaded.discard(self._blobs.popitem(last=False)[0])
-        if key not in self._preloaded and self._template is not None:
-            self._load(key, blob)
-
     def _grow(self) -> None:
         self._grow_at = None
-        wanted = len(self._waiters) - self._forking
-        room = self._limit - len(self._procs) - self._forking
-        for _ in range(max(0, min(wanted, room))):
+        self._waiters = deque(c for c in self._waiters if not c.done.done())
+        wanted = self._sizing.forks_wanted(
+            time.monotonic(), len(self._waiters), len(self._procs), self._forking
+        )
+        if wanted is None:  # short calls keep freeing processes: look again later
+            assert self._loop is not None
+            self._grow_at = self._loop.call_later(GROW_AFTER_S, self._grow)
+            return
+        for _ in range(wanted):
             self._fork(replacing=False)
 
     def _release(self, proc: ProcessLink) -> None:
         """``proc`` is free: the longest-waiting call takes it, else it waits idle."""
         with self._lock:
             proc.call = None
+        self._sizing.released(time.monotonic())
         while self._waiters:
             call = self._waiters.popleft()
             if not call.done.done():
@@ -228,12 +203,12 @@ class CallProcesses:
                 return
         proc.idle_since = time.monotonic()
         self._idle.append(proc)
-        while len(self._idle) > self._warm and proc.idle_since - self._idle[0].idle_since > _IDLE_S:
+        for _ in range(self._sizing.trim(proc.idle_since, [p.idle_since for p in self._idle])):
             self._retire(self._idle.popleft())
 
     def _start_on(self, proc: ProcessLink, call: _Call) -> None:
         ident = {k: v for k, v in call.ident.items() if k != "home"}
-        blob = None if call.key in proc.known else self._blobs.get(call.key)
+        blob = None if call.key in proc.known else self._code.blob(call.key)
         run = RunCall(
             token=call.token, key=call.key, blob=blob, arguments=call.arguments, ident=ident
         )
@@ -245,6 +220,7 @@ class CallProcesses:
             return
         with self._lock:
             proc.call, call.proc = call, proc
+        call.started, call.loads = time.monotonic(), blob is not None
         proc.known.add(call.key)
         for reason in call.aborts:
             proc.send(AbortCall(token=call.token, reason=reason))
@@ -253,12 +229,14 @@ class CallProcesses:
         call = proc.call
         if isinstance(message, CallDone) and call is not None and message.token == call.token:
             outcome = message.outcome
-            if outcome.status == "missing" and call.key in self._blobs:
+            if outcome.status == "missing" and self._code.blob(call.key) is not None:
                 proc.known.discard(call.key)  # its template could not load it: resend
                 self._start_on(proc, call)
                 return
             with self._lock:  # from here on a late kill of this call misses its process
                 proc.call = None
+            if not call.loads:  # a first call loads the tool's code: not a typical length
+                self._sizing.took(time.monotonic() - call.started)
             _settle(call, outcome)
             if message.clean:
                 self._release(proc)
@@ -383,8 +361,7 @@ class CallProcesses:
         self._closed = True
         for proc in list(self._procs.values()):
             proc.kill()
-        if self._template is not None:
-            self._template.stop()
+        self._code.stop()
 
 
 def _lost(how: str) -> CallOutcome:

@@ -46,6 +46,10 @@ __all__ = ("ToolInterrupted", "ToolWorker", "WorkerStatus", "body_limit")
 
 Request = tuple[str, str, bytes | None, Any, dict[str, Any]]
 
+_MANY = 8
+"""Calls still running in a message that make its next chunk wait a moment for company."""
+_CHUNK_WINDOW_S = 0.002
+
 
 def _outcome_of(token: str, task: asyncio.Task[CallOutcome]) -> tuple[str, CallOutcome]:
     if task.cancelled():  # cancelled before its body started (the message was abandoned)
@@ -135,6 +139,10 @@ class ToolWorker:
             while left:
                 chunk = [_outcome_of(*await settled.get())]
                 await asyncio.sleep(0)  # outcomes settling in this tick join the chunk
+                if self._procs is not None and left - 1 - settled.qsize() >= _MANY:
+                    # outcomes from call processes trickle in one by one: a moment's wait
+                    # makes far fewer (costly) stream items of a wide message
+                    await asyncio.sleep(_CHUNK_WINDOW_S)
                 while not settled.empty():
                     chunk.append(_outcome_of(*settled.get_nowait()))
                 left -= len(chunk)

@@ -1,0 +1,66 @@
+"""How many call processes a worker keeps: when to fork more, when to let idle ones go.
+
+Pure (a clock reading is passed in), so the policy is tested alone:
+
+- calls that wait for a process make more be forked once they have waited
+  :data:`GROW_AFTER_S` — if the calls seen lately are long (:data:`LONG_CALL_S` or more on
+  average, a first call that loads its tool's code not counted): such calls hold their
+  process, and more processes let the waiting calls start now;
+- short calls free their process again at once: a burst of them is CPU-bound, and more
+  processes would only add forks and wake-ups, so none are forked — unless no process has
+  come free for :data:`STUCK_S` (every one held by a slow or stuck call);
+- never more than the worker's body limit; idle processes beyond the warm ones go after
+  :data:`IDLE_S`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ("GROW_AFTER_S", "IDLE_S", "LONG_CALL_S", "STUCK_S", "Sizing")
+
+GROW_AFTER_S = 0.002
+"""How long calls wait for a free process before more may be forked."""
+LONG_CALL_S = 0.001
+"""An average call length from which more processes help waiting calls."""
+STUCK_S = 0.05
+"""No process free for this long: more are forked whatever the calls' length."""
+IDLE_S = 10.0
+"""Idle processes beyond the warm ones exit after this long."""
+
+
+@dataclass
+class Sizing:
+    """The sizing state of one worker's call processes."""
+
+    warm: int
+    limit: int
+    call_s: float | None = None
+    """A moving average of how long a call holds its process (``None``: none seen yet)."""
+    released_at: float = 0.0
+
+    def released(self, now: float) -> None:
+        """A process came free."""
+        self.released_at = now
+
+    def took(self, seconds: float) -> None:
+        """A call (not a first, loading one) held its process this long."""
+        before = seconds if self.call_s is None else self.call_s
+        self.call_s = before + 0.2 * (seconds - before)
+
+    def forks_wanted(self, now: float, waiting: int, live: int, forking: int) -> int | None:
+        """How many to fork for ``waiting`` calls now; ``None``: look again later."""
+        if not waiting:
+            return 0
+        stuck = now - self.released_at >= STUCK_S
+        short = self.call_s is None or self.call_s < LONG_CALL_S  # unknown: wait and see
+        if live and short and not stuck:
+            return None
+        return max(0, min(waiting - forking, self.limit - live - forking))
+
+    def trim(self, now: float, idle_since: list[float]) -> int:
+        """How many of the longest-idle processes (``idle_since``, oldest first) to let go."""
+        extra = 0
+        while len(idle_since) - extra > self.warm and now - idle_since[extra] > IDLE_S:
+            extra += 1
+        return extra
