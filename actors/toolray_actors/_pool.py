@@ -255,6 +255,7 @@ class PoolManager:
             child_replacements=sum(c.replacements for c in seen),
             children=sum(c.live for c in now),
             children_busy=sum(c.live - c.idle for c in now),
+            child_pids=tuple(pid for c in now for pid in c.pids),
         )
 
     async def shutdown(self) -> None:

@@ -96,6 +96,8 @@ class PoolStats:
     """Call processes alive now, across the pool's workers."""
     children_busy: int = 0
     """Call processes running a call now (or being killed)."""
+    child_pids: tuple[int, ...] = ()
+    """The pids of the call processes alive now."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
