@@ -3,8 +3,9 @@
 Pure (a clock reading is passed in), so the policy is tested alone:
 
 - calls that wait for a process make more be forked once they have waited
-  :data:`GROW_AFTER_S` — if the calls seen lately are long (:data:`LONG_CALL_S` or more on
-  average, a first call that loads its tool's code not counted): such calls hold their
+  :data:`GROW_AFTER_S` — if the bodies seen lately are long (a median of :data:`LONG_CALL_S`
+  or more, as timed inside their processes — a median, so a loaded machine's preemptions do
+  not count; a first call, which loads its tool's code, not counted): such calls hold their
   process, and more processes let the waiting calls start now;
 - short calls free their process again at once: a burst of them is CPU-bound, and more
   processes would only add forks and wake-ups, so none are forked — unless no process has
@@ -15,7 +16,9 @@ Pure (a clock reading is passed in), so the policy is tested alone:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import statistics
+from collections import deque
+from dataclasses import dataclass, field
 
 __all__ = ("GROW_AFTER_S", "IDLE_S", "LONG_CALL_S", "STUCK_S", "Sizing")
 
@@ -23,10 +26,11 @@ GROW_AFTER_S = 0.002
 """How long calls wait for a free process before more may be forked."""
 LONG_CALL_S = 0.001
 """An average call length from which more processes help waiting calls."""
-STUCK_S = 0.05
+STUCK_S = 0.2
 """No process free for this long: more are forked whatever the calls' length."""
 IDLE_S = 10.0
 """Idle processes beyond the warm ones exit after this long."""
+_SAMPLES = 32
 
 
 @dataclass
@@ -35,8 +39,8 @@ class Sizing:
 
     warm: int
     limit: int
-    call_s: float | None = None
-    """A moving average of how long a call holds its process (``None``: none seen yet)."""
+    recent: deque[float] = field(default_factory=lambda: deque(maxlen=_SAMPLES))
+    """How long the latest bodies ran (seconds, timed in their processes)."""
     released_at: float = 0.0
 
     def released(self, now: float) -> None:
@@ -44,16 +48,26 @@ class Sizing:
         self.released_at = now
 
     def took(self, seconds: float) -> None:
-        """A call (not a first, loading one) held its process this long."""
-        before = seconds if self.call_s is None else self.call_s
-        self.call_s = before + 0.2 * (seconds - before)
+        """A body (not a first call's, which loads its tool) ran this long."""
+        self.recent.append(seconds)
 
-    def forks_wanted(self, now: float, waiting: int, live: int, forking: int) -> int | None:
-        """How many to fork for ``waiting`` calls now; ``None``: look again later."""
+    @property
+    def call_s(self) -> float | None:
+        """How long a body runs, typically (the median of the latest); ``None``: none yet."""
+        return statistics.median(self.recent) if self.recent else None
+
+    def forks_wanted(
+        self, now: float, waiting: int, live: int, forking: int, waiting_since: float
+    ) -> int | None:
+        """How many to fork for ``waiting`` calls now; ``None``: look again later.
+
+        ``waiting_since``: when the oldest of them began to wait.
+        """
         if not waiting:
             return 0
-        stuck = now - self.released_at >= STUCK_S
-        short = self.call_s is None or self.call_s < LONG_CALL_S  # unknown: wait and see
+        stuck = now - max(self.released_at, waiting_since) >= STUCK_S
+        typical = self.call_s
+        short = typical is None or typical < LONG_CALL_S  # unknown: wait and see
         if live and short and not stuck:
             return None
         return max(0, min(waiting - forking, self.limit - live - forking))

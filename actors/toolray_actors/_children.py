@@ -65,7 +65,7 @@ class _Call:
     ident: Mapping[str, Any]
     done: asyncio.Future[CallOutcome]
     aborts: list[Any] = field(default_factory=list)
-    started: float = 0.0
+    queued: float = 0.0
     loads: bool = False
     proc: ProcessLink | None = None
 
@@ -155,7 +155,8 @@ class CallProcesses:
         self, token: str, key: str, blob: bytes | None, arguments: Any, ident: Mapping[str, Any]
     ) -> CallOutcome:
         """Run one call in a process of its own; never raises for the body's faults."""
-        self._template_now()
+        if self._loop is None:
+            self._template_now()
         if blob is not None:
             self._code.learn(key, blob)
         elif self._code.blob(key) is None:
@@ -169,6 +170,7 @@ class CallProcesses:
         if self._idle:
             self._start_on(self._idle.pop(), call)
         else:
+            call.queued = time.monotonic()
             self._waiters.append(call)
             if self._grow_at is None:
                 self._grow_at = self._loop.call_later(GROW_AFTER_S, self._grow)
@@ -181,8 +183,9 @@ class CallProcesses:
     def _grow(self) -> None:
         self._grow_at = None
         self._waiters = deque(c for c in self._waiters if not c.done.done())
+        since = self._waiters[0].queued if self._waiters else 0.0
         wanted = self._sizing.forks_wanted(
-            time.monotonic(), len(self._waiters), len(self._procs), self._forking
+            time.monotonic(), len(self._waiters), len(self._procs), self._forking, since
         )
         if wanted is None:  # short calls keep freeing processes: look again later
             assert self._loop is not None
@@ -220,7 +223,7 @@ class CallProcesses:
             return
         with self._lock:
             proc.call, call.proc = call, proc
-        call.started, call.loads = time.monotonic(), blob is not None
+        call.loads = blob is not None
         proc.known.add(call.key)
         for reason in call.aborts:
             proc.send(AbortCall(token=call.token, reason=reason))
@@ -236,7 +239,7 @@ class CallProcesses:
             with self._lock:  # from here on a late kill of this call misses its process
                 proc.call = None
             if not call.loads:  # a first call loads the tool's code: not a typical length
-                self._sizing.took(time.monotonic() - call.started)
+                self._sizing.took(message.body_s)
             _settle(call, outcome)
             if message.clean:
                 self._release(proc)

@@ -274,15 +274,30 @@ def test_sizing_forks_for_long_calls_and_waits_while_short_ones_free_processes()
 
     sizing = Sizing(warm=2, limit=10)
     sizing.released(100.0)
-    assert sizing.forks_wanted(100.001, waiting=5, live=2, forking=0) is None  # unknown yet
+    assert (
+        sizing.forks_wanted(100.001, waiting=5, live=2, forking=0, waiting_since=100.0) is None
+    )  # unknown yet
     for _ in range(20):
         sizing.took(0.0002)  # short calls: a burst of them is CPU-bound
-    assert sizing.forks_wanted(100.002, waiting=50, live=2, forking=0) is None
-    assert sizing.forks_wanted(100.0 + 2 * STUCK_S, waiting=50, live=2, forking=0) == 8  # stuck
+    assert sizing.forks_wanted(100.002, waiting=50, live=2, forking=0, waiting_since=100.0) is None
+    assert (
+        sizing.forks_wanted(100 + 2 * STUCK_S, waiting=50, live=2, forking=0, waiting_since=100)
+        == 8
+    )
     for _ in range(20):
         sizing.took(0.05)  # long calls hold their process: fork for the waiting ones
-    assert sizing.forks_wanted(100.002, waiting=5, live=2, forking=1) == 4
-    assert sizing.forks_wanted(100.002, waiting=0, live=2, forking=0) == 0
-    assert sizing.forks_wanted(100.002, waiting=5, live=0, forking=0) == 5  # none alive
+    assert sizing.forks_wanted(100.002, waiting=5, live=2, forking=1, waiting_since=100.0) == 4
+    assert sizing.forks_wanted(100.002, waiting=0, live=2, forking=0, waiting_since=100.0) == 0
+    assert (
+        sizing.forks_wanted(100.002, waiting=5, live=0, forking=0, waiting_since=100.0) == 5
+    )  # none alive
+    sizing.released(50.0)  # long ago: calls that just began to wait are not stuck yet
+    for _ in range(20):
+        sizing.took(0.0002)
+    assert sizing.forks_wanted(100.01, waiting=9, live=2, forking=0, waiting_since=100.0) is None
     assert sizing.trim(200.0, [100.0, 150.0, 190.0 + IDLE_S, 199.0]) == 2  # two idle too long
+    sizing.released(50.0)  # long ago: calls that just began to wait are not stuck yet
+    for _ in range(20):
+        sizing.took(0.0002)
+    assert sizing.forks_wanted(100.01, waiting=9, live=2, forking=0, waiting_since=100.0) is None
     assert sizing.trim(200.0, [100.0, 101.0]) == 0  # the warm ones stay

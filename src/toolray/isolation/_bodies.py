@@ -243,9 +243,9 @@ class BodyHost:
                 in_flight=len(self._running), runs=self._runs, cached_definitions=len(self._defs)
             )
 
-    def threads(self) -> frozenset[int]:
-        """The idents of the host's own body threads (anything else was started by a body)."""
-        return frozenset(t.ident for t in list(self._pool._threads) if t.ident is not None)
+    def thread_count(self) -> int:
+        """How many body threads the host has (any other thread was started by a body)."""
+        return len(self._pool._threads)
 
     def close(self) -> None:
         """Stop the thread pool (running sync bodies finish in their threads)."""

@@ -27,6 +27,7 @@ import os
 import resource
 import socket
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any, cast
@@ -184,22 +185,22 @@ class _Child:
                 raise ValueError(f"a call process does not take {type(message).__name__}")
 
     async def _run(self, call: RunCall) -> None:
-        threads_before = {t.ident for t in threading.enumerate()}
+        started = time.perf_counter()
         outcome = await self._host.run(call.token, call.key, call.blob, call.arguments, call.ident)
+        body_s = time.perf_counter() - started
         if isinstance(outcome.error, MemoryError):
             os._exit(MEMORY_EXIT)  # its state is suspect: the worker reports the limit
-        clean = self._clean(threads_before)
+        clean = self._clean()
         try:
-            self.send(CallDone(token=call.token, outcome=outcome, clean=clean))
+            self.send(CallDone(token=call.token, outcome=outcome, clean=clean, body_s=body_s))
         except ValueError as err:  # its value (or error) cannot leave: that is its failure
             failed = CallOutcome(status="error", error=RuntimeError(f"the tool's result {err}"))
             self.send(CallDone(token=call.token, outcome=failed, clean=clean))
 
-    def _clean(self, threads_before: set[int | None]) -> bool:
+    def _clean(self) -> bool:
         if self._tainted:
             return False
-        threads = self._host.threads() | threads_before
-        if any(t.ident not in threads for t in threading.enumerate()):
+        if threading.active_count() > 1 + self._host.thread_count():
             return False  # a thread the body started is still running
         tasks = {asyncio.current_task(), self._main}
         if any(t not in tasks for t in asyncio.all_tasks()):

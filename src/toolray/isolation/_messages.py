@@ -72,6 +72,8 @@ class CallDone:
     token: str
     outcome: CallOutcome
     clean: bool
+    body_s: float = 0.0
+    """How long the body ran (wall time inside the call process)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -147,7 +149,8 @@ def _fields(message: Message) -> dict[str, Any]:
             return {"op": "interrupt", "token": message.token}
         case CallDone():
             fields = _outcome_fields(message.outcome)
-            return {"op": "done", "token": message.token, "clean": message.clean, **fields}
+            done = {"op": "done", "token": message.token, "clean": message.clean}
+            return {**done, "body_s": round(message.body_s, 6), **fields}
         case NestedRequest():
             return {
                 "op": "nested",
@@ -183,7 +186,12 @@ def _record(fields: dict[str, Any]) -> Message:
     if op == "interrupt":
         return InterruptCall(token=fields["token"])
     if op == "done":
-        return CallDone(token=fields["token"], outcome=_outcome_of(fields), clean=fields["clean"])
+        return CallDone(
+            token=fields["token"],
+            outcome=_outcome_of(fields),
+            clean=fields["clean"],
+            body_s=float(fields.get("body_s", 0.0)),
+        )
     if op == "nested":
         return NestedRequest(
             id=fields["id"],
