@@ -56,6 +56,10 @@ def _reject_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not lossless JSON")
 
 
+_DECODER: Final = json.JSONDecoder(parse_constant=_reject_constant)
+"""One decoder for every frame (``json.loads`` with an option builds one per call)."""
+
+
 def _decode(payload: bytes, attachments: bool) -> dict[str, Any]:
     attachment = None
     if attachments:
@@ -64,7 +68,7 @@ def _decode(payload: bytes, attachments: bool) -> dict[str, Any]:
             payload, attachment = payload[:cut], payload[cut + 1 :]
     try:
         text = payload.decode("utf-8", "surrogatepass")  # as encoded: lone surrogates too
-        message = json.loads(text, parse_constant=_reject_constant)
+        message = _DECODER.decode(text)
     except (UnicodeDecodeError, ValueError, RecursionError) as err:
         raise ProtocolError(f"a frame is not UTF-8 JSON ({str(err)[:200]})") from None
     if type(message) is not dict or type(message.get("op")) is not str:
