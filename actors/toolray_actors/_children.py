@@ -182,7 +182,8 @@ class CallProcesses:
 
     def _grow(self) -> None:
         self._grow_at = None
-        self._waiters = deque(c for c in self._waiters if not c.done.done())
+        while self._waiters and self._waiters[0].done.done():  # settled while waiting
+            self._waiters.popleft()
         since = self._waiters[0].queued if self._waiters else 0.0
         wanted = self._sizing.forks_wanted(
             time.monotonic(), len(self._waiters), len(self._procs), self._forking, since
