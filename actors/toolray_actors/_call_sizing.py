@@ -26,7 +26,7 @@ GROW_AFTER_S = 0.002
 """How long calls wait for a free process before more may be forked."""
 LONG_CALL_S = 0.001
 """An average call length from which more processes help waiting calls."""
-STUCK_S = 0.2
+STUCK_S = 1.0
 """No process free for this long: more are forked whatever the calls' length."""
 IDLE_S = 10.0
 """Idle processes beyond the warm ones exit after this long."""

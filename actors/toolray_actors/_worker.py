@@ -48,7 +48,9 @@ Request = tuple[str, str, bytes | None, Any, dict[str, Any]]
 
 _MANY = 8
 """Calls still running in a message that make its next chunk wait a moment for company."""
-_CHUNK_WINDOW_S = 0.002
+_CHUNK_STEP_S = 0.002
+_CHUNK_STEPS = 10
+"""A chunk of a wide message waits at most this many steps for an eighth of its mates."""
 
 
 def _outcome_of(token: str, task: asyncio.Task[CallOutcome]) -> tuple[str, CallOutcome]:
@@ -142,7 +144,7 @@ class ToolWorker:
                 if self._procs is not None and left - 1 - settled.qsize() >= _MANY:
                     # outcomes from call processes trickle in one by one: a moment's wait
                     # makes far fewer (costly) stream items of a wide message
-                    await asyncio.sleep(_CHUNK_WINDOW_S)
+                    await _company(settled, max(_MANY, left // 8))
                 while not settled.empty():
                     chunk.append(_outcome_of(*settled.get_nowait()))
                 left -= len(chunk)
@@ -214,6 +216,14 @@ class ToolWorker:
     async def health(self) -> int:
         """The worker's pid (it answers even while bodies run)."""
         return os.getpid()
+
+
+async def _company(settled: asyncio.Queue[Any], wanted: int) -> None:
+    """Wait (a few milliseconds at most) until ``wanted`` outcomes are ready to travel."""
+    for _ in range(_CHUNK_STEPS):
+        if settled.qsize() + 1 >= wanted:
+            return
+        await asyncio.sleep(_CHUNK_STEP_S)
 
 
 def _settle(settled: Any, token: str, task: asyncio.Task[Any]) -> None:
