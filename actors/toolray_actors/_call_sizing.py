@@ -5,7 +5,7 @@ Pure (a clock reading is passed in), so the policy is tested alone:
 - calls that wait for a process make more be forked once they have waited
   :data:`GROW_AFTER_S` — if the bodies seen lately are long (a median of :data:`LONG_CALL_S`
   or more, as timed inside their processes — a median, so a loaded machine's preemptions do
-  not count; a first call, which loads its tool's code, not counted): such calls hold their
+  not count, and without the loading of their tool's code): such calls hold their
   process, and more processes let the waiting calls start now;
 - short calls free their process again at once: a burst of them is CPU-bound, and more
   processes would only add forks and wake-ups, so none are forked — unless no process has
@@ -48,7 +48,7 @@ class Sizing:
         self.released_at = now
 
     def took(self, seconds: float) -> None:
-        """A body (not a first call's, which loads its tool) ran this long."""
+        """A body ran this long (timed in its process, its tool's loading not counted)."""
         self.recent.append(seconds)
 
     @property

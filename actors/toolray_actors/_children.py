@@ -66,7 +66,6 @@ class _Call:
     done: asyncio.Future[CallOutcome]
     aborts: list[Any] = field(default_factory=list)
     queued: float = 0.0
-    loads: bool = False
     proc: ProcessLink | None = None
 
 
@@ -224,7 +223,6 @@ class CallProcesses:
             return
         with self._lock:
             proc.call, call.proc = call, proc
-        call.loads = blob is not None
         proc.known.add(call.key)
         for reason in call.aborts:
             proc.send(AbortCall(token=call.token, reason=reason))
@@ -239,8 +237,7 @@ class CallProcesses:
                 return
             with self._lock:  # from here on a late kill of this call misses its process
                 proc.call = None
-            if not call.loads:  # a first call loads the tool's code: not a typical length
-                self._sizing.took(message.body_s)
+            self._sizing.took(message.body_s)
             _settle(call, outcome)
             if message.clean:
                 self._release(proc)

@@ -13,7 +13,8 @@ other, through:
   a kill takes every call of that worker);
 - the peer patterns of ``_rollout_peers`` (``gather``, ``threadpool``, ``raw-ray``).
 
-Each backend first runs one untimed turn of good calls per trajectory (warm-up). Reported
+Each backend first runs untimed turns of good calls in every trajectory (a warm-up: the
+processes a turn of the plan needs exist then; toolray's deadlines start after it). Reported
 per backend: good calls that succeeded, faulty calls that failed (by code), calls without
 a result, turn p50 / p99, calls/s over the whole plan, and what is still running after it.
 """
@@ -82,7 +83,7 @@ def _code(result: Any) -> str | None:
 async def _toolray(rt: RayRuntime, plan: RolloutPlan, label: str) -> BackendReport:
     from toolray import AbortController, TimeoutPolicy, ToolBatchInput, ToolCall
 
-    owned = [rt.registry.register(rollout_tool(plan)), TimeoutPolicy().install(rt.registry)]
+    owned = [rt.registry.register(rollout_tool(plan))]
     records: list[CallOutcomeRecord] = []
     turn_s: list[float] = []
 
@@ -109,7 +110,9 @@ async def _toolray(rt: RayRuntime, plan: RolloutPlan, label: str) -> BackendRepo
             )
 
     try:
-        await asyncio.gather(*(trajectory(t, warm=True) for t in range(plan.trajectories)))
+        for _ in range(2):  # before any deadline: the pools grow to the plan's concurrency
+            await asyncio.gather(*(trajectory(t, warm=True) for t in range(plan.trajectories)))
+        owned.append(TimeoutPolicy().install(rt.registry))
         started = time.perf_counter()
         await asyncio.gather(*(trajectory(t, warm=False) for t in range(plan.trajectories)))
         wall = time.perf_counter() - started

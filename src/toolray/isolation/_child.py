@@ -185,9 +185,20 @@ class _Child:
                 raise ValueError(f"a call process does not take {type(message).__name__}")
 
     async def _run(self, call: RunCall) -> None:
-        started = time.perf_counter()
-        outcome = await self._host.run(call.token, call.key, call.blob, call.arguments, call.ident)
-        body_s = time.perf_counter() - started
+        body_s = 0.0
+        try:
+            execute = self._host.resolve(call.key, call.blob)  # a first call loads the tool
+        except Exception as exc:  # a blob that does not load fails its own call only
+            outcome = CallOutcome(status="error", error=shippable_error(exc))
+        else:
+            if execute is None:
+                outcome = CallOutcome(status="missing")
+            else:
+                started = time.perf_counter()
+                outcome = await self._host.run_resolved(
+                    call.token, execute, call.arguments, call.ident
+                )
+                body_s = time.perf_counter() - started
         if isinstance(outcome.error, MemoryError):
             os._exit(MEMORY_EXIT)  # its state is suspect: the worker reports the limit
         clean = self._clean()

@@ -73,7 +73,8 @@ class CallDone:
     outcome: CallOutcome
     clean: bool
     body_s: float = 0.0
-    """How long the body ran (wall time inside the call process)."""
+    """How long the body ran (wall time inside the call process; its tool's loading not
+    counted)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
