@@ -301,3 +301,41 @@ def test_sizing_forks_for_long_calls_and_waits_while_short_ones_free_processes()
         sizing.took(0.0002)
     assert sizing.forks_wanted(100.01, waiting=9, live=2, forking=0, waiting_since=100.0) is None
     assert sizing.trim(200.0, [100.0, 101.0]) == 0  # the warm ones stay
+
+
+# ---------------------------------------------------------------- which pools isolate
+def test_cpu_pools_isolate_each_call_and_gpu_pools_share_one_call_at_a_time() -> None:
+    from toolray import Placement
+    from toolray_actors import RuntimeConfig
+    from toolray_actors._placement import placement_key, pool_plan
+
+    config = RuntimeConfig()
+    assert config.pool.isolation == "call"
+    default = pool_plan(None, config)
+    assert (default.isolation, default.worker.max_bodies) == ("call", None)
+    gpu = pool_plan(Placement(num_gpus=1), config)
+    assert (gpu.isolation, gpu.max_concurrency, gpu.worker.max_bodies) == ("shared", 1, 1)
+    chosen = pool_plan(Placement(num_gpus=1, isolation="call"), config)
+    assert (chosen.isolation, chosen.worker.max_bodies) == ("call", None)
+    busy_gpu = pool_plan(Placement(num_gpus=1, max_concurrency=4), config)
+    assert (busy_gpu.isolation, busy_gpu.max_concurrency) == ("shared", 4)
+    shared = RuntimeConfig.model_validate({"pool": {"isolation": "shared", "memory_mb": 256}})
+    assert pool_plan(None, shared).isolation == "shared"
+    assert pool_plan(Placement(isolation="call"), shared).worker.memory_mb == 256
+    assert placement_key(Placement(isolation="call")) != placement_key(
+        Placement(isolation="shared")
+    )
+
+
+def test_an_isolation_that_does_not_exist_is_refused() -> None:
+    from pydantic import ValidationError
+
+    from toolray import Placement
+    from toolray_actors import RuntimeConfig
+
+    with pytest.raises(ValueError, match=r'Placement\.isolation must be "call" or "shared"'):
+        Placement(isolation="process")  # type: ignore[arg-type]
+    with pytest.raises(ValidationError):
+        RuntimeConfig.model_validate({"pool": {"isolation": "process"}})
+    with pytest.raises(ValidationError):
+        RuntimeConfig.model_validate({"pool": {"memory_mb": 0}})
