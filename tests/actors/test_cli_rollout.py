@@ -23,7 +23,7 @@ PLAN = RolloutPlan(
     hang_rate=0.2,
     crash_rate=0.2,
     hang_s=30.0,
-    timeout_ms=3000.0,
+    timeout_ms=1500.0,
     kill_grace_ms=100.0,
     seed=10,
 )
