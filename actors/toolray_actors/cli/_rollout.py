@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._rollout_peers import IN_PROCESS, run_in_process, run_raw_ray
 from ._rollout_plan import (
+    SETTLE_S,
     BackendReport,
     CallOutcomeRecord,
     PlannedCall,
@@ -116,6 +117,7 @@ async def _toolray(rt: RayRuntime, plan: RolloutPlan, label: str) -> BackendRepo
         started = time.perf_counter()
         await asyncio.gather(*(trajectory(t, warm=False) for t in range(plan.trajectories)))
         wall = time.perf_counter() - started
+        await asyncio.sleep(SETTLE_S)  # a kill sent at the end of the run has landed
         stats = rt.stats()
     finally:
         for dispose in reversed(owned):

@@ -31,6 +31,7 @@ from collections.abc import Awaitable
 from typing import Any
 
 from ._rollout_plan import (
+    SETTLE_S,
     BackendReport,
     CallOutcomeRecord,
     PlannedCall,
@@ -107,6 +108,7 @@ async def _in_process(plan: RolloutPlan, pattern: str) -> BackendReport:
     started = time.perf_counter()
     await asyncio.gather(*(trajectory(t) for t in range(plan.trajectories)))
     wall = time.perf_counter() - started
+    await asyncio.sleep(SETTLE_S)
     return report_of(
         pattern,
         records,
@@ -203,6 +205,7 @@ async def run_raw_ray(plan: RolloutPlan, task_cpus: float) -> BackendReport:
     await asyncio.gather(*(trajectory(t, warm=False) for t in range(plan.trajectories)))
     wall = time.perf_counter() - started
     waits.shutdown(wait=False)
+    await asyncio.sleep(SETTLE_S)
     return report_of(
         "raw-ray",
         records,

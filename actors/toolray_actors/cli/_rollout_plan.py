@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 __all__ = (
+    "SETTLE_S",
     "BackendReport",
     "CallKind",
     "CallOutcomeRecord",
@@ -35,6 +36,10 @@ __all__ = (
 )
 
 CallKind = Literal["good", "hang", "crash"]
+
+SETTLE_S = 1.0
+"""After the run, every backend waits this long before counting what still runs (a kill
+sent as the run ended has landed by then; a hung thread is still sleeping)."""
 
 
 class SimulatedCrash(RuntimeError):
