@@ -275,7 +275,8 @@ def table(reports: Sequence[BackendReport], plan: RolloutPlan) -> str:
         f"calls, bodies log-normal (median {plan.median_ms:g} ms, σ {plan.sigma:g}), "
         f"{plan.hang_rate:.0%} hanging, {plan.crash_rate:.0%} crashing, timeout "
         f"{plan.timeout_ms:g} ms, kill grace {plan.kill_grace_ms:g} ms (seed {plan.seed}); "
-        f"toolray's turn p99 target {plan.turn_p99_target_ms:g} ms."
+        f'toolray\'s turn p99 target {plan.turn_p99_target_ms:g} ms. "left running": bodies '
+        f"(threads or processes) still running the plan's tool {SETTLE_S:g} s after the run."
     )
     lines.extend(f"- {r.backend}: {r.notes}" for r in reports if r.notes)
     return "\n".join(lines)
