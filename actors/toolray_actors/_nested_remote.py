@@ -11,7 +11,6 @@ as in-process.
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections import OrderedDict
 from typing import Any, final
@@ -20,7 +19,7 @@ import ray
 import ray.exceptions as rex
 
 from toolray import AbortSignal, ToolExecutionResult, ToolRunContext
-from toolray.isolation import context_from_ident
+from toolray.isolation import context_from_ident, refuse_in_loop
 
 from ._errors import is_actor_death, translate
 from ._wire import shippable_arguments
@@ -97,15 +96,7 @@ class RemoteNested:
         self, ctx: ToolRunContext, name: str, arguments: Any, call_id: str | None
     ) -> ToolExecutionResult:
         """:meth:`dispatch` from a sync body's thread."""
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            pass
-        else:
-            raise RuntimeError(
-                "dispatch_sync() would block the worker's event loop; an async body awaits "
-                "ctx.dispatch() instead"
-            )
+        refuse_in_loop("the worker's")
         for attempt in range(_ATTEMPTS):
             try:
                 return ray.get(self._send(ctx, name, arguments, call_id))  # type: ignore[no-any-return]

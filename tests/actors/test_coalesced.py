@@ -107,26 +107,33 @@ async def test_an_interrupted_call_leaves_its_message_mates_running_to_their_res
             dispose()
 
 
-async def test_shared_a_killed_worker_fails_only_the_calls_it_still_held(
-    shared_rt: Any, scope_key: str, tmp_path: Path
-) -> None:
-    rt = shared_rt
+KILL_SCENE = [
+    ToolCall("c0", "co_quick", '{"text": "done before the kill"}'),  # worker A
+    ToolCall("c1", "co_quick", '{"text": "other worker"}'),  # worker B
+    ToolCall("c2", "co_block", '{"seconds": 30}'),  # worker A: killed at its deadline
+    ToolCall("c3", "co_quick", '{"text": "other worker"}'),  # worker B
+    ToolCall("c4", "co_held", '{"key": "held"}'),  # worker A: still running then
+]
+"""Two workers alternate: c2 is killed at its deadline while c4 still runs beside it."""
+
+
+def _kill_scene(rt: Any, tmp_path: Path) -> None:
     rt.owned.append(rt.registry.register(text_echo_tool("co_quick")))
     rt.owned.append(rt.registry.register(stubborn_tool("co_block", "block", timeout_ms=1000)))
     rt.owned.append(rt.registry.register(gate_tool("co_held", str(tmp_path))))
     rt.owned.append(TimeoutPolicy().install(rt.registry))
+
+
+async def test_shared_a_killed_worker_fails_only_the_calls_it_still_held(
+    shared_rt: Any, scope_key: str, tmp_path: Path
+) -> None:
+    rt = shared_rt
+    _kill_scene(rt, tmp_path)
     ex = rt.executor(scope_key)
     await ex.execute_batch(_batch([ToolCall("w", "co_quick", "{}")], scope_key))  # pool up
     before = await ex.statistics()
-    calls = [
-        ToolCall("c0", "co_quick", '{"text": "done before the kill"}'),  # worker A
-        ToolCall("c1", "co_quick", '{"text": "other worker"}'),  # worker B
-        ToolCall("c2", "co_block", '{"seconds": 30}'),  # worker A: killed at its deadline
-        ToolCall("c3", "co_quick", '{"text": "other worker"}'),  # worker B
-        ToolCall("c4", "co_held", '{"key": "held"}'),  # worker A: still running then
-    ]
     try:
-        out = await asyncio.wait_for(ex.execute_batch(_batch(calls, scope_key)), WAIT_S)
+        out = await asyncio.wait_for(ex.execute_batch(_batch(KILL_SCENE, scope_key)), WAIT_S)
     finally:
         _open(tmp_path, "held")
     workers = _workers(ex)
@@ -143,22 +150,12 @@ async def test_shared_a_killed_worker_fails_only_the_calls_it_still_held(
 async def test_a_killed_call_process_takes_no_mate_with_it(
     rt: Any, scope_key: str, tmp_path: Path
 ) -> None:
-    rt.owned.append(rt.registry.register(text_echo_tool("co_quick")))
-    rt.owned.append(rt.registry.register(stubborn_tool("co_block", "block", timeout_ms=1000)))
-    rt.owned.append(rt.registry.register(gate_tool("co_held", str(tmp_path))))
-    rt.owned.append(TimeoutPolicy().install(rt.registry))
+    _kill_scene(rt, tmp_path)
     ex = rt.executor(scope_key)
-    calls = [
-        ToolCall("c0", "co_quick", '{"text": "done before the kill"}'),  # worker A
-        ToolCall("c1", "co_quick", '{"text": "other worker"}'),  # worker B
-        ToolCall("c2", "co_block", '{"seconds": 30}'),  # worker A: killed at its deadline
-        ToolCall("c3", "co_quick", '{"text": "other worker"}'),  # worker B
-        ToolCall("c4", "co_held", '{"key": "held"}'),  # worker A: still running then
-    ]
     seen: dict[int, Any] = {}
     try:
         async with asyncio.timeout(WAIT_S):
-            async for index, item in ex.stream_batch(_batch(calls, scope_key)):
+            async for index, item in ex.stream_batch(_batch(KILL_SCENE, scope_key)):
                 seen[index] = item.result
                 if index == 2:  # killed while its mate c4 still runs on the same worker
                     assert 4 not in seen

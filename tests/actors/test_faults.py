@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 import ray
 
+from tests.actors._waits import stats_when
 from tests.tools import cooperative_tool, crash_tool, failing_tool, text_echo_tool
 from toolray import AbortController, ToolBatchInput, ToolCall
 
@@ -35,16 +36,6 @@ def _worker_pids(rt: Any) -> set[int]:
     return {a.pid for a in rt.stats().actors if a.kind == "worker"}
 
 
-async def _stats_when(rt: Any, ready: Any) -> Any:
-    """``rt.stats()`` once ``ready(stats)`` holds (bounded: replacements are asynchronous)."""
-    for _ in range(200):
-        stats = rt.stats()
-        if ready(stats):
-            return stats
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"the pool never caught up: {rt.stats()}")
-
-
 async def test_a_crashing_body_fails_its_own_call_and_only_its_process_is_replaced(
     rt: Any, scope_key: str
 ) -> None:
@@ -58,7 +49,7 @@ async def test_a_crashing_body_fails_its_own_call_and_only_its_process_is_replac
     assert lost.error.info.code == "WORKER_LOST"
     assert "the call's process exited with status 17" in lost.error.message
     assert "not re-run" in lost.error.message
-    after = await _stats_when(rt, lambda s: s.child_replacements > before.child_replacements)
+    after = await stats_when(rt, lambda s: s.child_replacements > before.child_replacements)
     assert after.child_deaths == before.child_deaths + 1
     assert after.replacements == before.replacements  # no worker actor was replaced…
     assert _worker_pids(rt) == workers  # …or restarted
@@ -84,7 +75,7 @@ async def test_shared_a_worker_that_dies_gives_worker_lost_and_is_replaced(
     lost = out.results[0].result
     assert lost.error.info.code == "WORKER_LOST"
     assert "not re-run" in lost.error.message
-    after = await _stats_when(rt, lambda s: s.replacements > before.replacements)
+    after = await stats_when(rt, lambda s: s.replacements > before.replacements)
     assert after.replacements == before.replacements + 1
     assert after.workers == before.workers
     again = await rt.executor(scope_key).execute_batch(

@@ -29,6 +29,7 @@ from ._bodies import body_limit as body_limit
 from ._child import MEMORY_EXIT as MEMORY_EXIT
 from ._context import RemoteToken as RemoteToken
 from ._context import context_from_ident as context_from_ident
+from ._context import refuse_in_loop as refuse_in_loop
 from ._link import ProcessLink as ProcessLink
 from ._link import call_template as call_template
 from ._link import describe_exit as describe_exit
@@ -77,5 +78,6 @@ __all__ = (
     "context_from_ident",
     "describe_exit",
     "encode",
+    "refuse_in_loop",
     "shippable_error",
 )

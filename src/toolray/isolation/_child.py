@@ -39,7 +39,7 @@ from toolray.lowlevel import InvalidArguments, is_json
 from toolray.procs import ChildContext
 
 from ._bodies import BodyHost
-from ._context import context_from_ident
+from ._context import context_from_ident, refuse_in_loop
 from ._messages import (
     AbortCall,
     CallDone,
@@ -80,15 +80,7 @@ class _Nested:
         self, ctx: ToolRunContext, name: str, arguments: Any, call_id: str | None
     ) -> ToolExecutionResult:
         """:meth:`dispatch` from a sync body's thread (blocks it until the answer)."""
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            pass
-        else:
-            raise RuntimeError(
-                "dispatch_sync() would block the body's event loop; an async body awaits "
-                "ctx.dispatch() instead"
-            )
+        refuse_in_loop("the body's")
         return _result(self._child.ask(ctx, name, arguments, call_id).result())
 
 

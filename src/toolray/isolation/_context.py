@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, final
@@ -9,7 +10,7 @@ from typing import Any, final
 from toolray import AbortSignal, ToolRunContext
 from toolray.lowlevel import NestedDispatcher
 
-__all__ = ("RemoteToken", "context_from_ident")
+__all__ = ("RemoteToken", "context_from_ident", "refuse_in_loop")
 
 
 @final
@@ -21,6 +22,21 @@ class RemoteToken:
 
     def __repr__(self) -> str:
         return f"<ExecutionToken {self.id}>"
+
+
+def refuse_in_loop(where: str) -> None:
+    """Raise if this thread runs an event loop: ``dispatch_sync`` would block it.
+
+    ``where`` names whose loop it is (``"the worker's"``, ``"the body's"``).
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    raise RuntimeError(
+        f"dispatch_sync() would block {where} event loop; an async body awaits "
+        "ctx.dispatch() instead"
+    )
 
 
 def context_from_ident(
