@@ -64,7 +64,7 @@ class RemoteHarnessError(HarnessError):
 
     @property
     def name(self) -> str:
-        """The original error's class name (the ``info.name`` the executor reports)."""
+        """The raised error's class name (the ``info.name`` the executor reports)."""
         return self.original_name
 
 
