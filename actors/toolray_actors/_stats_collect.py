@@ -15,7 +15,7 @@ from ._connection import Connection
 from ._executor_actor import ExecutorStats
 from ._farm_stats import merge_tools
 from ._handles import get_named, named_actors
-from ._stats import ActorStats, RuntimeStats
+from ._stats import ActorStats, PoolStats, RuntimeStats
 
 __all__ = ("Gathered", "collect_stats", "gather")
 
@@ -34,7 +34,7 @@ class Gathered:
     """What every live actor of a namespace answered (an actor that did not is left out)."""
 
     namespace: str
-    pools: list[tuple[str, Any]] = field(default_factory=list)
+    pools: list[tuple[str, PoolStats]] = field(default_factory=list)
     """``(pool manager name, its stats)``."""
     executors: list[tuple[str, ExecutorStats]] = field(default_factory=list)
     executor_names: list[str] = field(default_factory=list)
@@ -53,7 +53,7 @@ async def gather(namespace: str) -> Gathered:
     asks: list[Any] = []
     for name in pools:
         asks.append(_ask(handles[name].actor_stats.remote(name)))
-        asks.append(_ask(handles[name].stats.remote()))
+        asks.append(_ask(handles[name].stats.remote(name)))
     for name in executors:
         asks.append(_ask(handles[name].actor_stats.remote()))
         asks.append(_ask(handles[name].statistics.remote()))
@@ -98,4 +98,8 @@ async def collect_stats(conn: Connection) -> RuntimeStats:
         executors=tuple(found.executor_names),
         actors=tuple(found.actors),
         tools=merge_tools(s for st in executors for s in st.tools)[0],
+        child_kills=sum(p.child_kills for p in pools),
+        child_deaths=sum(p.child_deaths for p in pools),
+        child_replacements=sum(p.child_replacements for p in pools),
+        pools=tuple(pools),
     )

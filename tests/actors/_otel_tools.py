@@ -1,11 +1,12 @@
 """Tools for the observability tests on Ray (pickled by value into the actors).
 
-A probe's body reports the trace context it runs in — the current span, and the parent of
-a span it starts with an OpenTelemetry SDK provider of its own process — in its value.
+A probe's body reports its process and the trace context it runs in — the current span,
+and the parent of a span it starts with an OpenTelemetry SDK provider of its own process.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from toolray import ToolDefinition, ToolOutput, text_block
@@ -29,6 +30,7 @@ def _seen() -> dict[str, Any]:
         "current": f"{current.span_id:016x}",
         "inside_trace": f"{own.trace_id:032x}",
         "inside_parent": f"{parent.span_id:016x}" if parent is not None else None,
+        "pid": os.getpid(),
     }
 
 

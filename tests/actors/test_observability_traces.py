@@ -9,6 +9,7 @@ provider — both must be the call span the driver recorded.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from typing import Any
 
@@ -123,10 +124,17 @@ async def test_code_mode_sub_calls_on_ray_are_children_of_the_run_code_span(
     assert by_call_id(exporter)["c1"].name == "execute_tool run_code"
 
 
+@pytest.mark.parametrize("isolation", ["call", "shared"])
 @pytest.mark.parametrize("sync", [True, False], ids=["sync", "async"])
 async def test_a_body_on_a_worker_runs_in_its_call_span(
-    rt: Any, scope_key: str, exporter: InMemorySpanExporter, sync: bool
+    request: pytest.FixtureRequest,
+    scope_key: str,
+    exporter: InMemorySpanExporter,
+    sync: bool,
+    isolation: str,
 ) -> None:
+    """In a call's own process (``"call"``, the default) and in the worker (``"shared"``)."""
+    rt = request.getfixturevalue("rt" if isolation == "call" else "shared_rt")
     name = f"ot_probe_{'sync' if sync else 'async'}"
     _register(rt, _otel_tools.probe_tool(name, sync=sync))
     result = await rt.executor(scope_key).execute_batch(
@@ -138,6 +146,9 @@ async def test_a_body_on_a_worker_runs_in_its_call_span(
     assert int(seen["current"], 16) == span_id(call)
     assert int(seen["inside_trace"], 16) == trace_id(call)
     assert int(seen["inside_parent"], 16) == span_id(call)
+    stats = await asyncio.to_thread(rt.stats)
+    workers = {a.pid for a in stats.actors if a.kind == "worker"}
+    assert (seen["pid"] in workers) is (isolation == "shared")  # where the body ran
 
 
 async def test_without_instrumentation_nothing_is_recorded_or_sent(rt: Any, scope_key: str) -> None:

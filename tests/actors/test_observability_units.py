@@ -18,8 +18,7 @@ from toolray_actors._farm_stats import (
     merge_tools,
     percentile_ms,
 )
-from toolray_actors._pool import PoolStats
-from toolray_actors._stats import ActorStats
+from toolray_actors._stats import ActorStats, PoolStats
 from toolray_actors._stats_collect import Gathered
 from toolray_actors._tracing import SpanRecord, SpanRecorder
 from toolray_actors.cli import main
@@ -97,7 +96,17 @@ def test_the_span_recorder_gives_children_their_parents_span() -> None:
 
 
 def _pool() -> Any:
-    return PoolStats(workers=2, spares=1, kills=3, deaths=0, replacements=3, version=7)
+    return PoolStats(
+        name="toolray:pool:default",
+        workers=2,
+        spares=1,
+        kills=3,
+        deaths=0,
+        replacements=3,
+        version=7,
+        child_kills=5,
+        children=4,
+    )
 
 
 def _gathered() -> Gathered:
@@ -131,11 +140,12 @@ def test_tops_snapshot_has_its_keys_and_renders() -> None:
     assert {s["scope"] for s in snap["scopes"]} == {"a", ""}
     assert snap["actors"][0]["rss_bytes"] == 2**20
     assert snap["pools"][0]["name"] == "toolray:pool:default"
-    assert snap["pools"][0]["kills"] == 3
+    assert (snap["pools"][0]["kills"], snap["pools"][0]["child_kills"]) == (3, 5)
     out = io.StringIO()
     Console(file=out, width=150).print(render(snap))
     text = out.getvalue()
-    for word in ("Scopes", "Tools", "Pools", "Actors", "search", "WORKER_LOST:1", "(global)"):
+    words = ("Scopes", "Tools", "Pools", "Actors", "search", "WORKER_LOST:1", "(global)")
+    for word in (*words, "proc kills", "call procs"):
         assert word in text
 
 

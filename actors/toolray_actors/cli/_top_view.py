@@ -59,6 +59,20 @@ def snapshot(found: Gathered) -> dict[str, Any]:
     }
 
 
+_POOL_COLUMNS = {
+    "workers": "workers",
+    "spares": "spares",
+    "kills": "kills",
+    "deaths": "deaths",
+    "replacements": "replacements",
+    "children": "call procs",
+    "child_kills": "proc kills",
+    "child_deaths": "proc deaths",
+}
+"""A pool's counters in the table (key → heading): its worker actors, then (with
+``isolation="call"``) its call processes."""
+
+
 def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}"
 
@@ -101,11 +115,12 @@ def render(snap: dict[str, Any]) -> Group:
             _ms(r["p99_ms"]),
             _failures(r["failures"]),
         )
-    pools = _table("Pools", "pool", "workers", "spares", "kills", "deaths", "replacements")
+    pools = _table("Pools", "pool", "isolation", *_POOL_COLUMNS.values())
     for r in snap["pools"]:
         pools.add_row(
             r["name"].removeprefix("toolray:pool:"),
-            *(str(r.get(k, 0)) for k in ("workers", "spares", "kills", "deaths", "replacements")),
+            str(r.get("isolation", "-")),
+            *(str(r.get(k, 0)) for k in _POOL_COLUMNS),
         )
     actors = _table("Actors", "actor", "kind", "pid", "RSS MB", "scopes")
     for r in snap["actors"]:
