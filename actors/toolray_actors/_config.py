@@ -20,6 +20,7 @@ __all__ = (
     "ConfigError",
     "ExecutorsConfig",
     "PoolConfig",
+    "RateLimitConfig",
     "RayInitConfig",
     "RuntimeConfig",
     "config_file",
@@ -71,6 +72,45 @@ class PoolConfig(_Strict):
         le=8,
         description="Warm spare workers kept started: a killed or crashed worker is "
         "replaced by a spare at once, not after an actor start.",
+    )
+    min_size: int | None = Field(
+        default=None,
+        ge=1,
+        le=256,
+        description="Elastic pools: the fewest workers kept (unset: size). Workers idle "
+        "for idle_s are retired down to it.",
+    )
+    max_size: int | None = Field(
+        default=None,
+        ge=1,
+        le=256,
+        description="Elastic pools: the most workers (unset: size). While calls wait for a "
+        "worker, the pool adds one, up to max_size.",
+    )
+    idle_s: float = Field(
+        default=60,
+        gt=0,
+        description="Elastic pools: a worker with no call for this many seconds is retired "
+        "(never below min_size).",
+    )
+
+
+class RateLimitConfig(_Strict):
+    """A ``[rate_limits.<tool>]`` table: the tool's rate limit for the whole namespace."""
+
+    per_second: float = Field(
+        gt=0, description="Tokens per second: how many of the tool's calls may start per second."
+    )
+    burst: int = Field(
+        default=1,
+        ge=1,
+        description="Tokens the bucket holds (it starts full): calls that may start at once.",
+    )
+    max_wait_ms: float | None = Field(
+        default=None,
+        ge=0,
+        description="How long a call may wait for a token before it fails RATE_LIMITED "
+        "(unset: as long as it takes).",
     )
 
 
@@ -267,6 +307,26 @@ class RuntimeConfig(_Strict):
         default_factory=CodeConfig,
         description="Code Mode (programmatic tool calling) on Ray: the run_code runtime "
         "(the [code] table).",
+    )
+    rate_limits: dict[str, RateLimitConfig] = Field(
+        default_factory=dict,
+        description="Rate limits by tool name ([rate_limits.<tool>] tables with per_second, "
+        "burst, max_wait_ms), shared by every driver, executor and shard of the namespace; "
+        "a table overrides the definition's rate_limit.",
+    )
+    max_result_bytes: int | None = Field(
+        default=1 << 20,
+        ge=1,
+        description="The largest value a tool may return, in bytes of its JSON text "
+        "(default 1 MiB; a definition's own max_result_bytes wins). A larger value fails "
+        "RESULT_TOO_LARGE in the worker and never crosses the wire.",
+    )
+    max_content_chars: int | None = Field(
+        default=None,
+        ge=1,
+        description="Text blocks of a result longer than this are cut, keeping their start, "
+        'and end with "[… <n> characters truncated]" (unset: never; a definition\'s own '
+        "max_content_chars wins).",
     )
 
     @classmethod

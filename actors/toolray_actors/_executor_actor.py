@@ -27,6 +27,7 @@ from toolray import (
     AbortController,
     BatchExecutor,
     LogStep,
+    RateLimit,
     ToolBatchInput,
     ToolCall,
 )
@@ -35,10 +36,18 @@ from ._code_pool import CodePool, code_registry
 from ._config import RuntimeConfig
 from ._errors import RuntimeUnavailableError
 from ._executor_calls import ExecutorCalls
-from ._handles import control_options, create_pool, get_named, kill_self, registry_name
+from ._handles import (
+    control_options,
+    create_bucket,
+    create_pool,
+    get_named,
+    kill_self,
+    registry_name,
+)
 from ._mirror import Mirror, Op
 from ._placement import pool_plan
 from ._pool import PoolClient, PoolManager
+from ._rate_client import RayRateLimiter
 from ._runner import RayBodyRunner
 from ._stats import ActorStats, actor_stats
 from ._store import Store
@@ -116,6 +125,9 @@ class ExecutorActor(ExecutorCalls):
             kill_grace_ms=self.config.kill_grace_ms,
             home=(name, namespace),
         )
+        self.buckets: dict[str, Any] = {}
+        overrides = {t: RateLimit(**c.model_dump()) for t, c in self.config.rate_limits.items()}
+        self.limiter = RayRateLimiter(self._bucket_for, overrides)
         self._rebuild([])
         self.last_active = time.monotonic()
         self._attached = False
@@ -123,7 +135,7 @@ class ExecutorActor(ExecutorCalls):
 
     # ------------------------------------------------------------------ the mirror
     def _rebuild(self, ops: list[Op]) -> None:
-        self.mirror = Mirror(code_registry(self.config, self.code))
+        self.mirror = Mirror(code_registry(self.config, self.code, self.limiter))
         for op in ops:
             self.mirror.apply(op)
         self.executor = BatchExecutor(
@@ -131,6 +143,13 @@ class ExecutorActor(ExecutorCalls):
             max_parallel_tool_calls=self.config.max_parallel_tool_calls,
             runner=self.runner,
         )
+
+    def _bucket_for(self, tool: str) -> Any:
+        handle = self.buckets.get(tool)
+        if handle is None:
+            control = control_options(self.config.control_resource)
+            handle = self.buckets[tool] = create_bucket(tool, self.namespace, control)
+        return handle
 
     def _key_of(self, definition: Any) -> tuple[str, bytes] | None:
         return self.mirror.key_of(definition)

@@ -10,7 +10,9 @@ interrupt (an awaiting body's task is cancelled; a sync body's thread gets an in
 call's mates; (3) after ``kill_grace_ms`` from the abort, the worker is killed and
 replaced. A killed call keeps its cause (``ABORTED``; the timeout policy turns a
 deadline into ``TOOL_TIMEOUT``) with ``info.reason`` saying the worker was terminated. A
-worker that dies on its own gives ``WORKER_LOST``. Nothing is ever re-run.
+worker that dies on its own gives ``WORKER_LOST``. Nothing is re-run here (the pipeline
+retries an idempotent tool by its retry policy). The worker checks a value against the
+call's ``max_result_bytes`` before it leaves (``RESULT_TOO_LARGE``).
 """
 
 from __future__ import annotations
@@ -109,6 +111,7 @@ class RayBodyRunner:
             "token": live_id,
             "parent": ctx.parent.id if ctx.parent is not None else None,
             "home": self._home,
+            "max_result_bytes": call.registry.farm.result_bytes(definition),
         }
         token = f"{self._prefix}{next(self._tokens)}"  # unique per worker; no uuid per call
         arguments = thaw_json(ctx.arguments)

@@ -28,6 +28,7 @@ from typing import Any
 import cloudpickle
 
 from toolray import AbortController, AbortError, HarnessError
+from toolray.farm import oversized
 from toolray.lowlevel import is_json
 
 from ._nested_remote import worker_context
@@ -223,6 +224,9 @@ class ToolWorker:
         contexts, concludes = ctx.collect()
         if not is_json(value):
             return ("not_json", None, contexts, concludes)
+        too_large = oversized(str(ident.get("name")), value, ident.get("max_result_bytes"))
+        if too_large is not None:  # an oversized value never leaves the worker
+            return ("error", too_large, contexts, concludes)
         return ("ok", value, contexts, concludes)
 
     async def _body(self, running: _Running, execute: Any, arguments: Any, ctx: Any) -> Any:
