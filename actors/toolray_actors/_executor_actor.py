@@ -34,6 +34,7 @@ from toolray import (
 
 from ._code_pool import CodePool, code_registry
 from ._config import RuntimeConfig
+from ._elastic import ElasticPolicy
 from ._errors import RuntimeUnavailableError
 from ._executor_calls import ExecutorCalls
 from ._handles import (
@@ -46,7 +47,8 @@ from ._handles import (
 )
 from ._mirror import Mirror, Op
 from ._placement import pool_plan
-from ._pool import PoolClient, PoolManager
+from ._pool import PoolManager
+from ._pool_client import PoolClient
 from ._rate_client import RayRateLimiter
 from ._runner import RayBodyRunner
 from ._stats import ActorStats, actor_stats
@@ -158,6 +160,14 @@ class ExecutorActor(ExecutorCalls):
         plan = pool_plan(placement, self.config)
         client = self.pools.get(plan.key)
         if client is None:
+            elastic = None
+            if plan.elastic:
+                elastic = ElasticPolicy(
+                    min_size=plan.min_size,
+                    max_size=plan.max_size,
+                    idle_s=plan.idle_s,
+                    per_worker=plan.max_concurrency,
+                )
             manager = create_pool(
                 PoolManager,
                 plan.key,
@@ -167,8 +177,10 @@ class ExecutorActor(ExecutorCalls):
                 plan.spare,
                 plan.options,
                 plan.max_concurrency,
+                elastic,
             )
-            client = self.pools[plan.key] = PoolClient(manager)
+            client = PoolClient(manager, per_worker=plan.max_concurrency, elastic=plan.elastic)
+            self.pools[plan.key] = client
         return client
 
     async def ready(self) -> dict[str, Any]:

@@ -102,6 +102,10 @@ class _WorkerClass(ToolWorker):
         return await super().health()
 
     @_control
+    async def drain(self) -> int:
+        return await super().drain()
+
+    @_control
     async def actor_stats(self) -> Any:
         return await super().actor_stats()
 

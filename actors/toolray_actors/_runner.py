@@ -30,9 +30,12 @@ from toolray.lowlevel import Entry, run_body_inline, thaw_json
 from ._coalesce import AbortQueue, Chunk, Outbox, Request, Transport
 from ._errors import is_actor_death, is_cancelled, task_cause, wire_reason
 from ._handles import kill
-from ._pool import PoolClient, WorkerSlot
+from ._pool_client import PoolClient, WorkerSlot
 
 __all__ = ("NOT_JSON", "RayBodyRunner", "RunnerStats")
+
+_SENDS = 4
+"""How often a call is sent again that a worker did not start (no definition, retired)."""
 
 NOT_JSON = object()
 """Stands for a worker value that was not lossless JSON (the executor reports it)."""
@@ -118,7 +121,7 @@ class RayBodyRunner:
         self.stats.calls += 1
         self.live[live_id] = ctx  # nested calls from the body map back to it (and only it)
         try:
-            for _ in range(2):
+            for _ in range(_SENDS):
                 slot = await pool.pick(ctx.signal)
                 call.notes["worker"] = slot.wid
                 try:
@@ -127,9 +130,12 @@ class RayBodyRunner:
                     )
                 finally:
                     call.notes["killed"] = slot.killed
-                if outcome[0] != "missing":
+                if outcome[0] == "missing":
+                    slot.sent.discard(key)
+                elif outcome[0] == "retired":  # an elastic pool retired it: not started
+                    pool.retire(slot, killed=False)
+                else:
                     break
-                slot.sent.discard(key)
         finally:
             self.live.pop(live_id, None)
         return _unpack(outcome, ctx)
@@ -155,6 +161,7 @@ class RayBodyRunner:
         finally:
             slot.in_flight -= 1
             self.stats.in_flight -= 1
+            pool.released(slot)
 
     async def _await(
         self,
@@ -207,6 +214,9 @@ class RayBodyRunner:
                 aborted.reason = "ray.cancel stopped the tool"
                 raise aborted from None
             if is_actor_death(err):
+                if await pool.was_retired(slot):  # retired by its pool: the call never ran
+                    pool.retire(slot, killed=False)
+                    return ("retired",)
                 if slot.killed and ctx.signal.aborted:
                     killed = AbortError("tool call aborted")
                     killed.reason = "the worker was terminated"
@@ -238,8 +248,8 @@ def _set(fut: asyncio.Future[None]) -> None:
 
 def _unpack(outcome: tuple[Any, ...], ctx: ToolRunContext) -> Any:
     status = outcome[0]
-    if status == "missing":
-        raise RuntimeError("the worker lost the tool definition twice")
+    if status in ("missing", "retired"):
+        raise RuntimeError(f"no worker took the call after {_SENDS} tries ({status})")
     _, payload, contexts, concludes = outcome
     for message in contexts:
         ctx.defer_context(message)

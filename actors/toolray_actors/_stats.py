@@ -8,7 +8,7 @@ from typing import Literal
 
 import psutil
 
-__all__ = ("ActorKind", "ActorStats", "RuntimeStats", "actor_stats")
+__all__ = ("ActorKind", "ActorStats", "PoolStats", "RuntimeStats", "actor_stats")
 
 ActorKind = Literal["registry", "executor", "pool", "worker", "code"]
 
@@ -27,6 +27,27 @@ class ActorStats:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class PoolStats:
+    """A snapshot of one pool."""
+
+    workers: int
+    spares: int
+    kills: int
+    deaths: int
+    replacements: int
+    version: int
+    name: str = ""
+    size: int = 0
+    """Workers the pool holds now (members and workers still starting)."""
+    min_size: int = 0
+    max_size: int = 0
+    grown: int = 0
+    """Workers an elastic pool added because calls waited."""
+    retired: int = 0
+    """Workers an elastic pool retired because they were idle."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RuntimeStats:
     """Workers, in-flight calls, kills and restarts across the namespace, and every actor."""
 
@@ -39,6 +60,8 @@ class RuntimeStats:
     registry_restarts: int
     executors: tuple[str, ...]
     actors: tuple[ActorStats, ...] = ()
+    pools: tuple[PoolStats, ...] = ()
+    """One record per pool (its ``name``, current ``size``, ``min_size`` / ``max_size``)."""
 
 
 def _node_id() -> str:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Any
 
 from ._connection import Connection
 from ._handles import get_named, named_actors
-from ._stats import ActorStats, RuntimeStats
+from ._stats import ActorStats, PoolStats, RuntimeStats
 
 __all__ = ("collect_stats",)
 
@@ -41,14 +42,16 @@ async def collect_stats(conn: Connection) -> RuntimeStats:
         asks.append(_ask(registry.info.remote()))
     answers = await asyncio.gather(*asks)
     actors: list[ActorStats] = []
+    pool_stats: list[PoolStats] = []
     workers = spares = replacements = in_flight = kills = lost = restarts = 0
     pairs = iter(answers)
-    for _ in pools:
+    for name in pools:
         members, st = next(pairs), next(pairs)
         actors.extend(members or ())
         if st is not None:
             workers, spares = workers + st.workers, spares + st.spares
             replacements += st.replacements
+            pool_stats.append(dataclasses.replace(st, name=name.removeprefix("toolray:pool:")))
     for _ in executors:
         own, st = next(pairs), next(pairs)
         if own is not None:
@@ -74,4 +77,5 @@ async def collect_stats(conn: Connection) -> RuntimeStats:
         registry_restarts=restarts,
         executors=tuple(executors),
         actors=tuple(actors),
+        pools=tuple(pool_stats),
     )

@@ -19,6 +19,7 @@ import functools
 import inspect
 import os
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
@@ -83,6 +84,8 @@ class WorkerStatus:
     in_flight: int
     runs: int
     cached_definitions: int
+    idle_s: float = 0.0
+    """Seconds since the worker last started or finished a call (0 while one runs)."""
 
 
 @dataclass(eq=False)
@@ -132,6 +135,8 @@ class ToolWorker:
         self._pool = ThreadPoolExecutor(max(1, threads), thread_name_prefix="toolray-body")
         self._slots = asyncio.Semaphore(body_limit(threads))
         self._runs = 0
+        self._last = time.monotonic()  # the last start or end of a call
+        self._draining = False  # retired by an elastic pool: calls go elsewhere
 
     # ------------------------------------------------------------------ default lane
     async def run(self, request: Request) -> Outcome:
@@ -192,6 +197,8 @@ class ToolWorker:
 
     async def _run_one(self, request: Request, execute: Any = _UNRESOLVED) -> Outcome:
         token, _, _, arguments, ident = request
+        if self._draining:
+            return ("retired",)  # its executor sends the call to another worker, unstarted
         if execute is _UNRESOLVED:
             execute = self._resolve(request)
         if execute is None:
@@ -203,6 +210,7 @@ class ToolWorker:
             self._running[token] = running
             early = self._early_aborts.pop(token, None)
             self._runs += 1
+            self._last = time.monotonic()
         if early is not None:
             running.controller.abort(early)
         ctx = worker_context(running.controller.signal, ident)  # nested calls: its executor
@@ -221,6 +229,7 @@ class ToolWorker:
             with self._lock:
                 running.done = True
                 self._running.pop(token, None)
+                self._last = time.monotonic()
         contexts, concludes = ctx.collect()
         if not is_json(value):
             return ("not_json", None, contexts, concludes)
@@ -308,12 +317,20 @@ class ToolWorker:
     async def status(self) -> WorkerStatus:
         """Counters for the pool and the runtime statistics."""
         with self._lock:
+            busy = bool(self._running)
             return WorkerStatus(
                 pid=os.getpid(),
                 in_flight=len(self._running),
                 runs=self._runs,
                 cached_definitions=len(self._defs),
+                idle_s=0.0 if busy else time.monotonic() - self._last,
             )
+
+    async def drain(self) -> int:
+        """Take no more calls (they are answered "retired"); returns the calls still running."""
+        with self._lock:
+            self._draining = True
+            return len(self._running)
 
     async def actor_stats(self) -> ActorStats:
         """This worker's identity and footprint."""

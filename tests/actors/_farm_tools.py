@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from toolray import RateLimit, RetryPolicy, ToolDefinition, tool
+from toolray import Placement, RateLimit, RetryPolicy, ToolDefinition, tool
 
 
 def big_tool(name: str, limit: int | None = 1000) -> ToolDefinition:
@@ -59,3 +59,17 @@ def starts_of(folder: str, name: str) -> list[float]:
 def attempts_of(folder: str, key: str) -> list[str]:
     """The pids of the attempts ``dying_tool`` recorded for ``key``."""
     return (Path(folder) / f"attempts-{key}").read_text().split()
+
+
+def gated_tool(name: str, gate: str, placement: Placement) -> ToolDefinition:
+    """A body that waits until the file ``gate`` exists (bounded), on ``placement``'s pool."""
+
+    @tool(name=name, concurrency_safe=True, placement=placement)
+    def gated(i: int) -> int:
+        """Waits for the test's gate."""
+        deadline = time.monotonic() + 60
+        while not os.path.exists(gate) and time.monotonic() < deadline:
+            time.sleep(0.01)  # polling a file another process creates (the gate)
+        return i
+
+    return gated
