@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 from toolray.farm import RateLimit, TokenSchedule, latest_slot
 
+from ._stats import ActorStats, actor_stats
+
 __all__ = ("HORIZON_S", "BucketActor", "Lease")
 
 HORIZON_S = 1.0
@@ -74,6 +76,10 @@ class BucketActor:
     async def stats(self) -> dict[str, object]:
         """What the bucket handed out, and whether it is a restarted incarnation."""
         return {"tool": self.tool, "granted": self.granted, "restarted": self.restarted}
+
+    async def actor_stats(self) -> ActorStats:
+        """This actor's identity and footprint (``rt.stats().actors``)."""
+        return actor_stats("bucket", f"toolray:bucket:{self.tool}", 0)
 
     async def ping(self) -> int:
         """Liveness."""

@@ -10,7 +10,7 @@ import psutil
 
 __all__ = ("ActorKind", "ActorStats", "PoolStats", "RuntimeStats", "actor_stats")
 
-ActorKind = Literal["registry", "executor", "pool", "worker", "code"]
+ActorKind = Literal["registry", "executor", "pool", "worker", "code", "bucket"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -119,3 +119,54 @@ async def test_a_waiting_call_on_ray_is_aborted_before_dispatch(
     out = await asyncio.wait_for(task, 30)
     assert [code_of(r.result) for r in out.results] == [None, "ABORTED_BEFORE_DISPATCH"]
     assert len(starts_of(folder, "farm_slow")) == 1
+
+
+@pytest.fixture(scope="module")
+def configured(ray_runtime: Any) -> Iterator[Any]:
+    """A namespace whose configuration limits ``farm_ticker`` and bounds every result."""
+    from toolray_actors import RayRuntime, RuntimeConfig
+
+    base = ray_runtime.config.model_dump()
+    config = RuntimeConfig.model_validate(
+        {
+            **base,
+            "namespace": f"{base['namespace']}-farm-config",
+            "rate_limits": {"farm_ticker": {"per_second": 5, "max_wait_ms": 300}},
+            "max_result_bytes": 2000,
+            "max_content_chars": 50,
+        }
+    )
+    runtime = RayRuntime.start(config)
+    yield runtime
+    runtime.shutdown()
+
+
+async def test_the_configuration_overrides_limits_and_bounds_results(
+    configured: Any, folder: str
+) -> None:
+    rt = configured
+    quick = RateLimit(1000, burst=10)  # the definition's; [rate_limits.farm_ticker] wins
+    disposers = [
+        rt.registry.register(stamped_tool("farm_ticker", folder, quick)),
+        rt.registry.register(big_tool("farm_page", limit=None)),
+    ]
+    try:
+        ticks = [ToolCall(f"t{i}", "farm_ticker", {"i": i}) for i in range(4)]
+        out = await rt.executor("farm-cfg").execute_batch(
+            _batch(ticks, "farm-cfg", max_parallel_tool_calls=4)
+        )
+        assert [code_of(r.result) for r in out.results] == [
+            None,
+            None,
+            "RATE_LIMITED",
+            "RATE_LIMITED",
+        ]
+        assert len(starts_of(folder, "farm_ticker")) == 2
+        pages = [ToolCall("p1", "farm_page", {"n": 3000}), ToolCall("p2", "farm_page", {"n": 80})]
+        out = await rt.executor("farm-cfg").execute_batch(_batch(pages, "farm-cfg"))
+        too_large, cut = (r.result for r in out.results)
+        assert code_of(too_large) == "RESULT_TOO_LARGE"
+        assert cut.content[0]["text"] == "x" * 50 + "[… 30 characters truncated]"
+    finally:
+        for dispose in disposers:
+            dispose()

@@ -5,14 +5,20 @@ A cluster host (``toolray_actors.testing.cluster_host``: a head, plus worker nod
 run ``--agents`` agents submitting ``--calls``-call batches of a ledger tool (every body
 appends its call id to a SQLite ledger in WAL mode on entry). For ``--seconds`` a fault
 injector SIGKILLs a random process of the namespace every ``--every`` seconds — tool
-workers, executors, pool managers, the registry — and, with ``--nodes``, removes a worker
-node (and adds a fresh one). Then the faults stop and every agent submits batches until one
-fully succeeds.
+workers, executors, pool managers, the registry, token-bucket actors — and, with
+``--nodes``, removes a worker node (and adds a fresh one). Then the faults stop and every
+agent submits batches until one fully succeeds.
 
-Checked at the end, printed as a table: every batch returned one result per call in model
-order (none raised); no call id ran twice; every success ran exactly once; every failure
-carries a fault code; every agent recovered; every JSONL log parses and holds a
-``tool/call`` and a ``tool/result`` for every call of every returned batch.
+Every batch mixes the farm controls: a plain ledger tool, an idempotent one with a retry
+policy, a rate-limited one (its bucket actor is a fault kind of its own) and one on an
+elastic pool (its manager is killed while it grows and shrinks). Checked at the end,
+printed as a table (``_chaos_check``): every batch returned one result per call in model
+order (none raised); no call of a tool that is not idempotent ran twice, and no such call
+was retried; every run of an idempotent call beyond its first has its ``tool/retry`` on
+the log; every success ran (exactly once, unless retried); every failure carries a fault
+code; the rate-limited tool's starts stayed within its limit plus one burst over every
+window; every agent recovered; every JSONL log parses and holds a ``tool/call`` and a
+``tool/result`` for every call of every returned batch.
 
 Usage: ``toolray chaos --seconds 300 --nodes 2`` (the campaign), ``toolray chaos
 --seconds 600 --kinds ""`` (the soak: no faults; RSS, open files and threads of every actor
@@ -36,9 +42,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from ._chaos_check import check
+
 DRIVER = "toolray_actors.cli._chaos_driver"
-FAULT_CODES = {"WORKER_LOST", "EXECUTOR_LOST", "ABORTED", "TOOL_TIMEOUT"}
-KINDS = ("worker", "executor", "pool", "registry", "node")
+KINDS = ("worker", "executor", "pool", "registry", "bucket", "node")
 
 
 class Proc:
@@ -161,60 +168,6 @@ def drift(samples: list[dict[str, Any]]) -> dict[str, Any]:
         "soak_max_fd_growth": max((g[1] for g in growth), default=0),
         "soak_max_thread_growth": max((g[2] for g in growth), default=0),
         "soak_samples": len(samples),
-    }
-
-
-def check(records: list[dict[str, Any]], ledger: str, logs: Path) -> dict[str, Any]:
-    db = sqlite3.connect(ledger)
-    runs = Counter(cid for (cid,) in db.execute("SELECT call_id FROM runs"))
-    db.close()
-    raised = [r for r in records if "raised" in r]
-    returned = [r for r in records if "codes" in r]
-    misordered = [r for r in returned if r["result_ids"] != r["ids"]]
-    codes = Counter(c for r in returned for c in r["codes"])
-    successes = [
-        cid for r in returned for cid, c in zip(r["ids"], r["codes"], strict=False) if c is None
-    ]
-    failures = [
-        (cid, c) for r in returned for cid, c in zip(r["ids"], r["codes"], strict=False) if c
-    ]
-    lost = len(raised) + len(misordered) + sum(1 for _, c in failures if c not in FAULT_CODES)
-    rerun = sum(1 for n in runs.values() if n > 1)
-    success_not_once = sum(1 for cid in successes if runs.get(cid) != 1)
-    log_problems = 0
-    for path in logs.glob("*.jsonl"):
-        seen: Counter[tuple[str, str]] = Counter()
-        for line in path.read_text().splitlines():
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                log_problems += 1
-                continue
-            seen[(rec["type"], rec["callId"])] += 1
-        for r in (r for r in returned if path.stem == r["agent"]):
-            for cid in r["ids"]:
-                if seen[("tool/call", cid)] != 1 or seen[("tool/result", cid)] != 1:
-                    log_problems += 1
-    agents = {r["agent"] for r in records}
-    recovered = {
-        r["agent"]: r["since_stop"]
-        for r in records
-        if r["phase"] == "recovery" and "codes" in r and not any(r["codes"])
-    }
-    return {
-        "batches": len(records),
-        "raised": len(raised),
-        "misordered": len(misordered),
-        "calls": sum(len(r["ids"]) for r in returned),
-        "successes": len(successes),
-        "failures_by_code": dict(codes - Counter({None: codes[None]})),
-        "lost": lost,
-        "re_run": rerun,
-        "success_not_exactly_once": success_not_once,
-        "log_problems": log_problems,
-        "agents": len(agents),
-        "agents_recovered": len(recovered),
-        "recovery_s": sorted(recovered.values()),
     }
 
 
@@ -379,6 +332,9 @@ def run(args: argparse.Namespace) -> int:
         and out["success_not_exactly_once"] == 0
         and out["log_problems"] == 0
         and out["agents_recovered"] == out["agents"]
+        and out["retries_unrecorded"] == 0
+        and out["retried_not_idempotent"] == 0
+        and out["rate_windows_over"] == 0
         and out.get("soak_max_rss_growth_mb", 0) <= 20
         and (out["faults_total"] > 0 or not args.kind_list)  # a campaign that injected nothing
     )

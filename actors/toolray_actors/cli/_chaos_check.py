@@ -1,0 +1,104 @@
+"""The chaos campaign's invariants, checked over its records, ledger and event logs (pure).
+
+A call id ends with the kind of its tool (``_chaos_driver.TOOLS``): ``R`` idempotent with
+a retry policy, ``L`` rate-limited, ``E`` on an elastic pool, nothing for the plain tool.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from ._chaos_driver import RATE
+
+__all__ = ("FAULT_CODES", "check", "rate_windows_over")
+
+FAULT_CODES = {"WORKER_LOST", "EXECUTOR_LOST", "ABORTED", "TOOL_TIMEOUT"}
+
+
+def rate_windows_over(starts: list[float], per_second: float, burst: int) -> int:
+    """Windows (from each start, at least 1 s long) holding more starts than the limit allows.
+
+    The bound is ``per_second × T`` (10 % slack for dispatch jitter) plus *two* bursts: the
+    bucket's own, and one more for a bucket actor killed and restarted meanwhile.
+    """
+    ordered = sorted(starts)
+    over = 0
+    for i, first in enumerate(ordered):
+        for j in range(i, len(ordered)):
+            span = max(1.0, ordered[j] - first)
+            if j - i + 1 > per_second * span * 1.1 + 2 * burst + 1e-6:
+                over += 1
+                break
+    return over
+
+
+def _logs(logs: Path, returned: list[dict[str, Any]]) -> tuple[int, Counter[str]]:
+    """Log problems (unparsable lines, missing pairs) and the ``tool/retry`` count per call."""
+    problems = 0
+    retries: Counter[str] = Counter()
+    for path in logs.glob("*.jsonl"):
+        seen: Counter[tuple[str, str]] = Counter()
+        for line in path.read_text().splitlines():
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                problems += 1
+                continue
+            seen[(rec["type"], rec["callId"])] += 1
+            if rec["type"] == "tool/retry":
+                retries[rec["callId"]] += 1
+        for r in (r for r in returned if path.stem == r["agent"]):
+            for cid in r["ids"]:
+                if seen[("tool/call", cid)] != 1 or seen[("tool/result", cid)] != 1:
+                    problems += 1
+    return problems, retries
+
+
+def check(records: list[dict[str, Any]], ledger: str, logs: Path) -> dict[str, Any]:
+    """Every invariant of the campaign as a figure (0 where it held)."""
+    db = sqlite3.connect(ledger)
+    rows = list(db.execute("SELECT call_id, at FROM runs"))
+    db.close()
+    runs = Counter(cid for cid, _ in rows)
+    raised = [r for r in records if "raised" in r]
+    returned = [r for r in records if "codes" in r]
+    misordered = [r for r in returned if r["result_ids"] != r["ids"]]
+    codes = Counter(c for r in returned for c in r["codes"])
+    pairs = [(cid, c) for r in returned for cid, c in zip(r["ids"], r["codes"], strict=False)]
+    successes = [cid for cid, c in pairs if c is None]
+    failures = [(cid, c) for cid, c in pairs if c]
+    log_problems, retries = _logs(logs, returned)
+    allowed = {cid: 1 + (retries[cid] if cid.endswith("R") else 0) for cid in runs}
+    agents = {r["agent"] for r in records}
+    recovered = {
+        r["agent"]: r["since_stop"]
+        for r in records
+        if r["phase"] == "recovery" and "codes" in r and not any(r["codes"])
+    }
+    limited = [at for cid, at in rows if cid.endswith("L")]
+    return {
+        "batches": len(records),
+        "raised": len(raised),
+        "misordered": len(misordered),
+        "calls": len(pairs),
+        "successes": len(successes),
+        "failures_by_code": dict(codes - Counter({None: codes[None]})),
+        "lost": len(raised) + len(misordered) + sum(1 for _, c in failures if c not in FAULT_CODES),
+        "re_run": sum(1 for cid, n in runs.items() if n > 1 and not cid.endswith("R")),
+        "success_not_exactly_once": sum(
+            1 for cid in successes if not 1 <= runs.get(cid, 0) <= allowed.get(cid, 1)
+        ),
+        "retries": sum(retries.values()),
+        "retries_unrecorded": sum(1 for cid, n in runs.items() if n > allowed[cid]),
+        "retried_not_idempotent": sum(1 for cid in retries if not cid.endswith("R")),
+        "rate_limited_starts": len(limited),
+        "rate_windows_over": rate_windows_over(limited, RATE.per_second, RATE.burst),
+        "log_problems": log_problems,
+        "agents": len(agents),
+        "agents_recovered": len(recovered),
+        "recovery_s": sorted(recovered.values()),
+    }
