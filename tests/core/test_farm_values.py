@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+from typing import Any
 
 import pytest
 
@@ -22,6 +23,18 @@ from toolray.errors import HarnessError, RateLimitedError, ResultTooLargeError
 from toolray.farm import TokenSchedule
 
 OUTPUT = ToolOutput(schema={"type": "string"}, render=lambda a, v: [text_block(v)])
+
+
+def plain(**controls: Any) -> ToolDefinition:
+    """A ``define_tool`` tool with ``controls`` (the farm-control keywords under test)."""
+    return define_tool(
+        name="t",
+        description=None,
+        parameters={},
+        output=OUTPUT,
+        execute=lambda a, c: "x",
+        **controls,
+    )
 
 
 def test_rate_limit_defaults_and_positional_rate() -> None:
@@ -67,14 +80,7 @@ def test_retry_policy_rejects_bad_values(kwargs: dict[str, object]) -> None:
 
 def test_a_retry_policy_needs_an_idempotent_tool_everywhere() -> None:
     with pytest.raises(ValueError, match="idempotent=True"):
-        define_tool(
-            name="t",
-            description=None,
-            parameters={},
-            output=OUTPUT,
-            execute=lambda a, c: "x",
-            retry=RetryPolicy(),
-        )
+        plain(retry=RetryPolicy())
     with pytest.raises(ValueError, match="idempotent=True"):
 
         @tool(retry=RetryPolicy())
@@ -91,56 +97,34 @@ def test_a_retry_policy_needs_an_idempotent_tool_everywhere() -> None:
             execute=lambda a, c: "x",
             retry=RetryPolicy(),
         )
-    ok = define_tool(
-        name="t",
-        description=None,
-        parameters={},
-        output=OUTPUT,
-        execute=lambda a, c: "x",
-        idempotent=True,
-        retry=RetryPolicy(attempts=2),
-    )
+    ok = plain(idempotent=True, retry=RetryPolicy(attempts=2))
     assert ok.idempotent
     assert ok.retry == RetryPolicy(attempts=2)
 
 
 def test_definition_fields_default_to_no_controls() -> None:
     @tool
-    def plain(a: int) -> int:
-        """Plain."""
+    def bare(a: int) -> int:
+        """Bare."""
         return a
 
-    assert plain.rate_limit is None
-    assert plain.retry is None
-    assert plain.idempotent is False
-    assert plain.max_result_bytes is None
-    assert plain.max_content_chars is None
+    assert bare.rate_limit is None
+    assert bare.retry is None
+    assert bare.idempotent is False
+    assert bare.max_result_bytes is None
+    assert bare.max_content_chars is None
 
 
 @pytest.mark.parametrize("field", ["max_result_bytes", "max_content_chars"])
 @pytest.mark.parametrize("bad", [0, -5, 1.5, True, "10"])
 def test_bounds_must_be_positive_integers(field: str, bad: object) -> None:
     with pytest.raises(ValueError, match=field):
-        define_tool(
-            name="t",
-            description=None,
-            parameters={},
-            output=OUTPUT,
-            execute=lambda a, c: "x",
-            **{field: bad},  # type: ignore[arg-type]
-        )
+        plain(**{field: bad})  # type: ignore[arg-type]
 
 
 def test_rate_limit_must_be_a_rate_limit() -> None:
     with pytest.raises(TypeError, match="rate_limit"):
-        define_tool(
-            name="t",
-            description=None,
-            parameters={},
-            output=OUTPUT,
-            execute=lambda a, c: "x",
-            rate_limit=25,  # type: ignore[arg-type]
-        )
+        plain(rate_limit=25)  # type: ignore[arg-type]
 
 
 def test_placement_elastic_fields() -> None:
