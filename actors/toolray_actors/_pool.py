@@ -23,9 +23,11 @@ from typing import Any
 
 from ._elastic import ElasticPolicy, Resizer
 from ._handles import create_worker, kill, resources_offered
+from ._pool_client import PoolClient as PoolClient
+from ._pool_client import WorkerSlot as WorkerSlot
 from ._stats import ActorStats, PoolStats, actor_stats
 
-__all__ = ("PoolManager", "PoolStats")
+__all__ = ("PoolClient", "PoolManager", "PoolStats", "WorkerSlot")
 
 _log = logging.getLogger("toolray")
 

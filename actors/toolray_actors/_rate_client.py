@@ -108,6 +108,8 @@ class _ToolQueue:
         slots = iter(lease.delays)
         next_at = now + lease.next_delay
         for waiter in live:
+            if waiter.granted.done():  # aborted during the round trip: its slot goes on
+                continue
             delay = next(slots, None)
             if delay is not None:
                 waiter.granted.set_result(now + delay)
