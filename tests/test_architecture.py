@@ -143,6 +143,17 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     (
+        "process substrate (standard library and errors only)",
+        (
+            "toolray.procs._values",
+            "toolray.procs._frames",
+            "toolray.procs._zygote",
+            "toolray.procs._child",
+            "toolray.procs._template",
+            "toolray.procs",
+        ),
+    ),
+    (
         "code mode runtime (on the public API)",
         (
             "toolray.code._types",
@@ -154,6 +165,18 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "toolray.code._session",
             "toolray.code._runtime",
             "toolray.code",
+        ),
+    ),
+    (
+        "per-call isolation (on the public API)",
+        (
+            "toolray.isolation._outcome",
+            "toolray.isolation._context",
+            "toolray.isolation._bodies",
+            "toolray.isolation._messages",
+            "toolray.isolation._child",
+            "toolray.isolation._link",
+            "toolray.isolation",
         ),
     ),
     (
@@ -197,6 +220,8 @@ PUBLIC_CORE = (
     "schema",
     "code",
     "adapters",
+    "procs",
+    "isolation",
 )
 """The core namespaces the Ray layer may import, besides ``toolray`` itself."""
 

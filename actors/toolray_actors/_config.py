@@ -11,9 +11,13 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from toolray.errors import ToolrayError
+
+from ._config_pool import PoolConfig as PoolConfig
+from ._config_pool import RateLimitConfig as RateLimitConfig
+from ._config_pool import Strict as _Strict
 
 __all__ = (
     "CodeConfig",
@@ -30,88 +34,6 @@ __all__ = (
 
 class ConfigError(ToolrayError, ValueError):
     """A configuration file that cannot be read or does not validate."""
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class PoolConfig(_Strict):
-    """The worker pool: its size, per-worker concurrency and actor options."""
-
-    size: int = Field(
-        default=2,
-        ge=1,
-        le=256,
-        description="Worker actors the pool keeps running (tool bodies run on them).",
-    )
-    max_concurrency: int = Field(
-        default=64,
-        ge=1,
-        description="Tool bodies one worker actor runs at once (threads or asyncio tasks).",
-    )
-    num_cpus: float = Field(
-        default=0,
-        ge=0,
-        description="CPUs Ray reserves for each worker actor (0: workers are placed "
-        "anywhere, even on a node whose CPUs are all taken).",
-    )
-    resources: dict[str, float] = Field(
-        default_factory=dict,
-        description="Custom Ray resources each worker actor needs, e.g. "
-        "{ toolslot = 1 } to keep workers on the nodes started with --resources.",
-    )
-    runtime_env: dict[str, Any] | None = Field(
-        default=None,
-        description="A Ray runtime_env for the worker actors only (pip, env_vars, "
-        "working_dir, py_modules...), merged over the job's [ray] runtime_env.",
-    )
-    spare: int = Field(
-        default=1,
-        ge=0,
-        le=8,
-        description="Warm spare workers kept started: a killed or crashed worker is "
-        "replaced by a spare at once, not after an actor start.",
-    )
-    min_size: int | None = Field(
-        default=None,
-        ge=1,
-        le=256,
-        description="Elastic pools: the fewest workers kept (unset: size). Workers idle "
-        "for idle_s are retired down to it.",
-    )
-    max_size: int | None = Field(
-        default=None,
-        ge=1,
-        le=256,
-        description="Elastic pools: the most workers (unset: size). While calls wait for a "
-        "worker, the pool adds one, up to max_size.",
-    )
-    idle_s: float = Field(
-        default=60,
-        gt=0,
-        description="Elastic pools: a worker with no call for this many seconds is retired "
-        "(never below min_size).",
-    )
-
-
-class RateLimitConfig(_Strict):
-    """A ``[rate_limits.<tool>]`` table: the tool's rate limit for the whole namespace."""
-
-    per_second: float = Field(
-        gt=0, description="Tokens per second: how many of the tool's calls may start per second."
-    )
-    burst: int = Field(
-        default=1,
-        ge=1,
-        description="Tokens the bucket holds (it starts full): calls that may start at once.",
-    )
-    max_wait_ms: float | None = Field(
-        default=None,
-        ge=0,
-        description="How long a call may wait for a token before it fails RATE_LIMITED "
-        "(unset: as long as it takes).",
-    )
 
 
 class ExecutorsConfig(_Strict):

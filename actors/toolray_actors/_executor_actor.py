@@ -176,10 +176,12 @@ class ExecutorActor(ExecutorCalls):
                 plan.size,
                 plan.spare,
                 plan.options,
-                plan.max_concurrency,
+                plan.worker,
                 elastic,
             )
-            client = PoolClient(manager, per_worker=plan.max_concurrency, elastic=plan.elastic)
+            client = PoolClient(
+                manager, plan.isolation, per_worker=plan.max_concurrency, elastic=plan.elastic
+            )
             self.pools[plan.key] = client
         return client
 

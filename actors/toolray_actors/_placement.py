@@ -1,8 +1,12 @@
 """Which worker pool runs a tool: a stable key per placement, and the pool's actor options.
 
 Tools with equal placements share one pool. The key is a digest every process computes
-alike (not ``hash()``, which differs per process) and covers ``runtime_env`` too, so two
-tools whose placements differ only in their environment never share workers.
+alike (not ``hash()``, which differs per process) and covers ``runtime_env`` and
+``isolation`` too, so two tools whose placements differ only there never share workers.
+
+Isolation: the placement's own ``isolation``, else the pool table's when it sets one, else
+``"call"`` — except a GPU pool (``num_gpus > 0``), which runs ``"shared"`` with one call at
+a time per worker unless told otherwise (a GPU context does not survive a fork).
 """
 
 from __future__ import annotations
@@ -10,11 +14,11 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from ._config import PoolConfig, RuntimeConfig
 
-__all__ = ("PoolPlan", "placement_key", "pool_plan")
+__all__ = ("Isolation", "PoolPlan", "WorkerSettings", "placement_key", "pool_plan")
 
 
 _FIELDS = (
@@ -25,6 +29,7 @@ _FIELDS = (
     "size",
     "spare",
     "max_concurrency",
+    "isolation",
     "pool",
 )
 _ELASTIC = ("min_size", "max_size", "idle_s")
@@ -50,21 +55,45 @@ def placement_key(placement: Any) -> str:
     return "p-" + hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+Isolation = Literal["call", "shared"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkerSettings:
+    """What a worker actor is told when it starts: how it runs bodies."""
+
+    threads: int = 64
+    """Threads for sync bodies (``max_concurrency``)."""
+    isolation: Isolation = "call"
+    memory_mb: int = 4096
+    """``"call"``: how much a call's process may allocate beyond its template."""
+    warm_children: int = 2
+    """``"call"``: idle call processes kept forked ahead of demand."""
+    max_bodies: int | None = None
+    """Bodies at once (default ``body_limit(threads)``; 1 for a default GPU pool)."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PoolPlan:
-    """How to build one pool: sizes and the worker actors' options."""
+    """How to build one pool: sizes, the worker actors' options and their settings."""
 
     key: str
     size: int
     spare: int
     max_concurrency: int
     options: dict[str, Any]
+    worker: WorkerSettings = WorkerSettings()
     min_size: int = 0
     """The fewest workers (0: ``size``, a fixed pool)."""
     max_size: int = 0
     """The most workers (0: ``size``, a fixed pool)."""
     idle_s: float = 60.0
     """How long a worker of an elastic pool may stay idle before it is retired."""
+
+    @property
+    def isolation(self) -> Isolation:
+        """How far a body's fault reaches in this pool."""
+        return self.worker.isolation
 
     @property
     def elastic(self) -> bool:
@@ -111,6 +140,16 @@ def pool_plan(placement: Any, config: RuntimeConfig) -> PoolPlan:
         conc = getattr(placement, "max_concurrency", None) or conc
         if own_spare is None and options.get("num_gpus") and "spare" not in base.model_fields_set:
             spare = 0  # a GPU pool keeps no spare unless asked
+    isolation, one_at_a_time = _isolation(placement, base, options)
+    if one_at_a_time:
+        conc = 1
+    worker = WorkerSettings(
+        threads=conc,
+        isolation=isolation,
+        memory_mb=base.memory_mb,
+        warm_children=base.warm_children,
+        max_bodies=1 if one_at_a_time else None,
+    )
     low = _own(placement, "min_size", base.min_size)
     high = _own(placement, "max_size", base.max_size)
     low, high = (low or size), (high or size)
@@ -121,6 +160,7 @@ def pool_plan(placement: Any, config: RuntimeConfig) -> PoolPlan:
         spare=spare,
         max_concurrency=conc,
         options=options,
+        worker=worker,
         min_size=low,
         max_size=high,
         idle_s=float(_own(placement, "idle_s", base.idle_s)),
@@ -130,3 +170,18 @@ def pool_plan(placement: Any, config: RuntimeConfig) -> PoolPlan:
 def _own(placement: Any, field: str, default: Any) -> Any:
     value = getattr(placement, field, None) if placement is not None else None
     return value if value is not None else default
+
+
+def _isolation(placement: Any, base: PoolConfig, options: dict[str, Any]) -> tuple[Isolation, bool]:
+    """The pool's isolation, and whether its workers run one call at a time.
+
+    A GPU pool that sets neither isolation nor concurrency is shared, one call at a time.
+    """
+    own: Isolation | None = getattr(placement, "isolation", None) if placement else None
+    if own is not None:
+        return own, False
+    if "isolation" in base.model_fields_set or not options.get("num_gpus"):
+        return base.isolation, False
+    own_conc = getattr(placement, "max_concurrency", None) if placement else None
+    one = own_conc is None and "max_concurrency" not in base.model_fields_set
+    return "shared", one

@@ -2,8 +2,10 @@
 
 The manager owns the worker actors of one placement and one warm spare. Replacing a
 worker (killed by us, or found dead) promotes the spare at once — milliseconds instead of
-the 0.5–2 s of starting an actor — and starts the next spare in the background. An elastic
-pool (``max_size > min_size``) also grows and shrinks (``_elastic``).
+the 0.5–2 s of starting an actor — and starts the next spare in the background. With
+``isolation="call"`` a worker is a member once its call processes are warm too, and the
+manager's statistics sum its workers' call-process counters. An elastic pool
+(``max_size > min_size``) also grows and shrinks (``_elastic``).
 
 Only workers that have answered once are members: a pool whose workers cannot be scheduled
 yet (its resources are absent) has none, and its calls wait in the executor — each one
@@ -23,9 +25,10 @@ from typing import Any
 
 from ._elastic import ElasticPolicy, Resizer
 from ._handles import create_worker, kill, resources_offered
+from ._placement import WorkerSettings
 from ._pool_client import PoolClient as PoolClient
 from ._pool_client import WorkerSlot as WorkerSlot
-from ._stats import ActorStats, PoolStats, actor_stats
+from ._stats import ActorStats, ChildStats, PoolStats, actor_stats
 
 __all__ = ("PoolClient", "PoolManager", "PoolStats", "WorkerSlot")
 
@@ -50,11 +53,12 @@ class PoolManager:
         size: int,
         spare: int,
         options: dict[str, Any],
-        threads: int,
+        settings: WorkerSettings,
         elastic: ElasticPolicy | None = None,
     ) -> None:
         self._options = options
-        self._threads = threads
+        self._settings = settings
+        self._children: dict[str, ChildStats] = {}  # last seen, per worker (dead ones too)
         self._ids = itertools.count(1)
         # A restarted manager is a new incarnation: its worker ids and versions must never
         # collide with those its clients remember from the previous one (chaos campaign).
@@ -78,7 +82,7 @@ class PoolManager:
 
     def _new_worker(self) -> tuple[str, Any]:
         wid = f"w{next(self._ids)}.{self._epoch % 10**6:06d}"
-        return wid, create_worker(self._options, self._threads)
+        return wid, create_worker(self._options, self._settings)
 
     # ------------------------------------------------------------------ membership
     def _watch(self) -> None:
@@ -98,6 +102,7 @@ class PoolManager:
     async def _await_start(self, wid: str, handle: Any) -> None:
         try:
             await handle.health.remote()
+            await handle.warm_up.remote()
         except Exception:  # typically the namespace shutting down: nothing to tell a user
             _log.debug("toolray: worker %s failed to start", wid, exc_info=True)
             return
@@ -128,8 +133,8 @@ class PoolManager:
         """
         self._watch()
         if await asyncio.to_thread(resources_offered, self._options):
-            pending = [h.health.remote() for h in [*self.workers.values()]]
-            pending += [h.health.remote() for _, h in self.spares]
+            pending = [_started(h) for h in [*self.workers.values()]]
+            pending += [_started(h) for _, h in self.spares]
             try:
                 await asyncio.wait_for(asyncio.gather(*pending), _READY_BOUND_S)
             except TimeoutError:
@@ -240,10 +245,22 @@ class PoolManager:
         )
         return [own, *(s for s in found if isinstance(s, ActorStats))]
 
-    async def stats(self) -> PoolStats:
+    async def stats(self, name: str = "") -> PoolStats:
         """Counters for ``RayRuntime.stats()`` (``workers``: started members only)."""
         policy = self.resizer.policy if self.resizer is not None else None
+        live = list(self.workers.items())
+        found = await asyncio.gather(
+            *(asyncio.wait_for(_as_future(h.status.remote()), _HEALTH_TIMEOUT_S) for _, h in live),
+            return_exceptions=True,
+        )
+        for (wid, _), status in zip(live, found, strict=True):
+            if not isinstance(status, BaseException):
+                self._children[wid] = status.children
+        seen = self._children.values()
+        now = [self._children[w] for w, _ in live if w in self._children]
         return PoolStats(
+            name=name,
+            isolation=self._settings.isolation,
             workers=len(self._members()[1]),
             spares=len(self.spares),
             kills=self.kills,
@@ -255,6 +272,12 @@ class PoolManager:
             max_size=policy.max_size if policy is not None else self._size,
             grown=self.resizer.grown if self.resizer is not None else 0,
             retired=self.resizer.retired_count if self.resizer is not None else 0,
+            child_kills=sum(c.kills for c in seen),
+            child_deaths=sum(c.deaths for c in seen),
+            child_replacements=sum(c.replacements for c in seen),
+            children=sum(c.live for c in now),
+            children_busy=sum(c.live - c.idle for c in now),
+            child_pids=tuple(pid for c in now for pid in c.pids),
         )
 
     async def shutdown(self) -> None:
@@ -263,3 +286,9 @@ class PoolManager:
             kill(handle)
         self.workers.clear()
         self.spares.clear()
+
+
+async def _started(handle: Any) -> None:
+    """A worker answers, and its call processes (``"call"``) are warm."""
+    await handle.health.remote()
+    await handle.warm_up.remote()

@@ -15,6 +15,8 @@ from typing import Any
 
 from toolray import AbortError, AbortSignal
 
+from ._placement import Isolation
+
 __all__ = ("PoolClient", "WorkerSlot")
 
 _log = logging.getLogger("toolray")
@@ -34,8 +36,16 @@ class WorkerSlot:
 class PoolClient:
     """The executor's view of one pool: least-loaded pick, replacement, definition cache."""
 
-    def __init__(self, manager: Any, *, per_worker: int = 0, elastic: bool = False) -> None:
+    def __init__(
+        self,
+        manager: Any,
+        isolation: Isolation = "call",
+        *,
+        per_worker: int = 0,
+        elastic: bool = False,
+    ) -> None:
         self.manager = manager
+        self.isolation: Isolation = isolation
         self.per_worker = per_worker
         self.elastic = elastic
         self.waiting = 0  # calls waiting for room on a member (elastic pools)

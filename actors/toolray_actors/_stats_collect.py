@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from typing import Any
 
 from ._connection import Connection
@@ -33,7 +32,7 @@ async def collect_stats(conn: Connection) -> RuntimeStats:
     asks: list[Any] = []
     for name in pools:
         asks.append(_ask(handles[name].actor_stats.remote(name)))
-        asks.append(_ask(handles[name].stats.remote()))
+        asks.append(_ask(handles[name].stats.remote(name.removeprefix("toolray:pool:"))))
     for name in executors:
         asks.append(_ask(handles[name].actor_stats.remote()))
         asks.append(_ask(handles[name].statistics.remote()))
@@ -44,16 +43,16 @@ async def collect_stats(conn: Connection) -> RuntimeStats:
         asks.append(_ask(registry.info.remote()))
     answers = await asyncio.gather(*asks)
     actors: list[ActorStats] = []
-    pool_stats: list[PoolStats] = []
     workers = spares = replacements = in_flight = kills = lost = restarts = 0
+    pool_stats: list[PoolStats] = []
     pairs = iter(answers)
-    for name in pools:
+    for _ in pools:
         members, st = next(pairs), next(pairs)
         actors.extend(members or ())
         if st is not None:
             workers, spares = workers + st.workers, spares + st.spares
             replacements += st.replacements
-            pool_stats.append(dataclasses.replace(st, name=name.removeprefix("toolray:pool:")))
+            pool_stats.append(st)
     for _ in executors:
         own, st = next(pairs), next(pairs)
         if own is not None:
@@ -83,5 +82,8 @@ async def collect_stats(conn: Connection) -> RuntimeStats:
         registry_restarts=restarts,
         executors=tuple(executors),
         actors=tuple(actors),
+        child_kills=sum(p.child_kills for p in pool_stats),
+        child_deaths=sum(p.child_deaths for p in pool_stats),
+        child_replacements=sum(p.child_replacements for p in pool_stats),
         pools=tuple(pool_stats),
     )

@@ -6,7 +6,7 @@ import inspect
 import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ._content import ContentBlock
 from .errors import ToolArgsError
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from .presentation import ToolCallView, ToolResult, ToolResultView
 
 __all__ = (
+    "ISOLATION_MODES",
     "RESERVED_TOOL_NAME",
     "Placement",
     "ToolDefinition",
@@ -35,6 +36,9 @@ __all__ = (
 )
 
 RESERVED_TOOL_NAME = "run_code"
+
+ISOLATION_MODES = ("call", "shared")
+"""How far a body's fault reaches on Ray: its own call only, or every call of its worker."""
 
 JsonSchema = dict[str, Any]
 ContentProjector = Callable[["ToolExecution", "ToolExecutionResult"], "list[ContentBlock] | None"]
@@ -59,6 +63,16 @@ class Placement:
     concurrency when not given); ``pool`` names a ``[pools.<name>]`` table of the runtime
     configuration, whose settings the other fields override.
 
+    ``isolation`` says how far a body's fault reaches: ``"call"`` runs each call alone in
+    a child process of the worker (a crash, a memory blow-up or a kill at the deadline
+    fails that call only), ``"shared"`` runs the bodies as threads and tasks of the worker
+    itself (fastest; a fault fails every call in that worker). ``None`` takes the pool's
+    setting: ``"call"`` for CPU pools, ``"shared"`` (one call at a time) for GPU pools.
+
+    ``min_size`` / ``max_size`` (default ``size`` for both: a fixed pool) and ``idle_s``
+    (default 60) make the pool elastic: it adds workers while calls wait for one, up to
+    ``max_size``, and retires workers idle for ``idle_s``, down to ``min_size``.
+
     Example:
         >>> Placement(resources={"gpu_slot": 1}, size=2).spare is None
         True
@@ -75,8 +89,13 @@ class Placement:
     min_size: int | None = None
     max_size: int | None = None
     idle_s: float | None = None
+    isolation: Literal["call", "shared"] | None = None
 
     def __post_init__(self) -> None:
+        if self.isolation not in (None, *ISOLATION_MODES):
+            raise ValueError(
+                f'Placement.isolation must be "call" or "shared", not {self.isolation!r}'
+            )
         fields = (("size", 1), ("spare", 0), ("max_concurrency", 1), ("min_size", 1))
         for field, least in (*fields, ("max_size", 1)):
             value = getattr(self, field)

@@ -4,10 +4,12 @@ A cluster host (``toolray_actors.testing.cluster_host``: a head, plus worker nod
 ``--nodes``) runs the namespace. ``--drivers`` driver processes (``_chaos_driver.py``) each
 run ``--agents`` agents submitting ``--calls``-call batches of a ledger tool (every body
 appends its call id to a SQLite ledger in WAL mode on entry). For ``--seconds`` a fault
-injector SIGKILLs a random process of the namespace every ``--every`` seconds — tool
-workers, executors, pool managers, the registry, token-bucket actors — and, with
-``--nodes``, removes a worker node (and adds a fresh one). Then the faults stop and every
-agent submits batches until one fully succeeds.
+injector SIGKILLs a random process of the namespace every ``--every`` seconds — a call's
+process (``child``: with ``--isolation call``, the default, each call runs alone in one),
+tool workers, executors, pool managers, the registry, token-bucket actors — and, with
+``--nodes``, removes a worker node (and adds a fresh one). Each kill remembers the pids it
+took (the victim and what ran below it). Then the faults stop and every agent submits
+batches until one fully succeeds.
 
 Every batch mixes the farm controls: a plain ledger tool, an idempotent one with a retry
 policy, a rate-limited one (its bucket actor is a fault kind of its own) and one on an
@@ -16,8 +18,10 @@ printed as a table (``_chaos_check``): every batch returned one result per call 
 order (none raised); no call of a tool that is not idempotent ran twice, and no such call
 was retried; every run of an idempotent call beyond its first has its ``tool/retry`` on
 the log; every success ran (exactly once, unless retried); every failure carries a fault
-code; the rate-limited tool's starts stayed within its limit plus one burst over every
-window; every agent recovered; every JSONL log parses and holds a ``tool/call`` and a
+code; no collateral damage (a call that failed ``WORKER_LOST`` after its body started ran
+in a process the campaign killed: a fault fails only the calls of the process that died);
+the rate-limited tool's starts stayed within its limit plus one burst over every window;
+every agent recovered; every JSONL log parses and holds a ``tool/call`` and a
 ``tool/result`` for every call of every returned batch.
 
 Usage: ``toolray chaos --seconds 300 --nodes 2`` (the campaign), ``toolray chaos
@@ -29,6 +33,7 @@ run); ``benchmarks/chaos.py`` is the same program. Exit code 0 iff every invaria
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -39,13 +44,14 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from ._chaos_check import check
 
 DRIVER = "toolray_actors.cli._chaos_driver"
-KINDS = ("worker", "executor", "pool", "registry", "bucket", "node")
+KINDS = ("child", "worker", "executor", "pool", "registry", "bucket", "node")
 
 
 class Proc:
@@ -100,30 +106,52 @@ def inject(
     nodes: list[str],
     rng: random.Random,
     faults: Counter[str],
-    fault_log: list[tuple[float, str]],
+    killed: set[int],
 ) -> str | None:
-    """Inject one fault of a random kind; what was hit, or ``None`` (nothing to hit)."""
+    """Inject one fault of a random kind; what was hit, or ``None`` (nothing to hit).
+
+    Every pid the fault takes (the victim and what ran below it) is added to ``killed``.
+    """
     kind = rng.choice(args.kind_list)
+    try:
+        stats = rt.stats()
+    except Exception:  # the observer's view is itself recovering
+        return None
     if kind == "node":
         victim = nodes.pop(rng.randrange(len(nodes)))
+        killed.update(_below(a.pid for a in stats.actors if a.node_id == victim))
         host.send(f"remove {victim}")
         what = f"removed node {victim}"
         host.expect("REMOVED")
         host.send('add {"toolslot": 8}')
         nodes.append(host.expect("NODE "))
     else:
-        try:
-            actors = [a for a in rt.stats().actors if a.kind == kind]
-        except Exception:  # the observer's view is itself recovering
+        if kind == "child":
+            pids = [pid for pool in stats.pools for pid in pool.child_pids]
+        else:
+            pids = [a.pid for a in stats.actors if a.kind == kind]
+        if not pids:
             return None
-        if not actors:
-            return None
-        actor = rng.choice(actors)
-        os.kill(actor.pid, signal.SIGKILL)
-        what = f"SIGKILL {actor.name} (pid {actor.pid})"
+        pid = rng.choice(pids)
+        killed.update(_below([pid]))
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        name = "a call's process" if kind == "child" else kind
+        what = f"SIGKILL {name} (pid {pid})"
     faults[kind] += 1
-    fault_log.append((time.time(), kind))
     return f"{kind}: {what}"
+
+
+def _below(pids: Iterable[int]) -> set[int]:
+    """``pids`` and every process below them now (what a kill of them takes along)."""
+    import psutil
+
+    found = set()
+    for pid in pids:
+        found.add(pid)
+        with contextlib.suppress(psutil.Error):
+            found.update(p.pid for p in psutil.Process(pid).children(recursive=True))
+    return found
 
 
 def sample(rt: Any) -> dict[str, Any]:
@@ -204,6 +232,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=("per_scope", "sharded"),
         help="executors mode of the namespace (default per_scope)",
     )
+    add(
+        "--isolation",
+        default="call",
+        choices=("call", "shared"),
+        help="isolation of the tool pool (default call: each call alone in a process)",
+    )
     add("--seed", type=int, default=7, help="random seed of the fault plan (default 7)")
     add(
         "--sample",
@@ -256,6 +290,7 @@ def run(args: argparse.Namespace) -> int:
                 *(str(work / f"driver{d}.jsonl"), str(work / "logs"), "--driver", str(d)),
                 *("--agents", str(args.agents), "--calls", str(args.calls)),
                 *("--seed", str(args.seed), "--mode", args.mode),
+                *("--isolation", args.isolation),
                 *(["--toolslot"] if args.nodes else []),
             ]
             drivers.append(Proc(argv, _env()))
@@ -268,13 +303,13 @@ def run(args: argparse.Namespace) -> int:
         baseline_end = time.time() + min(10.0, args.seconds / 4)
         time.sleep(max(0.0, baseline_end - time.time()))  # a fault-free stretch to compare
         faults: Counter[str] = Counter()
-        fault_log: list[tuple[float, str]] = []
+        killed: set[int] = set()
         chaos_start = time.time()
         samples: list[dict[str, Any]] = []
         next_sample = chaos_start
         while time.time() - chaos_start < args.seconds:
             time.sleep(args.every)
-            hit = inject(args, host, rt, nodes, rng, faults, fault_log) if args.kind_list else None
+            hit = inject(args, host, rt, nodes, rng, faults, killed) if args.kind_list else None
             if hit is not None:
                 at = time.time() - chaos_start
                 print(f"[{at:6.1f} s] fault {sum(faults.values())}: {hit}", flush=True)
@@ -302,7 +337,7 @@ def run(args: argparse.Namespace) -> int:
         for d in range(args.drivers)
         for line in (work / f"driver{d}.jsonl").read_text().splitlines()
     ]
-    out = check(records, ledger, work / "logs")
+    out = check(records, ledger, work / "logs", killed)
     calm = [r for r in records if r["phase"] == "chaos" and r["end"] < chaos_start]
     wild = [r for r in records if r["phase"] == "chaos" and chaos_start <= r["end"] <= chaos_end]
 
@@ -315,6 +350,7 @@ def run(args: argparse.Namespace) -> int:
         drivers=args.drivers,
         agents_per_driver=args.agents,
         mode=args.mode,
+        isolation=args.isolation,
         faults=dict(faults),
         faults_total=sum(faults.values()),
         calls_per_s_calm=round(rate(calm, chaos_start - t_start), 1),
@@ -329,6 +365,7 @@ def run(args: argparse.Namespace) -> int:
     ok = (
         out["lost"] == 0
         and out["re_run"] == 0
+        and out["collateral"] == 0
         and out["success_not_exactly_once"] == 0
         and out["log_problems"] == 0
         and out["agents_recovered"] == out["agents"]

@@ -2,6 +2,10 @@
 
 A call id ends with the kind of its tool (``_chaos_driver.TOOLS``): ``R`` idempotent with
 a retry policy, ``L`` rate-limited, ``E`` on an elastic pool, nothing for the plain tool.
+
+No collateral damage: a call that failed ``WORKER_LOST`` after its body started (its pid is
+in the ledger) must have run in a process the campaign killed — a fault fails only the
+calls of the process that died.
 """
 
 from __future__ import annotations
@@ -58,12 +62,18 @@ def _logs(logs: Path, returned: list[dict[str, Any]]) -> tuple[int, Counter[str]
     return problems, retries
 
 
-def check(records: list[dict[str, Any]], ledger: str, logs: Path) -> dict[str, Any]:
-    """Every invariant of the campaign as a figure (0 where it held)."""
+def check(
+    records: list[dict[str, Any]], ledger: str, logs: Path, killed: set[int] | None = None
+) -> dict[str, Any]:
+    """Every invariant of the campaign as a figure (0 where it held).
+
+    ``killed`` holds every pid the campaign killed (with what ran below it then).
+    """
     db = sqlite3.connect(ledger)
-    rows = list(db.execute("SELECT call_id, at FROM runs"))
+    rows = list(db.execute("SELECT call_id, pid, at FROM runs ORDER BY rowid"))
     db.close()
-    runs = Counter(cid for cid, _ in rows)
+    runs = Counter(cid for cid, _, _ in rows)
+    ran_in = {cid: pid for cid, pid, _ in rows}  # the last attempt's process
     raised = [r for r in records if "raised" in r]
     returned = [r for r in records if "codes" in r]
     misordered = [r for r in returned if r["result_ids"] != r["ids"]]
@@ -79,7 +89,12 @@ def check(records: list[dict[str, Any]], ledger: str, logs: Path) -> dict[str, A
         for r in records
         if r["phase"] == "recovery" and "codes" in r and not any(r["codes"])
     }
-    limited = [at for cid, at in rows if cid.endswith("L")]
+    limited = [at for cid, _, at in rows if cid.endswith("L")]
+    collateral = [
+        cid
+        for cid, code in failures
+        if code == "WORKER_LOST" and cid in ran_in and ran_in[cid] not in (killed or set())
+    ]
     return {
         "batches": len(records),
         "raised": len(raised),
@@ -89,6 +104,7 @@ def check(records: list[dict[str, Any]], ledger: str, logs: Path) -> dict[str, A
         "failures_by_code": dict(codes - Counter({None: codes[None]})),
         "lost": len(raised) + len(misordered) + sum(1 for _, c in failures if c not in FAULT_CODES),
         "re_run": sum(1 for cid, n in runs.items() if n > 1 and not cid.endswith("R")),
+        "collateral": len(collateral),
         "success_not_exactly_once": sum(
             1 for cid in successes if not 1 <= runs.get(cid, 0) <= allowed.get(cid, 1)
         ),
