@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import uuid
 import weakref
 from collections.abc import AsyncIterator, Callable
@@ -40,6 +41,8 @@ __all__ = ("NOT_JSON", "RayBodyRunner", "RunnerStats")
 
 _SENDS = 4
 """How often a call is sent again that a worker did not start (no definition, retired)."""
+
+_log = logging.getLogger("toolray")
 
 NOT_JSON = object()
 """Stands for a worker value that was not lossless JSON (the executor reports it)."""
@@ -77,6 +80,7 @@ class RayBodyRunner:
         self.stats = RunnerStats()
         self._prefix = f"{uuid.uuid4().hex[:12]}-"
         self._tokens = itertools.count(1)
+        self._preparing: dict[tuple[str, str], asyncio.Future[bool]] = {}
         self._lanes: weakref.WeakKeyDictionary[WorkerSlot, tuple[Outbox, AbortQueue]] = (
             weakref.WeakKeyDictionary()
         )
@@ -100,6 +104,38 @@ class RayBodyRunner:
             return _many(handle.run_many.options(num_returns="streaming").remote(requests))
 
         return send
+
+    async def prepare(self, call: Any) -> None:
+        """Before a rate-limited call takes its token: its pool's members hold its code.
+
+        A tool's first call on a worker loads its code there (in the worker, or in the
+        template its call processes fork from). After the token, that load would delay the
+        start, and a late start bunches with the punctual ones that follow. Best effort
+        (once per worker and tool): what fails here, the call's own dispatch reports.
+        """
+        definition = call.definition
+        found = self._key_of(definition)
+        if found is None:
+            return
+        key, blob = found
+        pool = self._pools(definition.placement)
+        try:
+            if not pool.slots:
+                await pool.pick(call.input.signal)
+            await asyncio.gather(*(self._prepared(s, key, blob) for s in list(pool.slots.values())))
+        except Exception:  # aborted meanwhile, or the pool is recovering: dispatch will tell
+            _log.debug("toolray: preparing %s failed", key, exc_info=True)
+
+    async def _prepared(self, slot: WorkerSlot, key: str, blob: bytes) -> None:
+        if key in slot.sent:
+            return
+        task = self._preparing.get((slot.wid, key))
+        if task is None:
+            task = asyncio.ensure_future(slot.handle.prepare.remote(key, blob))
+            self._preparing[(slot.wid, key)] = task
+            task.add_done_callback(lambda _: self._preparing.pop((slot.wid, key), None))
+        if await task:
+            slot.sent.add(key)
 
     async def __call__(self, call: Any, entry: Entry, ctx: ToolRunContext) -> Any:
         """Run the body remotely; return its value or raise its (or the ladder's) error."""

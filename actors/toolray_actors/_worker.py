@@ -203,6 +203,17 @@ class ToolWorker:
         finally:
             self._leave()
 
+    async def prepare(self, key: str, blob: bytes) -> bool:
+        """Hold ``key``'s code before its calls come (``False``: its blob does not load)."""
+        try:
+            if self._procs is not None:
+                await self._procs.prepare(key, blob)
+            else:
+                self._host.resolve(key, blob)
+        except Exception:  # its calls will fail with the cause
+            return False
+        return True
+
     async def warm_up(self) -> int:
         """Start the call processes (``"call"``); the number ready (0 when shared)."""
         return await self._procs.warm_up() if self._procs is not None else 0

@@ -5,6 +5,10 @@ The token is taken before the around-dispatch waterfall, so a call refused by it
 (``ABORTED_BEFORE_DISPATCH``) never starts its body and never reaches the wrappers. A wait
 is on the record: the trace's ``rateWaitMs`` and, when the batch has a log, a
 ``tool/rate_wait`` event (``callId``, ``tool``, ``waited_ms``).
+
+A runner may get the body ready first (its optional ``prepare(call)``: on Ray, the pool's
+workers load the tool's code), so a token is not spent on a start delayed by that work —
+late starts would bunch with the punctual ones that follow and exceed the limit.
 """
 
 from __future__ import annotations
@@ -24,6 +28,9 @@ async def run_throttled(call: Call, runner: BodyRunner | None, nest: NestFactory
     if limit is None:
         return await run_dispatch(call, runner, nest)
     inp = call.input
+    prepare = getattr(runner, "prepare", None)
+    if prepare is not None:
+        await prepare(call)
     try:
         waited = await call.registry.farm.rate_limiter.acquire(inp.name, limit, inp.signal)
     except RateLimitedError as exc:
