@@ -19,9 +19,11 @@ def big_tool(name: str, limit: int | None = 1000) -> ToolDefinition:
     return big
 
 
-def dying_tool(name: str, folder: str, deaths: int, *, idempotent: bool) -> ToolDefinition:
+def dying_tool(
+    name: str, folder: str, deaths: int, *, idempotent: bool, placement: Placement | None = None
+) -> ToolDefinition:
     """A body that ``os._exit``\\ s its process on its first ``deaths`` attempts."""
-    options: dict[str, Any] = {"idempotent": idempotent}
+    options: dict[str, Any] = {"idempotent": idempotent, "placement": placement}
     if idempotent:
         options["retry"] = RetryPolicy(attempts=3, backoff_ms=20)
 
@@ -38,10 +40,12 @@ def dying_tool(name: str, folder: str, deaths: int, *, idempotent: bool) -> Tool
     return dying
 
 
-def stamped_tool(name: str, folder: str, limit: RateLimit | None) -> ToolDefinition:
+def stamped_tool(
+    name: str, folder: str, limit: RateLimit | None, placement: Placement | None = None
+) -> ToolDefinition:
     """A body that records its start time (wall clock) in ``<folder>/<name>``."""
 
-    @tool(name=name, concurrency_safe=True, rate_limit=limit)
+    @tool(name=name, concurrency_safe=True, rate_limit=limit, placement=placement)
     def stamped(i: int) -> int:
         """Records when it started."""
         with open(Path(folder) / name, "a", encoding="utf-8") as out:
