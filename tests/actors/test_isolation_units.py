@@ -67,6 +67,7 @@ def _allocate(args: Any, ctx: Any) -> Any:
 
 
 def _deaf(args: Any, ctx: Any) -> Any:
+    Path(args["marker"]).touch()
     time.sleep(30)  # one C-level sleep: neither its signal nor an injection stops it
 
 
@@ -181,10 +182,14 @@ async def test_a_process_that_dies_fails_its_own_call_only(worker, body: Any, de
     assert (after.deaths - before.deaths, after.replacements - before.replacements) == (1, 1)
 
 
-async def test_the_kill_ends_the_call_process_and_a_fresh_one_takes_over(worker) -> None:
+async def test_the_kill_ends_the_call_process_and_a_fresh_one_takes_over(
+    worker, tmp_path: Path
+) -> None:
     before = worker.procs.stats()
-    call = asyncio.ensure_future(worker.run("deaf", _deaf))
-    await _until(lambda: worker.procs.abort("deaf", "deadline"))
+    marker = tmp_path / "deaf"
+    call = asyncio.ensure_future(worker.run("deaf", _deaf, {"marker": str(marker)}))
+    await _until(marker.exists)  # its body runs (not still waiting for a process)
+    assert worker.procs.abort("deaf", "deadline")
     assert worker.procs.interrupt("deaf") == "forwarded"
     await _until(lambda: worker.procs.kill("deaf"))
     killed = await call

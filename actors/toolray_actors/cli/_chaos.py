@@ -8,8 +8,9 @@ injector SIGKILLs a random process of the namespace every ``--every`` seconds â€
 process (``child``: with ``--isolation call``, the default, each call runs alone in one),
 tool workers, executors, pool managers, the registry, token-bucket actors â€” and, with
 ``--nodes``, removes a worker node (and adds a fresh one). Each kill remembers the pids it
-took (the victim and what ran below it). Then the faults stop and every agent submits
-batches until one fully succeeds.
+took (the victim, what ran below it and, for a pool manager, the worker actors it owns: Ray
+ends them with it). Then the faults stop and every agent submits batches until one fully
+succeeds.
 
 Every batch mixes the farm controls: a plain ledger tool, an idempotent one with a retry
 policy, a rate-limited one (its bucket actor is a fault kind of its own) and one on an
@@ -44,7 +45,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -133,13 +134,29 @@ def inject(
         if not pids:
             return None
         pid = rng.choice(pids)
-        killed.update(_below([pid]))
+        killed.update(_below([pid, *_owned_by(stats.actors, pid)]))
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
         name = "a call's process" if kind == "child" else kind
         what = f"SIGKILL {name} (pid {pid})"
     faults[kind] += 1
     return f"{kind}: {what}"
+
+
+def _owned_by(actors: Sequence[Any], pid: int) -> list[int]:
+    """The worker actors a pool manager ``pid`` owns: they die with it (Ray fate-sharing).
+
+    ``rt.stats().actors`` lists each pool manager followed by its workers and spares.
+    """
+    at = next((i for i, a in enumerate(actors) if a.pid == pid and a.kind == "pool"), None)
+    if at is None:
+        return []
+    owned = []
+    for actor in actors[at + 1 :]:
+        if actor.kind != "worker":
+            break
+        owned.append(actor.pid)
+    return owned
 
 
 def _below(pids: Iterable[int]) -> set[int]:

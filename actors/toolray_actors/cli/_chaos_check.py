@@ -16,9 +16,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ._chaos_driver import RATE
+from toolray import RateLimit
 
-__all__ = ("FAULT_CODES", "check", "rate_windows_over")
+__all__ = ("FAULT_CODES", "RATE", "check", "rate_windows_over")
+
+RATE = RateLimit(20, burst=2)
+"""The rate-limited ledger tool's limit (the campaign checks it over its start times)."""
 
 FAULT_CODES = {"WORKER_LOST", "EXECUTOR_LOST", "ABORTED", "TOOL_TIMEOUT"}
 

@@ -30,7 +30,6 @@ from toolray import (
     JsonlEventLog,
     LogStep,
     Placement,
-    RateLimit,
     RetryPolicy,
     ToolBatchInput,
     ToolCall,
@@ -39,9 +38,8 @@ from toolray import (
     text_block,
 )
 from toolray_actors import RayRuntime, RuntimeConfig
+from toolray_actors.cli._chaos_check import RATE
 
-RATE = RateLimit(20, burst=2)
-"""The rate-limited ledger tool's limit (the campaign checks it over its start times)."""
 TOOLS = {"": "ledger", "R": "ledger_retry", "L": "ledger_limited", "E": "ledger_elastic"}
 """The campaign's tools by call-id suffix: plain, idempotent with retries, rate-limited,
 and on an elastic pool (which grows and shrinks under the campaign's bursts)."""
