@@ -22,10 +22,12 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import io
 import itertools
 import os
 import resource
 import socket
+import sys
 import threading
 import time
 from collections import OrderedDict
@@ -271,7 +273,11 @@ def serve_call(ctx: ChildContext) -> int:
     ``ctx.args["memory_mb"]`` is what a call may allocate beyond the template: the data
     segment is limited to that (``RLIMIT_DATA``; no cgroup is assumed), so a runaway body
     fails with ``MemoryError`` and this process ends with :data:`MEMORY_EXIT`. No core dumps.
+    A body's prints go where its worker's stderr goes (line by line: a kill loses none).
     """
+    os.dup2(2, 1)  # the template's stdout is discarded; the worker's stderr is its log
+    if isinstance(sys.stdout, io.TextIOWrapper):
+        sys.stdout.reconfigure(line_buffering=True)
     allowance = int(ctx.args["memory_mb"]) * 2**20
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     limit = _data_size() + allowance
