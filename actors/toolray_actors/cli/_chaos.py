@@ -14,16 +14,11 @@ succeeds.
 
 Every batch mixes the farm controls: a plain ledger tool, an idempotent one with a retry
 policy, a rate-limited one (its bucket actor is a fault kind of its own) and one on an
-elastic pool (its manager is killed while it grows and shrinks). Checked at the end,
-printed as a table (``_chaos_check``): every batch returned one result per call in model
-order (none raised); no call of a tool that is not idempotent ran twice, and no such call
-was retried; every run of an idempotent call beyond its first has its ``tool/retry`` on
-the log; every success ran (exactly once, unless retried); every failure carries a fault
-code; no collateral damage (a call that failed ``WORKER_LOST`` after its body started ran
-in a process the campaign killed: a fault fails only the calls of the process that died);
-the rate-limited tool's starts stayed within its limit plus one burst over every window;
-every agent recovered; every JSONL log parses and holds a ``tool/call`` and a
-``tool/result`` for every call of every returned batch.
+elastic pool (its manager is killed while it grows and shrinks). The invariants, checked at
+the end and printed as a table, are ``_chaos_check``'s: one result per call in model order,
+no call lost, no re-run or retry of a tool that is not idempotent, every retry on the log,
+no collateral damage (a fault fails only the calls of the process that died), rate windows
+within the limit plus one burst, every agent recovered, every log whole.
 
 Usage: ``toolray chaos --seconds 300 --nodes 2`` (the campaign), ``toolray chaos
 --seconds 600 --kinds ""`` (the soak: no faults; RSS, open files and threads of every actor

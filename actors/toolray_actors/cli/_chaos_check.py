@@ -3,9 +3,15 @@
 A call id ends with the kind of its tool (``_chaos_driver.TOOLS``): ``R`` idempotent with
 a retry policy, ``L`` rate-limited, ``E`` on an elastic pool, nothing for the plain tool.
 
-No collateral damage: a call that failed ``WORKER_LOST`` after its body started (its pid is
-in the ledger) must have run in a process the campaign killed — a fault fails only the
-calls of the process that died.
+Every batch returned one result per call in model order (none raised); no call of a tool
+that is not idempotent ran twice, and no such call was retried; every run of an idempotent
+call beyond its first has its ``tool/retry`` on the log; every success ran (exactly once,
+unless retried); every failure carries a fault code; the rate-limited tool's starts stayed
+within its limit plus one burst over every window; every agent recovered; every JSONL log
+parses and holds a ``tool/call`` and a ``tool/result`` for every call of every returned
+batch. No collateral damage: a call that failed ``WORKER_LOST`` after its body started (its
+pid is in the ledger) must have run in a process the campaign killed — a fault fails only
+the calls of the process that died.
 """
 
 from __future__ import annotations
