@@ -4,7 +4,7 @@ Each benchmark writes its detailed results (``RESULTS-<name>.md``: method, machi
 every figure). ``RESULTS.md`` is the one table the docs show (the Benchmarks page includes
 it): a headline row per figure, read from the detailed files, so every figure quoted
 anywhere has one source. ``--compose`` rebuilds ``RESULTS.md`` from the detailed files
-without running anything; ``--quick`` runs the Ray benchmark in its quick mode.
+without running anything; ``--quick`` runs the Ray and rollout benchmarks in their quick modes.
 """
 
 from __future__ import annotations
@@ -69,6 +69,14 @@ HEADLINES = (
              "| executor RSS, 1,000 scopes |", 3),
     Headline("Code Mode: trivial `run_code` through the registry, warm, p50 / p99",
              "RESULTS-code.md", "| trivial `run_code`", 2, "", 3),
+    Headline("Ray: 1,000 no-op calls, cap 1000, isolation \"call\": toolray / raw Ray",
+             "RESULTS-rollout.md", "| call |", 4, "", 5),
+    Headline("Ray: 1,000 no-op calls, cap 1000, isolation \"shared\": toolray / raw Ray",
+             "RESULTS-rollout.md", "| shared |", 4, "", 5),
+    Headline("rollout 24 × 4 × 4 (4 % faulty), isolation \"call\": good calls failed",
+             "RESULTS-rollout.md", "| toolray |", 4, "", "0"),
+    Headline("rollout 24 × 4 × 4 (4 % faulty), isolation \"shared\": good calls failed",
+             "RESULTS-rollout.md", "| toolray-shared |", 4),
 )  # fmt: skip
 
 
@@ -104,8 +112,8 @@ def main() -> int:
     failures = 0
     if "--compose" not in sys.argv:
         extra = ["--quick"] if "--quick" in sys.argv else []
-        for script in [*SCRIPTS, "bench_ray.py"]:
-            args = extra if script == "bench_ray.py" else []
+        for script in [*SCRIPTS, "bench_ray.py", "rollout.py"]:
+            args = extra if script in ("bench_ray.py", "rollout.py") else []
             print(f"\n===== {script} {' '.join(args)}".rstrip(), flush=True)
             failures += subprocess.call([sys.executable, str(HERE / script), *args]) != 0
     OUT.write_text(compose(), encoding="utf-8")

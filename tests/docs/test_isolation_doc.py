@@ -14,8 +14,10 @@ def test_the_page_has_a_configuration_block_and_a_crash_on_ray() -> None:
     assert "RayRuntime" in found[1].blocks[0].source  # the crash runs on the session's Ray
 
 
-def test_the_rollout_table_holds_figures() -> None:
+def test_the_measured_figures_live_in_the_one_table() -> None:
     text = DOC.read_text(encoding="utf-8")
-    assert "ROLLOUT-TABLE" not in text  # the placeholder was replaced by a measured table
-    assert "| call |" in text  # no-op throughput, both modes
-    assert "| shared |" in text
+    assert "(benchmarks.md)" in text
+    assert "RESULTS-rollout.md" in text
+    table = (DOCS.parent / "benchmarks" / "RESULTS.md").read_text(encoding="utf-8")
+    for row in ('isolation "call": toolray / raw Ray', 'isolation "shared": good calls failed'):
+        assert row in table
