@@ -53,6 +53,17 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     (
+        "farm controls",
+        (
+            "toolray.farm._values",
+            "toolray.farm._bucket",
+            "toolray.farm._bounds",
+            "toolray.farm._limiter",
+            "toolray.farm._controls",
+            "toolray.farm",
+        ),
+    ),
+    (
         "schemas",
         (
             "toolray.schema._equality",
@@ -105,6 +116,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "toolray.pipeline._call",
             "toolray.pipeline._policy",
             "toolray.pipeline._dispatch",
+            "toolray.pipeline._throttle",
+            "toolray.pipeline._retry",
             "toolray.pipeline._finish",
             "toolray.pipeline._stages",
             "toolray.policies._timeout",
@@ -199,6 +212,7 @@ RANK = {module: rank for rank, module in enumerate(m for _, group in LAYERS for 
 
 PUBLIC_CORE = (
     "errors",
+    "farm",
     "testing",
     "policies",
     "lowlevel",

@@ -21,6 +21,7 @@ from typing import Any, ClassVar, final
 
 from toolray import AbortSignal, ToolRegistry
 from toolray.code import DEFAULT_ALLOWED_IMPORTS, CodeRunOutcome, PythonRuntime
+from toolray.farm import RateLimiter
 
 from ._config import CodeConfig, RuntimeConfig
 
@@ -89,10 +90,19 @@ class CodePool:
             self._runtime.close()
 
 
-def code_registry(config: RuntimeConfig, pool: CodePool) -> ToolRegistry:
-    """A core registry for an actor: the config's mode and sub-call cap, ``pool`` mounted."""
+def code_registry(
+    config: RuntimeConfig, pool: CodePool, rate_limiter: RateLimiter | None = None
+) -> ToolRegistry:
+    """A core registry for an actor: the config's mode, caps, bounds and rate limiter.
+
+    ``pool`` is mounted as its Code Mode runtime; ``rate_limiter`` (an executor's) shares
+    the namespace's token buckets.
+    """
     return ToolRegistry(
         mode=config.mode,
         code_runtime=pool,
         max_parallel_sub_calls=config.code.max_parallel_sub_calls,
+        max_result_bytes=config.max_result_bytes,
+        max_content_chars=config.max_content_chars,
+        rate_limiter=rate_limiter,
     )

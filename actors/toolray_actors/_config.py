@@ -11,15 +11,20 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from toolray.errors import ToolrayError
+
+from ._config_pool import PoolConfig as PoolConfig
+from ._config_pool import RateLimitConfig as RateLimitConfig
+from ._config_pool import Strict as _Strict
 
 __all__ = (
     "CodeConfig",
     "ConfigError",
     "ExecutorsConfig",
     "PoolConfig",
+    "RateLimitConfig",
     "RayInitConfig",
     "RuntimeConfig",
     "config_file",
@@ -29,73 +34,6 @@ __all__ = (
 
 class ConfigError(ToolrayError, ValueError):
     """A configuration file that cannot be read or does not validate."""
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class PoolConfig(_Strict):
-    """The worker pool: its size, per-worker concurrency, isolation and actor options."""
-
-    size: int = Field(
-        default=2,
-        ge=1,
-        le=256,
-        description="Worker actors the pool keeps running (tool bodies run on them).",
-    )
-    max_concurrency: int = Field(
-        default=64,
-        ge=1,
-        description="Tool bodies one worker actor runs at once (threads or asyncio tasks; with "
-        'isolation = "call", each in its own call process).',
-    )
-    num_cpus: float = Field(
-        default=0,
-        ge=0,
-        description="CPUs Ray reserves for each worker actor (0: workers are placed "
-        "anywhere, even on a node whose CPUs are all taken).",
-    )
-    resources: dict[str, float] = Field(
-        default_factory=dict,
-        description="Custom Ray resources each worker actor needs, e.g. "
-        "{ toolslot = 1 } to keep workers on the nodes started with --resources.",
-    )
-    runtime_env: dict[str, Any] | None = Field(
-        default=None,
-        description="A Ray runtime_env for the worker actors only (pip, env_vars, "
-        "working_dir, py_modules...), merged over the job's [ray] runtime_env.",
-    )
-    spare: int = Field(
-        default=1,
-        ge=0,
-        le=8,
-        description="Warm spare workers kept started: a killed or crashed worker is "
-        "replaced by a spare at once, not after an actor start.",
-    )
-    isolation: Literal["call", "shared"] = Field(
-        default="call",
-        description='How far a tool body\'s fault reaches. "call": each call runs alone in a '
-        "child process of the worker (forked from a warm template holding the tools' code), "
-        "so a crash, a memory blow-up or a kill at the deadline fails that call only. "
-        '"shared": bodies run as threads and tasks of the worker itself (fastest; a fault '
-        "fails every call in that worker). A pool with GPUs (num_gpus > 0) that does not set "
-        'it explicitly runs "shared", one call at a time per worker.',
-    )
-    memory_mb: int = Field(
-        default=4096,
-        ge=16,
-        description='With isolation = "call": how much memory one call\'s process may allocate '
-        "beyond the template it was forked from (an rlimit on its data segment). A body that "
-        "allocates past it fails its own call with WORKER_LOST; the worker lives on.",
-    )
-    warm_children: int = Field(
-        default=2,
-        ge=0,
-        le=64,
-        description='With isolation = "call": idle call processes each worker keeps forked '
-        "ahead of demand (more are forked when calls wait; idle extras exit after a while).",
-    )
 
 
 class ExecutorsConfig(_Strict):
@@ -291,6 +229,26 @@ class RuntimeConfig(_Strict):
         default_factory=CodeConfig,
         description="Code Mode (programmatic tool calling) on Ray: the run_code runtime "
         "(the [code] table).",
+    )
+    rate_limits: dict[str, RateLimitConfig] = Field(
+        default_factory=dict,
+        description="Rate limits by tool name ([rate_limits.<tool>] tables with per_second, "
+        "burst, max_wait_ms), shared by every driver, executor and shard of the namespace; "
+        "a table overrides the definition's rate_limit.",
+    )
+    max_result_bytes: int | None = Field(
+        default=1 << 20,
+        ge=1,
+        description="The largest value a tool may return, in bytes of its JSON text "
+        "(default 1 MiB; a definition's own max_result_bytes wins). A larger value fails "
+        "RESULT_TOO_LARGE in the worker and never crosses the wire.",
+    )
+    max_content_chars: int | None = Field(
+        default=None,
+        ge=1,
+        description="Text blocks of a result longer than this are cut, keeping their start, "
+        'and end with "[… <n> characters truncated]" (unset: never; a definition\'s own '
+        "max_content_chars wins).",
     )
 
     @classmethod

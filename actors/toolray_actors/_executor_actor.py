@@ -27,18 +27,29 @@ from toolray import (
     AbortController,
     BatchExecutor,
     LogStep,
+    RateLimit,
     ToolBatchInput,
     ToolCall,
 )
 
 from ._code_pool import CodePool, code_registry
 from ._config import RuntimeConfig
+from ._elastic import ElasticPolicy
 from ._errors import RuntimeUnavailableError
 from ._executor_calls import ExecutorCalls
-from ._handles import control_options, create_pool, get_named, kill_self, registry_name
+from ._handles import (
+    control_options,
+    create_bucket,
+    create_pool,
+    get_named,
+    kill_self,
+    registry_name,
+)
 from ._mirror import Mirror, Op
 from ._placement import pool_plan
-from ._pool import PoolClient, PoolManager
+from ._pool import PoolManager
+from ._pool_client import PoolClient
+from ._rate_client import RayRateLimiter
 from ._runner import RayBodyRunner
 from ._stats import ActorStats, actor_stats
 from ._store import Store
@@ -116,6 +127,9 @@ class ExecutorActor(ExecutorCalls):
             kill_grace_ms=self.config.kill_grace_ms,
             home=(name, namespace),
         )
+        self.buckets: dict[str, Any] = {}
+        overrides = {t: RateLimit(**c.model_dump()) for t, c in self.config.rate_limits.items()}
+        self.limiter = RayRateLimiter(self._bucket_for, overrides)
         self._rebuild([])
         self.last_active = time.monotonic()
         self._attached = False
@@ -123,7 +137,7 @@ class ExecutorActor(ExecutorCalls):
 
     # ------------------------------------------------------------------ the mirror
     def _rebuild(self, ops: list[Op]) -> None:
-        self.mirror = Mirror(code_registry(self.config, self.code))
+        self.mirror = Mirror(code_registry(self.config, self.code, self.limiter))
         for op in ops:
             self.mirror.apply(op)
         self.executor = BatchExecutor(
@@ -132,6 +146,13 @@ class ExecutorActor(ExecutorCalls):
             runner=self.runner,
         )
 
+    def _bucket_for(self, tool: str) -> Any:
+        handle = self.buckets.get(tool)
+        if handle is None:
+            control = control_options(self.config.control_resource)
+            handle = self.buckets[tool] = create_bucket(tool, self.namespace, control)
+        return handle
+
     def _key_of(self, definition: Any) -> tuple[str, bytes] | None:
         return self.mirror.key_of(definition)
 
@@ -139,6 +160,14 @@ class ExecutorActor(ExecutorCalls):
         plan = pool_plan(placement, self.config)
         client = self.pools.get(plan.key)
         if client is None:
+            elastic = None
+            if plan.elastic:
+                elastic = ElasticPolicy(
+                    min_size=plan.min_size,
+                    max_size=plan.max_size,
+                    idle_s=plan.idle_s,
+                    per_worker=plan.max_concurrency,
+                )
             manager = create_pool(
                 PoolManager,
                 plan.key,
@@ -148,8 +177,12 @@ class ExecutorActor(ExecutorCalls):
                 plan.spare,
                 plan.options,
                 plan.worker,
+                elastic,
             )
-            client = self.pools[plan.key] = PoolClient(manager, plan.isolation)
+            client = PoolClient(
+                manager, plan.isolation, per_worker=plan.max_concurrency, elastic=plan.elastic
+            )
+            self.pools[plan.key] = client
         return client
 
     async def ready(self) -> dict[str, Any]:

@@ -28,13 +28,15 @@ async def collect_stats(conn: Connection) -> RuntimeStats:
     handles = {n: h for n in names if (h := get_named(n, ns)) is not None}
     pools = [n for n in handles if n.startswith("toolray:pool:")]
     executors = [n for n in handles if n.startswith("toolray:executor:")]
+    buckets = [n for n in handles if n.startswith("toolray:bucket:")]
     asks: list[Any] = []
     for name in pools:
         asks.append(_ask(handles[name].actor_stats.remote(name)))
-        asks.append(_ask(handles[name].stats.remote(name)))
+        asks.append(_ask(handles[name].stats.remote(name.removeprefix("toolray:pool:"))))
     for name in executors:
         asks.append(_ask(handles[name].actor_stats.remote()))
         asks.append(_ask(handles[name].statistics.remote()))
+    asks.extend(_ask(handles[name].actor_stats.remote()) for name in buckets)
     registry = handles.get("toolray:registry")
     if registry is not None:
         asks.append(_ask(registry.actor_stats.remote()))
@@ -61,6 +63,10 @@ async def collect_stats(conn: Connection) -> RuntimeStats:
                 kills + st.kills,
                 lost + st.workers_lost,
             )
+    for _ in buckets:
+        bucket = next(pairs)
+        if bucket is not None:
+            actors.append(bucket)
     if registry is not None:
         own, info = next(pairs), next(pairs)
         if own is not None:

@@ -36,7 +36,11 @@ read a registry's private state:
 - :func:`parse_arguments` turns a model call's raw arguments (JSON text or a mapping) into
   the value a call snapshots (an :class:`InvalidArguments` when they cannot be one);
 - :class:`SystemClock` is the real ``toolray.Clock`` (``toolray.testing.FakeClock`` is a
-  virtual one), for a runtime that hands a registry its time source.
+  virtual one), for a runtime that hands a registry its time source;
+- :class:`BatchStatistics` is what ``BatchExecutor.stats()`` returns.
+
+The farm controls' parts a runtime needs to enforce them across processes (the rate
+limiter seam, the token schedule, the result bound) are the public ``toolray.farm``.
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ from ._json import is_json as is_json
 from ._json import thaw_json as thaw_json
 from ._nested import nested_input as nested_input
 from ._normalize import failure_from as failure_from
+from .batch._executor import BatchStatistics as BatchStatistics
 from .pipeline._call import Call as Call
 from .pipeline._dispatch import BodyRunner as BodyRunner
 from .pipeline._dispatch import current_runner as current_runner
@@ -73,6 +78,7 @@ from .scheduler._plan import plan_stages as plan_stages
 
 __all__ = (
     "OPEN_ENDED",
+    "BatchStatistics",
     "BodyRunner",
     "Call",
     "Entry",

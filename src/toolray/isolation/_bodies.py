@@ -11,6 +11,9 @@ thread (a worker's control lane is another thread with its own loop):
 - :meth:`BodyHost.interrupt` cancels an awaiting body's task, or injects
   :class:`ToolInterrupted` into a sync body's thread.
 
+A value is checked against the call's ``max_result_bytes`` (its ``ident``) here, where the
+body ran: an oversized value fails ``RESULT_TOO_LARGE`` and never travels.
+
 Definitions arrive as cloudpickle blobs with a key and are cached (least recently used
 go first); a call whose key is unknown and carries no blob gets ``missing``.
 """
@@ -30,6 +33,7 @@ from typing import Any
 import cloudpickle
 
 from toolray import AbortController, AbortSignal, ToolRunContext
+from toolray.farm import oversized
 from toolray.lowlevel import is_json
 
 from ._outcome import MISSING, CallOutcome, ToolInterrupted, aborted, shippable_error
@@ -162,6 +166,11 @@ class BodyHost:
         contexts, concludes = ctx.collect()
         if not is_json(value):
             return CallOutcome(status="not_json", contexts=contexts, concludes=concludes)
+        too_large = oversized(str(ident.get("name")), value, ident.get("max_result_bytes"))
+        if too_large is not None:  # an oversized value never leaves the process it came from
+            return CallOutcome(
+                status="error", error=too_large, contexts=contexts, concludes=concludes
+            )
         return CallOutcome(status="ok", value=value, contexts=contexts, concludes=concludes)
 
     async def _body(self, running: _Running, execute: Any, arguments: Any, ctx: Any) -> Any:

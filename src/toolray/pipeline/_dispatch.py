@@ -29,6 +29,7 @@ from toolray._normalize import (
 from toolray._outcomes import ToolExecutionFailure, ToolExecutionResult, ToolExecutionSuccess
 from toolray._signals import AbortSignal, detach_sources
 from toolray._waterfall import run_waterfall
+from toolray.farm._bounds import oversized
 from toolray.registry._layers import Entry
 
 from ._call import Call
@@ -66,20 +67,28 @@ def _nested_threads() -> ThreadPoolExecutor:
 def inline_runner(threads: Callable[[], Executor | None] = lambda: None) -> BodyRunner:
     """An in-process runner: await an async body, run a sync one in a thread.
 
+    A value over the definition's (else the registry's) ``max_result_bytes`` fails
+    ``RESULT_TOO_LARGE`` here, where the body ran.
+
     ``threads()`` gives the pool (``None``: the loop's default executor). A nested call's
     sync body runs on a separate pool: its caller may hold every thread of ``threads()``
     while it waits for the nested result.
     """
 
     async def run(call: Call, entry: Entry, ctx: ToolRunContext) -> Any:
-        fn = entry.definition.execute
+        definition = entry.definition
+        fn = definition.execute
         if inspect.iscoroutinefunction(fn):
-            return await fn(ctx.arguments, ctx)
-        loop = asyncio.get_running_loop()
-        pool = threads() if call.input.parent is None else _nested_threads()
-        value = await loop.run_in_executor(pool, functools.partial(fn, ctx.arguments, ctx))
-        if inspect.isawaitable(value):
-            value = await value
+            value = await fn(ctx.arguments, ctx)
+        else:
+            loop = asyncio.get_running_loop()
+            pool = threads() if call.input.parent is None else _nested_threads()
+            value = await loop.run_in_executor(pool, functools.partial(fn, ctx.arguments, ctx))
+            if inspect.isawaitable(value):
+                value = await value
+        too_large = oversized(definition.name, value, call.registry.farm.result_bytes(definition))
+        if too_large is not None:  # checked where the body ran (a Ray worker checks its own)
+            raise too_large
         return value
 
     return run
