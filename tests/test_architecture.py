@@ -115,6 +115,17 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     (
+        "process substrate (standard library and errors only)",
+        (
+            "toolray.procs._values",
+            "toolray.procs._frames",
+            "toolray.procs._zygote",
+            "toolray.procs._child",
+            "toolray.procs._template",
+            "toolray.procs",
+        ),
+    ),
+    (
         "code mode runtime (on the public API)",
         (
             "toolray.code._types",
@@ -147,7 +158,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 RANK = {module: rank for rank, module in enumerate(m for _, group in LAYERS for m in group)}
 
-PUBLIC_CORE = ("errors", "testing", "policies", "lowlevel", "code", "adapters")
+PUBLIC_CORE = ("errors", "testing", "policies", "lowlevel", "code", "adapters", "procs")
 """The core namespaces the Ray layer may import, besides ``toolray`` itself."""
 
 
