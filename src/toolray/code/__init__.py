@@ -51,6 +51,7 @@ lifecycle, C-CODE-12). Nothing runs after settlement, so no binding is called la
 
 from __future__ import annotations
 
+from ._confinement import Confinement as Confinement
 from ._runtime import CodeRuntimeStatistics as CodeRuntimeStatistics
 from ._runtime import PythonRuntime as PythonRuntime
 from ._types import DEFAULT_ALLOWED_IMPORTS as DEFAULT_ALLOWED_IMPORTS
@@ -69,6 +70,7 @@ __all__ = (
     "CodeRunOutcome",
     "CodeRuntime",
     "CodeRuntimeStatistics",
+    "Confinement",
     "PythonRuntime",
     "code_run_failed",
 )
