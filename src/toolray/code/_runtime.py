@@ -251,9 +251,11 @@ class PythonRuntime:
         self, program: str, bindings: Mapping[str, Binding], signal: AbortSignal
     ) -> CodeRunOutcome:
         child = await self._take()
-        if not self._closed:
-            asyncio.get_running_loop().call_soon(self._pool.refill)
-        return await session.run_on_child(child, program, bindings, signal, self._limits)
+        try:
+            return await session.run_on_child(child, program, bindings, signal, self._limits)
+        finally:
+            if not self._closed:  # the next child boots after this run, not beside it
+                self._pool.refill()
 
     async def _take(self) -> CodeChild:
         timeout = session.BOOT_TIMEOUT_S

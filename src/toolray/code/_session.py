@@ -6,21 +6,28 @@ import asyncio
 import contextlib
 import inspect
 import os
-import signal as signals
+from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, Final, final
 
 from toolray import AbortSignal, JsonValue, TimeoutReason, snapshot_json
 from toolray.errors import NotJsonError, ToolTimeoutError
 from toolray.procs import MAX_FRAME_BYTES, ExitStatus, FrameDecoder, ProtocolError, encode_frame
 
-from ._failures import abort_error, echo, failure_message, last_line, memory_text, seconds
+from ._channel import (
+    EXIT_CPU,
+    EXIT_MEMORY,
+    ChildProtocol,
+    RunLimits,
+    ended,
+    field,
+    noop,
+    parameter_names,
+)
+from ._failures import abort_error, echo, failure_message
 from ._process import CodeChild
 from ._types import (
-    KIND_CPU,
     KIND_INVALID_OUTPUT,
-    KIND_MEMORY,
     KIND_OUTPUT_LIMIT,
     KIND_PROTOCOL,
     KIND_WORKER_EXIT,
@@ -36,58 +43,12 @@ LOG_BUDGET: Final = 1024 * 1024
 LOG_MARKER: Final = f"[toolray.code] log capture truncated at {LOG_BUDGET} bytes"
 BOOT_TIMEOUT_S: Final = 30.0
 """How long a child may take to boot and start the program (a warm one has booted)."""
-EXIT_MEMORY: Final = 86
-"""The child's exit status when it could not even report a ``MemoryError``."""
-EXIT_CPU: Final = 87
-"""The child's exit status when its CPU budget ran out (``SIGXCPU``)."""
 _WRITE_HIGH_WATER: Final = 1 << 20
 """Replies buffered for a child that does not read them: past this, the host stops reading."""
 _CHILD_KINDS: Final = frozenset(
     {"syntax", "exception", "import", "invalid-output", "output-limit", "memory"}
 )
 _STDERR_TAIL: Final = 4096
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RunLimits:
-    """What the child is told to enforce, and the host's deadline."""
-
-    timeout_s: float | None
-    memory_mb: int | None
-    cpu_s: float | None
-    allowed_imports: frozenset[str]
-    max_outstanding_calls: int = 64
-    max_run_bytes: int = 64 * 2**20
-    required: tuple[str, ...] = ()
-    """Layers a child must report active (``strict``); a child without one is refused."""
-
-
-class _Pipe(asyncio.Protocol):
-    def __init__(
-        self,
-        on_data: Callable[[bytes], None],
-        on_eof: Callable[[], None],
-        on_writing: Callable[[bool], None] = lambda paused: None,
-    ) -> None:
-        self._on_data = on_data
-        self._on_eof = on_eof
-        self._on_writing = on_writing
-
-    def data_received(self, data: bytes) -> None:
-        self._on_data(data)
-
-    def eof_received(self) -> bool:
-        self._on_eof()
-        return False
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._on_eof()
-
-    def pause_writing(self) -> None:
-        self._on_writing(True)
-
-    def resume_writing(self) -> None:
-        self._on_writing(False)
 
 
 @final
@@ -107,6 +68,9 @@ class _Run:
         self.calls: set[asyncio.Task[None]] = set()
         self.running = 0
         self.writing_paused = False
+        self.draining = False
+        self.backlog: deque[dict[str, Any]] = deque()
+        self.exit_status: ExitStatus | None = None
         self.decoder = FrameDecoder()
         self.stderr_tail = bytearray()
         self.channel: asyncio.Transport | None = None
@@ -119,7 +83,7 @@ class _Run:
         self.deadline = self.loop.call_later(BOOT_TIMEOUT_S, self.on_boot_timeout)
         if self.child.report is not None:
             self.check_confinement(self.child.report)
-        protocol = _Pipe(self.on_data, self.on_eof, self.on_writing)
+        protocol = ChildProtocol(self.on_data, self.on_eof, self.on_writing)
         self.channel, _ = await self.loop.create_unix_connection(
             lambda: protocol, sock=self.child.channel
         )
@@ -127,9 +91,11 @@ class _Run:
         stderr, self.child.child.stderr = self.child.child.stderr, None  # the transport owns it
         if stderr is not None:
             pipe = os.fdopen(stderr, "rb", buffering=0)
-            err, _ = await self.loop.connect_read_pipe(lambda: _Pipe(self.on_stderr, _noop), pipe)
+            err, _ = await self.loop.connect_read_pipe(
+                lambda: ChildProtocol(self.on_stderr, noop), pipe
+            )
             self.stderr = err
-        names = [[name, _parameter_names(b)] for name, b in self.bindings.items()]
+        names = [[name, parameter_names(b)] for name, b in self.bindings.items()]
         try:
             self.channel.write(encode_frame({"op": "run", "program": program, "bindings": names}))
         except ValueError as err:
@@ -173,15 +139,34 @@ class _Run:
         self.writing_paused = paused
         self.flow()
 
+    def blocked(self) -> bool:
+        """Too many calls in flight, or too many replies unread: take no more frames."""
+        if self.exit_status is not None:  # a dead child's last frames are a bounded few
+            return False
+        return self.writing_paused or self.running >= self.limits.max_outstanding_calls
+
     def flow(self) -> None:
-        """Read the child only while its calls and unread replies are within bounds."""
+        """Take the child's frames, and read it, only while within bounds."""
         channel = self.channel
-        if channel is None or channel.is_closing():
+        if channel is None or channel.is_closing() or self.draining:
             return
-        if self.writing_paused or self.running >= self.limits.max_outstanding_calls:
+        self.drain()
+        if self.blocked():
             channel.pause_reading()
-        else:
+        elif not channel.is_closing():
             channel.resume_reading()
+
+    def drain(self) -> None:
+        self.draining = True
+        try:
+            while self.backlog and not self.blocked() and not self.settled.done():
+                self.on_frame(self.backlog.popleft())
+        except ProtocolError as err:
+            self.fail(code_run_failed(KIND_PROTOCOL, str(err), self.logs))
+        finally:
+            self.draining = False
+        if not self.backlog and self.exit_status is not None:
+            self.on_exited(self.exit_status)
 
     # -- the child's output ---------------------------------------------------------------
     def on_stderr(self, data: bytes) -> None:
@@ -194,13 +179,11 @@ class _Run:
         if self.settled.done() or not self.count(data):
             return
         try:
-            frames = self.decoder.feed(data)
-            for frame in frames:
-                self.on_frame(frame)
-                if self.settled.done():
-                    return
+            self.backlog.extend(self.decoder.feed(data))
         except ProtocolError as err:
             self.fail(code_run_failed(KIND_PROTOCOL, str(err), self.logs))
+            return
+        self.flow()
 
     def on_eof(self) -> None:
         if not self.eof_seen and not self.settled.done():
@@ -209,26 +192,13 @@ class _Run:
             self.calls.add(task)  # kept referenced; the run awaits settlement, not this task
             task.add_done_callback(self.calls.discard)
 
-    async def on_exit(self) -> None:
-        status = await self.child.wait_exit()
-        if self.settled.done():
-            return
-        if self.cpu_exhausted(status):
-            message = f"CPU budget ({seconds(self.limits.cpu_s)}s) exhausted"
-            self.fail(code_run_failed(KIND_CPU, message, self.logs))
-        elif status.code == EXIT_MEMORY:
-            self.fail(code_run_failed(KIND_MEMORY, memory_text(self.limits.memory_mb), self.logs))
-        else:
-            message = f"python exited ({status.describe()}) before completing"
-            last = last_line(self.stderr_tail)
-            self.fail(code_run_failed(KIND_WORKER_EXIT, message + last, self.logs))
+    def on_exited(self, status: ExitStatus) -> None:
+        if not self.settled.done():
+            self.fail(ended(status, self.limits, self.stderr_tail, self.logs))
 
-    def cpu_exhausted(self, status: ExitStatus) -> bool:
-        """Its own handler saw ``SIGXCPU``, or the hard limit's ``SIGKILL`` ended it."""
-        if status.code == EXIT_CPU or status.signal == signals.SIGXCPU:
-            return True
-        cpu_s = self.limits.cpu_s
-        return status.signal == signals.SIGKILL and cpu_s is not None and status.cpu_s >= cpu_s
+    async def on_exit(self) -> None:
+        self.exit_status = await self.child.wait_exit()
+        self.drain()  # the frames it sent before it died come first
 
     def check_confinement(self, report: Mapping[str, Any]) -> None:
         """``strict``: refuse a child that reports a required layer missing."""
@@ -267,14 +237,14 @@ class _Run:
         self.fail(ToolTimeoutError(f"code run {reason}"))
 
     def on_log(self, frame: dict[str, Any]) -> None:
-        text = _field(frame, "text", str)
+        text = field(frame, "text", str)
         if self.log_bytes > LOG_BUDGET:
             return
         self.log_bytes += len(text.encode("utf-8", "surrogatepass")) + 1
         self.logs.append(LOG_MARKER if self.log_bytes > LOG_BUDGET + len(LOG_MARKER) else text)
 
     def on_done(self, frame: dict[str, Any]) -> None:
-        has_result = _field(frame, "has_result", bool)
+        has_result = field(frame, "has_result", bool)
         result: JsonValue = frame.get("result")
         try:
             snapshot_json(result, "result")
@@ -286,16 +256,16 @@ class _Run:
         self.succeed(outcome)
 
     def on_failed(self, frame: dict[str, Any]) -> None:
-        kind = _field(frame, "kind", str)
+        kind = field(frame, "kind", str)
         if kind not in _CHILD_KINDS:
             raise ProtocolError(f'unknown failure kind "{echo(kind)}"')
-        self.fail(code_run_failed(kind, _field(frame, "message", str), self.logs))
+        self.fail(code_run_failed(kind, field(frame, "message", str), self.logs))
 
     # -- binding calls --------------------------------------------------------------------
     def on_call(self, frame: dict[str, Any]) -> None:
-        call_id = _field(frame, "id", int)
-        name = _field(frame, "name", str)
-        args = _field(frame, "args", dict)
+        call_id = field(frame, "id", int)
+        name = field(frame, "name", str)
+        args = field(frame, "args", dict)
         if call_id in self.call_ids:
             raise ProtocolError(f"binding call id {call_id} was used twice")
         self.call_ids.add(call_id)
@@ -315,7 +285,6 @@ class _Run:
         self.calls.add(task)
         task.add_done_callback(self.calls.discard)
         self.running += 1
-        self.flow()
 
     async def settle_call(self, call_id: int, pending: Any) -> None:
         try:
@@ -359,24 +328,6 @@ _HANDLERS: Final[dict[str, Callable[[_Run, dict[str, Any]], None]]] = {
     "done": _Run.on_done,
     "failed": _Run.on_failed,
 }
-
-
-def _field(frame: dict[str, Any], key: str, kind: type) -> Any:
-    value = frame.get(key)
-    if type(value) is not kind:
-        raise ProtocolError(f'frame "{echo(frame["op"])}" has no {kind.__name__} "{key}"')
-    return value
-
-
-def _parameter_names(binding: Binding) -> list[str] | None:
-    names = getattr(binding, "parameter_names", None)
-    if names is None or isinstance(names, str):
-        return None
-    return [str(name) for name in names]
-
-
-def _noop() -> None:
-    pass
 
 
 async def run_on_child(
