@@ -170,7 +170,7 @@ class WarmPool:
             with self._lock:
                 future = self._idle.popleft() if self._idle else None
             if future is None:
-                return await asyncio.wrap_future(self._new())
+                return await asyncio.wrap_future(self.fork())
             with contextlib.suppress(Exception):  # a failed warm fork: try the next
                 child = await asyncio.wrap_future(future)
                 if child.alive:
@@ -184,7 +184,7 @@ class WarmPool:
                 if self._closed or len(self._idle) >= self._size:
                     return
                 try:
-                    future = self._new()
+                    future = self.fork()
                 except OSError:
                     return
                 self._idle.append(future)
@@ -212,7 +212,8 @@ class WarmPool:
             self._idle.appendleft(done)
         return True
 
-    def _new(self) -> concurrent.futures.Future[CodeChild]:
+    def fork(self) -> concurrent.futures.Future[CodeChild]:
+        """A child forked now, outside the waiting ones (counted in :attr:`spawned`)."""
         future = self._fork()
         self.spawned += 1
         return future

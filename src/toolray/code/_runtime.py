@@ -193,7 +193,7 @@ class PythonRuntime:
         timeout = session.BOOT_TIMEOUT_S
         child = None
         try:
-            child = self._pool.take_waiting(timeout) or self._fork().result(timeout)
+            child = self._pool.take_waiting(timeout) or self._pool.fork().result(timeout)
             report = child.read_ready(timeout)
         except (OSError, ToolrayError, concurrent.futures.TimeoutError) as err:
             if child is not None:
