@@ -255,7 +255,7 @@ class PythonRuntime:
             return await session.run_on_child(child, program, bindings, signal, self._limits)
         finally:
             if not self._closed:  # the next child boots after this run, not beside it
-                self._pool.refill()
+                asyncio.get_running_loop().call_soon(self._pool.refill)
 
     async def _take(self) -> CodeChild:
         timeout = session.BOOT_TIMEOUT_S
