@@ -1,8 +1,14 @@
 """Code Mode runtime benchmark: a trivial run on a warm child, and the cost of a sub-call.
 
-Run: ``.venv/bin/python benchmarks/bench_code.py [--quick]`` (about 30 s; ``--quick`` about
-10 s). Figures are wall times on this machine, medians and 99th percentiles of ``N`` runs.
+Run: ``.venv/bin/python benchmarks/bench_code.py [--quick] [--confinement]``
+(about 60 s; ``--quick`` about 20 s). Figures are wall times on this machine, medians and
+99th percentiles of ``N`` runs.
 
+- confinement (``--confinement`` runs only this part): a trivial run ``1 + 1`` on a warm
+  child with ``confinement="auto"`` (every layer: namespaces, Landlock, seccomp) and with
+  ``"off"``, interleaved run by run so both see the same load: target p50 ≤ 15 ms with
+  ``"auto"``; the same cold (``warm=0``: fork, sandbox and run); how long a child takes
+  from the fork request to ready (its sandbox built); ``confinement()`` on a new runtime;
 - trivial run ``1``, warm child (the pool has booted before each run): target p50 ≤ 30 ms;
 - the same back to back (the next child boots while the previous run goes) and cold
   (``warm=0``: interpreter start-up plus the pre-imports in every run), for reference;
@@ -235,8 +241,57 @@ async def _registry_rows(runtime: PythonRuntime) -> list[tuple[str, str, str]]:
     return rows
 
 
+async def _ready_ms(runtime: PythonRuntime) -> float:
+    """From a fork request to the child's ready report (its sandbox built)."""
+    start = time.perf_counter()
+    await runtime.wait_warm()
+    return (time.perf_counter() - start) * 1000
+
+
+async def _confinement_rows() -> list[tuple[str, str, str]]:
+    start = time.perf_counter()
+    auto, off = PythonRuntime(), PythonRuntime(confinement="off")
+    layers = auto.confinement().describe()
+    probe = (time.perf_counter() - start) * 1000
+    off.confinement()
+    warm: dict[str, list[float]] = {"auto": [], "off": []}
+    cold: dict[str, list[float]] = {"auto": [], "off": []}
+    ready: dict[str, list[float]] = {"auto": [], "off": []}
+    colds = {"auto": PythonRuntime(warm=0), "off": PythonRuntime(warm=0, confinement="off")}
+    for i in range(N):
+        for mode, runtime in (("auto", auto), ("off", off))[:: 1 if i % 2 else -1]:
+            await runtime.wait_warm()
+            warm[mode] += await _times(1, lambda r=runtime: r.run("1 + 1", {}, SIGNAL), _nothing)
+            ready[mode].append(await _ready_ms(runtime))
+            if i < max(5, N // 3):
+                one = colds[mode]
+                cold[mode] += await _times(1, lambda r=one: r.run("1 + 1", {}, SIGNAL), _nothing)
+    for runtime in (auto, off, *colds.values()):
+        runtime.close()
+    return [
+        (f"confinement: {layers}", "", ""),
+        ('trivial run, warm child, confinement="auto"', _p50_p99(warm["auto"]), "≤ 15"),
+        ('trivial run, warm child, confinement="off"', _p50_p99(warm["off"]), "—"),
+        ('trivial run, cold (warm=0), "auto"', _p50_p99(cold["auto"]), "—"),
+        ('trivial run, cold (warm=0), "off"', _p50_p99(cold["off"]), "—"),
+        ('fork request → child ready, "auto"', _p50_p99(ready["auto"]), "—"),
+        ('fork request → child ready, "off"', _p50_p99(ready["off"]), "—"),
+        ("confinement() on a new runtime (template boot + probe)", f"{probe:.0f} ms", "—"),
+    ]
+
+
+def _print(rows: list[tuple[str, str, str]]) -> None:
+    width = max(len(r[0]) for r in rows)
+    print(f"{'figure':<{width}}  {'ms p50 / p99, or as shown':>26}  target")
+    for name, value, target in rows:
+        print(f"{name:<{width}}  {value:>26}  {target}")
+
+
 async def main() -> None:
-    rows: list[tuple[str, str, str]] = []
+    rows: list[tuple[str, str, str]] = await _confinement_rows()
+    if "--confinement" in sys.argv:
+        _print(rows)
+        return
     runtime = PythonRuntime(timeout_s=60)
     await runtime.wait_warm()
     await runtime.run("1", {}, SIGNAL)  # first use: caches warm
@@ -266,10 +321,7 @@ async def main() -> None:
     rows.extend(await _registry_rows(runtime))
     runtime.close()
     cold_rt.close()
-    width = max(len(r[0]) for r in rows)
-    print(f"{'figure':<{width}}  {'ms p50 / p99, or as shown':>26}  target")
-    for name, value, target in rows:
-        print(f"{name:<{width}}  {value:>26}  {target}")
+    _print(rows)
 
 
 if __name__ == "__main__":
