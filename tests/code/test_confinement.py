@@ -245,3 +245,39 @@ def test_a_childs_cgroup_gets_its_limits_and_its_pid(tmp_path: Path) -> None:
         "cgroup.procs": "4242",
     }
     assert os.path.isdir(group.path)
+
+
+def test_an_unprivileged_host_gets_every_layer_but_the_pid_namespace(tmp_path: Path) -> None:
+    # The template runs as uid 65534, as it would where toolray is not root: the child's
+    # user namespace comes first and owns the others; no pid namespace can be made.
+    python = tmp_path / "python-as-nobody"
+    python.write_text(
+        "#!/bin/sh\nexec setpriv --reuid=65534 --regid=65534 --clear-groups"
+        f' {psutil.Process().exe()} "$@"\n'
+    )
+    python.chmod(0o755)
+    secret = tmp_path / "secret"
+    secret.write_text("host")
+    secret.chmod(0o644)
+    runtime = PythonRuntime(python=str(python))
+    try:
+        report = runtime.confinement()
+        program = (
+            "import random\nos = random._os\n"
+            "def read():\n"
+            "    try:\n"
+            f"        return os.read(os.open({str(secret)!r}, os.O_RDONLY), 10)\n"
+            "    except OSError as err:\n"
+            "        return type(err).__name__\n"
+            "[os.getuid(), os.path.exists('/proc/1'), read()]"
+        )
+        out = asyncio.run(run(runtime, program))
+    finally:
+        runtime.close()
+    flags = (report.user_namespace, report.network_namespace, report.mount_namespace)
+    assert (*flags, report.ipc_namespace, report.seccomp) == (True,) * 5
+    assert (report.pid_namespace, report.landlock_abi) == (False, LANDLOCK_ABI)
+    assert report.missing[0].startswith("pid_namespace: unshare(CLONE_NEWPID): [Errno 1]")
+    uid, proc, read = out.result  # type: ignore[misc]
+    assert (uid, proc) == (65534, False)  # no /proc of the host's pid namespace in its root
+    assert read in ("FileNotFoundError", "PermissionError")

@@ -17,7 +17,14 @@ def test_the_page_names_code_mode_in_full_and_cites_nothing_unshipped() -> None:
     text = DOC.read_text(encoding="utf-8")
     assert text.startswith("# Code Mode security\n")
     assert "programmatic tool calling" in text
-    for unshipped in ("API-v", "API.md", "RAY-NOTES", "ISOLATION-NOTES", "DESIGN.md", "shared/spec"):
+    for unshipped in (
+        "API-v",
+        "API.md",
+        "RAY-NOTES",
+        "ISOLATION-NOTES",
+        "DESIGN.md",
+        "shared/spec",
+    ):
         assert unshipped not in text
     assert len(BLOCKS) == 3
 

@@ -16,6 +16,7 @@ import shutil
 import socket
 import tempfile
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
@@ -51,11 +52,14 @@ def template_spec(python: str, config: dict[str, Any]) -> TemplateSpec:
 class CodeChild:
     """One forked child for one run: its handle, its scratch directory, its ready report."""
 
-    __slots__ = ("_closed", "cgroup", "child", "report", "workdir")
+    __slots__ = ("_closed", "born", "cgroup", "child", "report", "workdir")
 
     def __init__(self, child: Child, workdir: str) -> None:
         self.child = child
         self.workdir = workdir
+        self.born = time.monotonic()
+        """When it was forked (the host's clock): a child older than the time to live is
+        not handed out, and it ends by itself a little later."""
         self.report: dict[str, Any] | None = None
         """The ``ready`` frame's confinement report, once read (by a probe or a run)."""
         self.cgroup: ChildCgroup | None = None
@@ -139,11 +143,14 @@ class CodeChild:
 class WarmPool:
     """Up to ``size`` children forked and booting or ready; each is handed out once."""
 
-    __slots__ = ("_closed", "_fork", "_idle", "_lock", "_size", "spawned")
+    __slots__ = ("_closed", "_fork", "_idle", "_lock", "_size", "_ttl_s", "spawned")
 
-    def __init__(self, fork: Callable[[], concurrent.futures.Future[CodeChild]], size: int) -> None:
+    def __init__(
+        self, fork: Callable[[], concurrent.futures.Future[CodeChild]], size: int, ttl_s: float
+    ) -> None:
         self._fork = fork
         self._size = size
+        self._ttl_s = ttl_s
         self._idle: deque[concurrent.futures.Future[CodeChild]] = deque()
         self._lock = threading.Lock()
         self._closed = False
@@ -173,7 +180,7 @@ class WarmPool:
                 return await asyncio.wrap_future(self.fork())
             with contextlib.suppress(Exception):  # a failed warm fork: try the next
                 child = await asyncio.wrap_future(future)
-                if child.alive:
+                if self._usable(child):
                     return child
                 child.discard_now()
 
@@ -197,10 +204,13 @@ class WarmPool:
         if future is None:
             return None
         child = future.result(timeout)
-        if child.alive:
+        if self._usable(child):
             return child
         child.discard_now()
         return None
+
+    def _usable(self, child: CodeChild) -> bool:
+        return child.alive and time.monotonic() - child.born < self._ttl_s
 
     def put_back(self, child: CodeChild) -> bool:
         """Return an unused child (a probe's) to the front; ``False`` if it is not wanted."""

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import math
 import os
+import socket
 import sys
 import weakref
 from collections.abc import Callable, Iterable, Mapping
@@ -42,6 +44,7 @@ __all__ = ("CodeRuntimeStatistics", "PythonRuntime")
 
 _MIB: Final = 1024 * 1024
 _SCRATCH_INODES: Final = 16384
+_WAIT_WARM_ROUNDS: Final = 3
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -149,12 +152,13 @@ class PythonRuntime:
         memory = None if memory_mb is None else memory_mb * _MIB
         config: dict[str, object] = {"mode": confinement, "layers": wanted}
         config["allowed"] = sorted(allowed)
-        config |= {"memory_bytes": memory, "cpu_s": cpu_s, "warm_ttl_s": warm_ttl_s}
+        config |= {"memory_bytes": memory, "cpu_s": cpu_s}
+        config["warm_ttl_s"] = warm_ttl_s + max(1.0, warm_ttl_s / 10)  # the host's check first
         config |= {"scratch_bytes": scratch_mb * _MIB, "scratch_inodes": _SCRATCH_INODES}
         config["read_paths"] = _read_paths(read_paths)
         self._template = Template(template_spec(python, config))
         self._fork = _forker(self._template, "pid_namespace" in wanted, (self._cgroup[0], memory))
-        self._pool = WarmPool(self._fork, warm)
+        self._pool = WarmPool(self._fork, warm, warm_ttl_s)
         strict = tuple(wanted) if confinement == "strict" else ()
         self._limits = session.RunLimits(
             timeout_s=timeout_s,
@@ -277,23 +281,17 @@ class PythonRuntime:
     async def wait_warm(self) -> None:
         """Fork the warm children if needed and wait until each has built its sandbox.
 
+        A waiting child that ended meanwhile (its time to live ran out) is waited for
+        until its replacement is ready.
+
         Raises:
             OSError: the interpreter could not be started.
             toolray.procs.TemplateError: the template died or refused to fork.
         """
-        self._pool.refill()
-        loop = asyncio.get_running_loop()
-        for future in self._pool.pending():
-            child = await asyncio.shield(asyncio.wrap_future(future))
-            if child.report is not None or not child.alive:
-                continue
-            ready: asyncio.Future[None] = loop.create_future()
-            fd = child.channel.fileno()
-            loop.add_reader(fd, _resolve, ready)
-            try:
-                await ready
-            finally:
-                loop.remove_reader(fd)
+        for _ in range(_WAIT_WARM_ROUNDS):
+            self._pool.refill()
+            if all([await _ready(future) for future in self._pool.pending()]):
+                return
 
     def statistics(self) -> CodeRuntimeStatistics:
         """A frozen snapshot of the counters."""
@@ -331,6 +329,27 @@ def _shut(pool: WarmPool, template: Template) -> None:
     for child in pool.close():
         child.discard_now()
     template.stop()
+
+
+async def _ready(future: concurrent.futures.Future[CodeChild]) -> bool:
+    """Wait until the child has sent its ready report; ``False`` if it ended instead."""
+    child = await asyncio.shield(asyncio.wrap_future(future))
+    if child.report is not None:
+        return True
+    if child.alive:
+        loop = asyncio.get_running_loop()
+        readable: asyncio.Future[None] = loop.create_future()
+        fd = child.channel.fileno()
+        loop.add_reader(fd, _resolve, readable)
+        try:
+            await readable
+        finally:
+            loop.remove_reader(fd)
+        with contextlib.suppress(BlockingIOError, OSError):
+            if child.channel.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT):
+                return True
+    await child.wait_exit()  # it ended: the pool replaces it once the template reports
+    return False
 
 
 def _resolve(future: asyncio.Future[None]) -> None:
