@@ -16,9 +16,10 @@ from toolray.errors import CodeRunFailedError
 from toolray.testing import Gate
 
 
-def _template_pid() -> int:
-    (template,) = [p for p in psutil.Process().children() if "_zygote.py" in " ".join(p.cmdline())]
-    return template.pid
+def _template_pid(runtime: PythonRuntime) -> int:
+    pid = runtime._template.pid  # the runtime's own template (others' may be alive too)
+    assert pid is not None
+    return pid
 
 
 async def test_a_run_whose_template_dies_fails_alone_and_the_next_run_restarts_it() -> None:
@@ -34,7 +35,7 @@ async def test_a_run_whose_template_dies_fails_alone_and_the_next_run_restarts_i
         (used,) = await warm_pids(runtime)
         task = asyncio.ensure_future(run(runtime, "await tools.hold()", {"hold": hold}))
         await entered.wait()
-        os.kill(_template_pid(), signal.SIGKILL)
+        os.kill(_template_pid(runtime), signal.SIGKILL)
         with pytest.raises(CodeRunFailedError, match=r"\(worker-exit\): python exited \(signal"):
             await task
         with contextlib.suppress(psutil.NoSuchProcess):
@@ -62,7 +63,7 @@ async def test_a_warm_child_that_waits_past_its_time_to_live_is_replaced() -> No
 def test_close_stops_the_template_too() -> None:
     runtime = PythonRuntime()
     runtime.confinement()
-    template = psutil.Process(_template_pid())
+    template = psutil.Process(_template_pid(runtime))
     runtime.close()
     assert not template.is_running() or template.status() == psutil.STATUS_ZOMBIE
     runtime.close()  # idempotent

@@ -4,7 +4,7 @@ Each child gets a fresh scratch directory (made here, the mount point of its san
 forked by the runtime's :class:`toolray.procs.Template`, builds its sandbox and reports
 ``ready``. A child serves one run and is then discarded: its process group is SIGKILLed,
 the template reaps it and the directory is removed. A warm child that waits longer than
-``warm_ttl_s`` exits by itself and is replaced.
+``warm_ttl_s`` exits by itself; the next run or ``wait_warm()`` forks its replacement.
 """
 
 from __future__ import annotations
@@ -229,7 +229,11 @@ class WarmPool:
         return future
 
     def _watch(self, future: concurrent.futures.Future[CodeChild]) -> None:
-        """When a waiting child ends (its time to live, or a death), replace it."""
+        """When a waiting child ends (its time to live, or a death), drop it.
+
+        Its replacement is forked at the next run or ``wait_warm()``, not now: an idle
+        runtime keeps no process busy, and one nobody uses forks nothing on its own.
+        """
         if future.cancelled() or future.exception() is not None:
             return
         future.result().child.on_exit(lambda status: self._ended(future))
@@ -240,7 +244,6 @@ class WarmPool:
                 return  # taken by a run: the run discards it
             self._idle.remove(future)
         future.result().discard_now()
-        self.refill()
 
     def close(self) -> list[CodeChild]:
         """Stop refilling; the waiting children (to discard) are returned."""

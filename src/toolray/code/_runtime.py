@@ -91,7 +91,8 @@ class PythonRuntime:
             ``"off"`` (resource limits, the syscall filter and the import guard only).
         python: the interpreter to run programs with.
         warm: how many children to keep booted ahead of runs (0 forks one per run).
-        warm_ttl_s: how long a warm child waits for a run before it is replaced.
+        warm_ttl_s: how long a warm child waits for a run; past it, it is never handed
+            out, it ends, and the next run (or ``wait_warm()``) forks its replacement.
         max_outstanding_calls: binding calls one run may have in flight (the host stops
             reading the child until one settles).
         max_run_bytes: bytes the host reads from one run's child (past them the run fails

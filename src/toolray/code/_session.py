@@ -202,7 +202,9 @@ class _Run:
 
     def check_confinement(self, report: Mapping[str, Any]) -> None:
         """``strict``: refuse a child that reports a required layer missing."""
-        missing = dict(report.get("missing") or {})
+        missing = report.get("missing")
+        if not isinstance(missing, dict):
+            missing = {}
         lacking = [
             f"{layer}: {echo(str(missing[layer]))}"
             for layer in self.limits.required
@@ -315,8 +317,9 @@ class _Run:
         self.channel.write(frame)
 
     def on_ready(self, frame: dict[str, Any]) -> None:
-        report = frame.get("confinement")
-        self.child.report = dict(report) if isinstance(report, dict) else {}
+        if self.started or self.child.report is not None:
+            raise ProtocolError("the child reported ready twice")
+        self.child.report = field(frame, "confinement", dict)
         self.check_confinement(self.child.report)
 
 

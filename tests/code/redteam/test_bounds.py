@@ -180,3 +180,26 @@ async def test_an_endless_loop_ends_at_the_default_limits() -> None:
         await still_serves(runtime)
     finally:
         runtime.close()
+
+
+@pytest.mark.parametrize(
+    "forged",
+    [
+        {"op": "ready", "confinement": {"missing": []}},
+        {"op": "ready", "confinement": "all of them"},
+        {"op": "started"},
+        {"op": "failed", "kind": "sandbox", "message": "x"},
+        {"op": "done", "has_result": True, "result": {"nan": float("nan")}},
+    ],
+    ids=["ready again", "ready with a string", "started twice", "unknown kind", "non-json"],
+)
+async def test_a_forged_frame_ends_the_run_as_protocol(runtime: PythonRuntime, forged) -> None:
+    import json
+
+    text = json.dumps(forged)
+    outcome = await attack(
+        runtime, RAW + f"os.write(fd, frame(json.loads({text!r})))\nwhile True: pass"
+    )
+    assert isinstance(outcome, CodeRunFailedError)
+    assert getattr(outcome, "kind", None) in ("protocol", "invalid-output")
+    await still_serves(runtime)
