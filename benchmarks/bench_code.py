@@ -42,6 +42,7 @@ from toolray import (
     text_block,
 )
 from toolray.code import CodeRunOutcome, PythonRuntime
+from toolray.procs import Template, TemplateSpec
 
 QUICK = "--quick" in sys.argv
 N = 15 if QUICK else 50
@@ -248,6 +249,25 @@ async def _ready_ms(runtime: PythonRuntime) -> float:
     return (time.perf_counter() - start) * 1000
 
 
+async def _procs_rows() -> list[tuple[str, str, str]]:
+    """The substrate alone: a bare child (``builtins:print``) forked, and its end reported."""
+    template = Template(TemplateSpec(entry="builtins:print", preload=("asyncio", "json")))
+    await asyncio.to_thread(template.wait_ready, 60)
+    forked, ended = [], []
+    for _ in range(N):
+        start = time.perf_counter()
+        child = await template.fork_async()
+        forked.append((time.perf_counter() - start) * 1000)
+        await child.wait_exit()
+        ended.append((time.perf_counter() - start) * 1000)
+        child.close()
+    template.stop()
+    return [
+        ("toolray.procs: fork request → child forked", _p50_p99(forked), "a few ms"),
+        ("toolray.procs: fork request → its exit reported", _p50_p99(ended), "—"),
+    ]
+
+
 async def _confinement_rows() -> list[tuple[str, str, str]]:
     start = time.perf_counter()
     auto, off = PythonRuntime(), PythonRuntime(confinement="off")
@@ -277,6 +297,7 @@ async def _confinement_rows() -> list[tuple[str, str, str]]:
         ('fork request → child ready, "auto"', _p50_p99(ready["auto"]), "—"),
         ('fork request → child ready, "off"', _p50_p99(ready["off"]), "—"),
         ("confinement() on a new runtime (template boot + probe)", f"{probe:.0f} ms", "—"),
+        *await _procs_rows(),
     ]
 
 

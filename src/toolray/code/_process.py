@@ -180,7 +180,7 @@ class WarmPool:
                 return await asyncio.wrap_future(self.fork())
             with contextlib.suppress(Exception):  # a failed warm fork: try the next
                 child = await asyncio.wrap_future(future)
-                if self._usable(child):
+                if self.usable(child):
                     return child
                 child.discard_now()
 
@@ -204,13 +204,23 @@ class WarmPool:
         if future is None:
             return None
         child = future.result(timeout)
-        if self._usable(child):
+        if self.usable(child):
             return child
         child.discard_now()
         return None
 
-    def _usable(self, child: CodeChild) -> bool:
+    def usable(self, child: CodeChild) -> bool:
+        """Alive, as far as the host knows, and younger than the time to live."""
         return child.alive and time.monotonic() - child.born < self._ttl_s
+
+    def drop(self, future: concurrent.futures.Future[CodeChild]) -> None:
+        """Take a waiting child out of the pool and discard it (an expired or dead one)."""
+        with self._lock:
+            if future not in self._idle:
+                return  # taken by a run meanwhile: the run discards it
+            self._idle.remove(future)
+        if future.done() and future.exception() is None:
+            future.result().discard_now()
 
     def put_back(self, child: CodeChild) -> bool:
         """Return an unused child (a probe's) to the front; ``False`` if it is not wanted."""
@@ -236,14 +246,7 @@ class WarmPool:
         """
         if future.cancelled() or future.exception() is not None:
             return
-        future.result().child.on_exit(lambda status: self._ended(future))
-
-    def _ended(self, future: concurrent.futures.Future[CodeChild]) -> None:
-        with self._lock:
-            if future not in self._idle:
-                return  # taken by a run: the run discards it
-            self._idle.remove(future)
-        future.result().discard_now()
+        future.result().child.on_exit(lambda status: self.drop(future))
 
     def close(self) -> list[CodeChild]:
         """Stop refilling; the waiting children (to discard) are returned."""

@@ -291,8 +291,30 @@ class PythonRuntime:
         """
         for _ in range(_WAIT_WARM_ROUNDS):
             self._pool.refill()
-            if all([await _ready(future) for future in self._pool.pending()]):
+            if all([await self._ready(future) for future in self._pool.pending()]):
                 return
+
+    async def _ready(self, future: concurrent.futures.Future[CodeChild]) -> bool:
+        """Wait until the child has sent its ready report; ``False`` if it ended or aged."""
+        child = await asyncio.shield(asyncio.wrap_future(future))
+        if not self._pool.usable(child):
+            self._pool.drop(future)
+            return False
+        if child.report is not None:
+            return True
+        loop = asyncio.get_running_loop()
+        readable: asyncio.Future[None] = loop.create_future()
+        fd = child.channel.fileno()
+        loop.add_reader(fd, _resolve, readable)
+        try:
+            await readable
+        finally:
+            loop.remove_reader(fd)
+        with contextlib.suppress(OSError):
+            if child.channel.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT):
+                return True
+        self._pool.drop(future)  # it ended before it was ready
+        return False
 
     def statistics(self) -> CodeRuntimeStatistics:
         """A frozen snapshot of the counters."""
@@ -330,27 +352,6 @@ def _shut(pool: WarmPool, template: Template) -> None:
     for child in pool.close():
         child.discard_now()
     template.stop()
-
-
-async def _ready(future: concurrent.futures.Future[CodeChild]) -> bool:
-    """Wait until the child has sent its ready report; ``False`` if it ended instead."""
-    child = await asyncio.shield(asyncio.wrap_future(future))
-    if child.report is not None:
-        return True
-    if child.alive:
-        loop = asyncio.get_running_loop()
-        readable: asyncio.Future[None] = loop.create_future()
-        fd = child.channel.fileno()
-        loop.add_reader(fd, _resolve, readable)
-        try:
-            await readable
-        finally:
-            loop.remove_reader(fd)
-        with contextlib.suppress(BlockingIOError, OSError):
-            if child.channel.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT):
-                return True
-    await child.wait_exit()  # it ended: the pool replaces it once the template reports
-    return False
 
 
 def _resolve(future: asyncio.Future[None]) -> None:
