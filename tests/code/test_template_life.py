@@ -67,3 +67,12 @@ def test_close_stops_the_template_too() -> None:
     runtime.close()
     assert not template.is_running() or template.status() == psutil.STATUS_ZOMBIE
     runtime.close()  # idempotent
+
+
+def test_a_closed_runtime_can_still_report_its_confinement_and_keeps_no_process() -> None:
+    before = child_pids()
+    runtime = PythonRuntime()
+    runtime.close()
+    assert runtime.confinement().pid_namespace is True
+    assert runtime._template.pid is None  # stopped again
+    assert child_pids() - before == set()

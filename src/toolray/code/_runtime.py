@@ -192,6 +192,8 @@ class PythonRuntime:
         """
         if self._confinement is None:
             self._confinement = self._probe()
+            if self._closed and self._in_flight == 0:
+                self._template.stop()  # a closed runtime keeps no process between runs
         return self._confinement
 
     def _probe(self) -> Confinement:
