@@ -63,6 +63,7 @@ class Wire:
         self.in_fd = self.out_fd = channel
         os.dup2(2, 1)
         self._buffer = bytearray()
+        self._early: list[dict[str, Any]] = []  # frames read with the one asked for
 
     def send(self, message: dict[str, Any], payload: bytes | None = None) -> None:
         if payload is None:
@@ -79,7 +80,7 @@ class Wire:
 
     def feed(self, data: bytes) -> list[dict[str, Any]]:
         self._buffer += data
-        frames: list[dict[str, Any]] = []
+        frames, self._early = self._early, []
         while len(self._buffer) >= HEADER.size:
             (size,) = HEADER.unpack_from(self._buffer)
             if len(self._buffer) < HEADER.size + size:
@@ -90,6 +91,8 @@ class Wire:
         return frames
 
     def read_blocking(self, idle_s: float) -> dict[str, Any]:
+        if self._early:
+            return self._early.pop(0)
         while True:
             readable, _, _ = select.select([self.in_fd], [], [], idle_s)
             if not readable:
@@ -99,6 +102,7 @@ class Wire:
                 os._exit(guard.EXIT_HOST_GONE)
             frames = self.feed(data)
             if frames:
+                self._early = frames[1:]  # e.g. "run" right behind "boot"
                 return frames[0]
 
 
@@ -343,10 +347,12 @@ def prepare(config: dict[str, Any]) -> None:
 
 
 def serve(ctx: Any) -> int:
-    """One child: confine, report ready, run one program, exit."""
+    """One child: (wait for its turn,) confine, report ready, run one program, exit."""
     workdir: str = ctx.args["workdir"]
     ctx.set_title([sys.executable, "-I", "-S", "-B", "-X", "utf8", __file__], minimal_env(workdir))
     wire = Wire(ctx.channel)
+    if ctx.args.get("hold") and wire.read_blocking(boot.CONFIG["warm_ttl_s"]).get("op") != "boot":
+        os._exit(guard.EXIT_HOST_GONE)  # forked during a run, it boots once the run is over
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     report = boot.confine(workdir, ctx.pid_namespace_error)

@@ -258,11 +258,28 @@ class PythonRuntime:
         self, program: str, bindings: Mapping[str, Binding], signal: AbortSignal
     ) -> CodeRunOutcome:
         child = await self._take()
+        if not self._closed:
+            self._pool.refill(hold=True)  # forked now, booted once this run is over
         try:
-            return await session.run_on_child(child, program, bindings, signal, self._limits)
+            return await session.run_on_child(
+                child, program, bindings, signal, self._limits, settled=self._settled
+            )
         finally:
-            if not self._closed:  # the next child boots after this run, not beside it
-                asyncio.get_running_loop().call_soon(self._pool.refill)
+            await self._forked()
+
+    def _settled(self) -> None:
+        """The run has its outcome: its successor may boot while its child is torn down."""
+        self._pool.release()
+
+    async def _forked(self) -> None:
+        """Return once the waiting children exist (they finish booting on their own).
+
+        So a run's processes stay within the run: when ``run()`` returns, its child is
+        reaped and its successor forked (it was, during the run).
+        """
+        forks = [asyncio.wrap_future(f) for f in self._pool.pending() if not f.done()]
+        if forks:
+            await asyncio.wait(forks, timeout=session.BOOT_TIMEOUT_S)
 
     async def _take(self) -> CodeChild:
         timeout = session.BOOT_TIMEOUT_S
@@ -302,6 +319,7 @@ class PythonRuntime:
         if not self._pool.usable(child):
             self._pool.drop(future)
             return False
+        child.release()
         if child.report is not None:
             return True
         loop = asyncio.get_running_loop()
@@ -345,9 +363,9 @@ class PythonRuntime:
 
 def _forker(
     template: Template, pid_namespace: bool, cgroup: tuple[str | None, int | None]
-) -> Callable[[], concurrent.futures.Future[CodeChild]]:
+) -> Callable[[bool], concurrent.futures.Future[CodeChild]]:
     """Forks for the pool (a closure that does not hold the runtime, so it can be collected)."""
-    return lambda: fork_child(template, pid_namespace, cgroup)
+    return lambda hold: fork_child(template, pid_namespace, cgroup, hold)
 
 
 def _shut(pool: WarmPool, template: Template) -> None:

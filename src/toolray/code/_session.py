@@ -339,8 +339,13 @@ async def run_on_child(
     bindings: Mapping[str, Binding],
     signal: AbortSignal,
     limits: RunLimits,
+    *,
+    settled: Callable[[], None] = noop,
 ) -> CodeRunOutcome:
-    """Run ``program`` on ``child`` (used once, always discarded) until it settles."""
+    """Run ``program`` on ``child`` (used once, always discarded) until it settles.
+
+    ``settled`` is called once the outcome is known, before the child is reaped.
+    """
     run = _Run(child, bindings, limits)
     loop = run.loop
 
@@ -355,4 +360,5 @@ async def run_on_child(
     finally:
         dispose()
         run.close()
+        settled()
         await child.discard()
