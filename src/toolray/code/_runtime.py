@@ -261,15 +261,10 @@ class PythonRuntime:
         if not self._closed:
             self._pool.refill(hold=True)  # forked now, booted once this run is over
         try:
-            return await session.run_on_child(
-                child, program, bindings, signal, self._limits, settled=self._settled
-            )
+            return await session.run_on_child(child, program, bindings, signal, self._limits)
         finally:
+            self._pool.release()  # the run's child is reaped: its successor may boot now
             await self._forked()
-
-    def _settled(self) -> None:
-        """The run has its outcome: its successor may boot while its child is torn down."""
-        self._pool.release()
 
     async def _forked(self) -> None:
         """Return once the waiting children exist (they finish booting on their own).

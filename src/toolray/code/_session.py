@@ -339,13 +339,8 @@ async def run_on_child(
     bindings: Mapping[str, Binding],
     signal: AbortSignal,
     limits: RunLimits,
-    *,
-    settled: Callable[[], None] = noop,
 ) -> CodeRunOutcome:
-    """Run ``program`` on ``child`` (used once, always discarded) until it settles.
-
-    ``settled`` is called once the outcome is known, before the child is reaped.
-    """
+    """Run ``program`` on ``child`` (used once, always discarded) until it settles."""
     run = _Run(child, bindings, limits)
     loop = run.loop
 
@@ -360,5 +355,4 @@ async def run_on_child(
     finally:
         dispose()
         run.close()
-        settled()
         await child.discard()
