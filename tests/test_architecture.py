@@ -137,6 +137,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "toolray.code._failures",
             "toolray.code._frames",
             "toolray.code._confinement",
+            "toolray.code._checks",
             "toolray.code._cgroup",
             "toolray.code._process",
             "toolray.code._child",

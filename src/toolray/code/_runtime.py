@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import math
 import os
 import socket
 import sys
@@ -26,8 +25,8 @@ from toolray.procs import Template, TemplateError
 
 from . import _session as session
 from ._cgroup import delegated
+from ._checks import check_call, check_settings, read_path_list
 from ._confinement import (
-    MODES,
     Confinement,
     ConfinementMode,
     from_report,
@@ -130,22 +129,19 @@ class PythonRuntime:
         max_outstanding_calls: int = 64,
         max_run_bytes: int = 64 * 2**20,
     ) -> None:
-        _check_positive("timeout_s", timeout_s)
-        _check_positive("cpu_s", cpu_s)
-        _check_positive("warm_ttl_s", warm_ttl_s, optional=False)
-        if memory_mb is not None and (type(memory_mb) is not int or memory_mb < 16):
-            raise ValueError(f"memory_mb must be an integer of at least 16, got {memory_mb!r}")
-        _check_count("scratch_mb", scratch_mb, 1)
-        _check_count("warm", warm, 0)
-        _check_count("max_outstanding_calls", max_outstanding_calls, 1)
-        _check_count("max_run_bytes", max_run_bytes, 1024)
-        if confinement not in MODES:
-            raise ValueError(f'confinement must be "auto", "strict" or "off", got {confinement!r}')
-        if not isinstance(python, str) or not python or "\0" in python:
-            raise ValueError(f"python must be a path to an interpreter, got {python!r}")
-        allowed = frozenset(allowed_imports)
-        if not all(isinstance(name, str) and name.isidentifier() for name in allowed):
-            raise ValueError("allowed_imports must hold top-level module names")
+        allowed = check_settings(
+            timeout_s=timeout_s,
+            cpu_s=cpu_s,
+            memory_mb=memory_mb,
+            scratch_mb=scratch_mb,
+            allowed_imports=allowed_imports,
+            confinement=confinement,
+            python=python,
+            warm=warm,
+            warm_ttl_s=warm_ttl_s,
+            max_outstanding_calls=max_outstanding_calls,
+            max_run_bytes=max_run_bytes,
+        )
         self._mode: ConfinementMode = confinement
         self._refused = refused_layers()
         self._cgroup = delegated()
@@ -156,7 +152,7 @@ class PythonRuntime:
         config |= {"memory_bytes": memory, "cpu_s": cpu_s}
         config["warm_ttl_s"] = warm_ttl_s + max(1.0, warm_ttl_s / 10)  # the host's check first
         config |= {"scratch_bytes": scratch_mb * _MIB, "scratch_inodes": _SCRATCH_INODES}
-        config["read_paths"] = _read_paths(read_paths)
+        config["read_paths"] = read_path_list(read_paths)
         self._template = Template(template_spec(python, config))
         self._fork = _forker(self._template, "pid_namespace" in wanted, (self._cgroup[0], memory))
         self._pool = WarmPool(self._fork, warm, warm_ttl_s)
@@ -231,7 +227,7 @@ class PythonRuntime:
             AbortError: ``signal`` fired first (code ``ABORTED``).
             TypeError: ``program`` is not a string or a binding is not callable.
         """
-        _check_call(program, bindings)
+        check_call(program, bindings)
         if signal.aborted:
             raise abort_error(signal.reason)
         self._counts["runs"] += 1
@@ -372,39 +368,3 @@ def _shut(pool: WarmPool, template: Template) -> None:
 def _resolve(future: asyncio.Future[None]) -> None:
     if not future.done():
         future.set_result(None)
-
-
-def _read_paths(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
-    if isinstance(paths, str | bytes):
-        raise TypeError("read_paths must be an iterable of paths, not one path")
-    found = []
-    for path in paths:
-        text = os.fspath(path)
-        if not isinstance(text, str) or not os.path.isabs(text) or "\0" in text:
-            raise ValueError(f"read_paths must hold absolute paths, got {path!r}")
-        if not os.path.exists(text):
-            raise ValueError(f"read_paths: {text} does not exist")
-        found.append(os.path.realpath(text))
-    return found
-
-
-def _check_count(name: str, value: object, least: int) -> None:
-    if type(value) is not int or value < least:
-        raise ValueError(f"{name} must be an integer of at least {least}, got {value!r}")
-
-
-def _check_positive(name: str, value: float | None, *, optional: bool = True) -> None:
-    if value is None and optional:
-        return
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"{name} must be a number{' or None' if optional else ''}, got {value!r}")
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
-
-
-def _check_call(program: object, bindings: Mapping[str, Binding]) -> None:
-    if not isinstance(program, str):
-        raise TypeError(f"program must be a string, got {type(program).__name__}")
-    for name, binding in bindings.items():
-        if not isinstance(name, str) or not callable(binding):
-            raise TypeError(f"binding {name!r} must be a callable under a string name")
