@@ -102,7 +102,7 @@ class Wire:
                 os._exit(guard.EXIT_HOST_GONE)
             frames = self.feed(data)
             if frames:
-                self._early = frames[1:]  # e.g. "run" right behind "boot"
+                self._early = frames[1:]  # never dropped, whatever came with it
                 return frames[0]
 
 
@@ -347,12 +347,10 @@ def prepare(config: dict[str, Any]) -> None:
 
 
 def serve(ctx: Any) -> int:
-    """One child: (wait for its turn,) confine, report ready, run one program, exit."""
+    """One child: confine, report ready, run one program, exit."""
     workdir: str = ctx.args["workdir"]
     ctx.set_title([sys.executable, "-I", "-S", "-B", "-X", "utf8", __file__], minimal_env(workdir))
     wire = Wire(ctx.channel)
-    if ctx.args.get("hold") and wire.read_blocking(boot.CONFIG["warm_ttl_s"]).get("op") != "boot":
-        os._exit(guard.EXIT_HOST_GONE)  # forked during a run, it boots once the run is over
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     report = boot.confine(workdir, ctx.pid_namespace_error)

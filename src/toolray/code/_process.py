@@ -29,7 +29,6 @@ from toolray.procs import (
     ProtocolError,
     Template,
     TemplateSpec,
-    encode_frame,
 )
 
 from ._cgroup import ChildCgroup
@@ -60,13 +59,11 @@ def template_spec(python: str, config: dict[str, Any]) -> TemplateSpec:
 class CodeChild:
     """One forked child for one run: its handle, its scratch directory, its ready report."""
 
-    __slots__ = ("_closed", "born", "cgroup", "child", "held", "report", "workdir")
+    __slots__ = ("_closed", "born", "cgroup", "child", "report", "workdir")
 
-    def __init__(self, child: Child, workdir: str, *, held: bool = False) -> None:
+    def __init__(self, child: Child, workdir: str) -> None:
         self.child = child
         self.workdir = workdir
-        self.held = held
-        """Forked during a run: it waits for :meth:`release` before it builds its sandbox."""
         self.born = time.monotonic()
         """When it was forked (the host's clock): a child older than the time to live is
         not handed out, and it ends by itself a little later."""
@@ -93,13 +90,6 @@ class CodeChild:
     def kill(self) -> None:
         """SIGKILL the child's whole process group (idempotent)."""
         self.child.kill()
-
-    def release(self) -> None:
-        """Let a held child build its sandbox and boot (idempotent)."""
-        if self.held:
-            self.held = False
-            with contextlib.suppress(OSError):  # it is gone: its end is reported anyway
-                self.child.channel.sendall(encode_frame({"op": "boot"}))
 
     async def wait_exit(self) -> ExitStatus:
         """Wait, without blocking the loop, until the template has reaped it."""
@@ -163,7 +153,7 @@ class WarmPool:
     __slots__ = ("_closed", "_fork", "_idle", "_lock", "_size", "_ttl_s", "spawned")
 
     def __init__(
-        self, fork: Callable[[bool], concurrent.futures.Future[CodeChild]], size: int, ttl_s: float
+        self, fork: Callable[[], concurrent.futures.Future[CodeChild]], size: int, ttl_s: float
     ) -> None:
         self._fork = fork
         self._size = size
@@ -198,31 +188,21 @@ class WarmPool:
             with contextlib.suppress(Exception):  # a failed warm fork: try the next
                 child = await asyncio.wrap_future(future)
                 if self.usable(child):
-                    child.release()
                     return child
                 child.discard_now()
 
-    def refill(self, *, hold: bool = False) -> None:
-        """Fork until ``size`` children are waiting (a failure leaves the pool short).
-
-        With ``hold`` (during a run) the new children wait for :meth:`release` before they
-        build their sandboxes, so they do not compete with the run for the CPU.
-        """
+    def refill(self) -> None:
+        """Fork until ``size`` children are waiting (a failure leaves the pool short)."""
         while True:
             with self._lock:
                 if self._closed or len(self._idle) >= self._size:
                     return
                 try:
-                    future = self.fork(hold=hold)
+                    future = self.fork()
                 except OSError:
                     return
                 self._idle.append(future)
             future.add_done_callback(self._watch)
-
-    def release(self) -> None:
-        """Let every held waiting child boot (those still forking, as soon as they exist)."""
-        for future in self.pending():
-            future.add_done_callback(_release)
 
     def take_waiting(self, timeout: float) -> CodeChild | None:
         """The first waiting child, once forked (blocking up to ``timeout``), or ``None``."""
@@ -232,7 +212,6 @@ class WarmPool:
             return None
         child = future.result(timeout)
         if self.usable(child):
-            child.release()
             return child
         child.discard_now()
         return None
@@ -260,9 +239,9 @@ class WarmPool:
             self._idle.appendleft(done)
         return True
 
-    def fork(self, *, hold: bool = False) -> concurrent.futures.Future[CodeChild]:
+    def fork(self) -> concurrent.futures.Future[CodeChild]:
         """A child forked now, outside the waiting ones (counted in :attr:`spawned`)."""
-        future = self._fork(hold)
+        future = self._fork()
         self.spawned += 1
         return future
 
@@ -295,11 +274,6 @@ class WarmPool:
             self._closed = False
 
 
-def _release(future: concurrent.futures.Future[CodeChild]) -> None:
-    if not future.cancelled() and future.exception() is None:
-        future.result().release()
-
-
 def _discard_late(future: concurrent.futures.Future[CodeChild]) -> None:
     if not future.cancelled() and future.exception() is None:
         future.result().discard_now()
@@ -309,13 +283,12 @@ def fork_child(
     template: Template,
     pid_namespace: bool,
     cgroup: tuple[str | None, int | None],
-    hold: bool = False,
 ) -> concurrent.futures.Future[CodeChild]:
     """Make a scratch directory and ask the template for a child that will use it."""
     workdir = tempfile.mkdtemp(prefix="toolray-code-")
     try:
         forked = template.fork_nowait(
-            {"workdir": workdir, "hold": hold}, pid_namespace=pid_namespace, capture_stderr=True
+            {"workdir": workdir}, pid_namespace=pid_namespace, capture_stderr=True
         )
     except BaseException:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -329,7 +302,7 @@ def fork_child(
             if result.set_running_or_notify_cancel():
                 result.set_exception(failure or concurrent.futures.CancelledError())
             return
-        child = CodeChild(future.result(), workdir, held=hold)
+        child = CodeChild(future.result(), workdir)
         if not result.set_running_or_notify_cancel():  # nobody waits for it any more
             child.discard_now()
             return

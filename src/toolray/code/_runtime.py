@@ -44,6 +44,7 @@ __all__ = ("CodeRuntimeStatistics", "PythonRuntime")
 _MIB: Final = 1024 * 1024
 _SCRATCH_INODES: Final = 16384
 _WAIT_WARM_ROUNDS: Final = 3
+_FORK_WAIT_S: Final = 5.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -254,23 +255,23 @@ class PythonRuntime:
         self, program: str, bindings: Mapping[str, Binding], signal: AbortSignal
     ) -> CodeRunOutcome:
         child = await self._take()
-        if not self._closed:
-            self._pool.refill(hold=True)  # forked now, booted once this run is over
         try:
             return await session.run_on_child(child, program, bindings, signal, self._limits)
         finally:
-            self._pool.release()  # the run's child is reaped: its successor may boot now
-            await self._forked()
+            if not self._closed:  # the next child boots after this run, not beside it
+                asyncio.get_running_loop().call_soon(self._refill)
 
-    async def _forked(self) -> None:
-        """Return once the waiting children exist (they finish booting on their own).
+    def _refill(self) -> None:
+        """Fork the next warm children and wait (briefly) until they exist.
 
-        So a run's processes stay within the run: when ``run()`` returns, its child is
-        reaped and its successor forked (it was, during the run).
+        Called right after a run returned, so the fork is off the run's path; waiting for
+        it keeps a runtime's processes from appearing later, unbidden. The children then
+        build their sandboxes on their own.
         """
-        forks = [asyncio.wrap_future(f) for f in self._pool.pending() if not f.done()]
-        if forks:
-            await asyncio.wait(forks, timeout=session.BOOT_TIMEOUT_S)
+        self._pool.refill()
+        for future in self._pool.pending():
+            with contextlib.suppress(Exception):  # a failed fork shows at the next take
+                future.result(_FORK_WAIT_S)
 
     async def _take(self) -> CodeChild:
         timeout = session.BOOT_TIMEOUT_S
@@ -310,7 +311,6 @@ class PythonRuntime:
         if not self._pool.usable(child):
             self._pool.drop(future)
             return False
-        child.release()
         if child.report is not None:
             return True
         loop = asyncio.get_running_loop()
@@ -354,9 +354,9 @@ class PythonRuntime:
 
 def _forker(
     template: Template, pid_namespace: bool, cgroup: tuple[str | None, int | None]
-) -> Callable[[bool], concurrent.futures.Future[CodeChild]]:
+) -> Callable[[], concurrent.futures.Future[CodeChild]]:
     """Forks for the pool (a closure that does not hold the runtime, so it can be collected)."""
-    return lambda hold: fork_child(template, pid_namespace, cgroup, hold)
+    return lambda: fork_child(template, pid_namespace, cgroup)
 
 
 def _shut(pool: WarmPool, template: Template) -> None:
