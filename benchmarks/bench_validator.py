@@ -23,7 +23,7 @@ import fastjsonschema
 import jsonschema
 
 from toolray._json import snapshot_json
-from toolray._schema import compile_validator, validate_json_schema_value
+from toolray.schema import compile_validator, validate_json_schema_value
 
 ROUNDS = 5
 ROUND_SECONDS = 0.04

@@ -1,22 +1,115 @@
-"""Run every benchmark in this folder, one after another, and print their tables."""
+"""Run every benchmark in this folder, then write the one results table, ``RESULTS.md``.
+
+Each benchmark writes its detailed results (``RESULTS-<name>.md``: method, machine, date,
+every figure). ``RESULTS.md`` is the one table the docs show (the Benchmarks page includes
+it): a headline row per figure, read from the detailed files, so every figure quoted
+anywhere has one source. ``--compose`` rebuilds ``RESULTS.md`` from the detailed files
+without running anything; ``--quick`` runs the Ray benchmark in its quick mode.
+"""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 SCRIPTS = ["bench_validator.py", "bench_registry.py", "bench_pipeline.py", "bench_batch.py"]
+OUT = HERE / "RESULTS.md"
+
+
+@dataclass(frozen=True, slots=True)
+class Headline:
+    """One row of the table: the row of a detailed table that starts with ``row``."""
+
+    figure: str
+    source: str
+    row: str
+    measured: int
+    unit: str = ""
+    target: int | str = "—"
+
+
+HEADLINES = (
+    Headline("argument validation vs jsonschema (4-level nested object, valid)",
+             "RESULTS-validator.md", "| nested objects (4 levels) | valid |", 7,
+             " faster", "≥ 5× faster"),
+    Headline("argument validation vs fastjsonschema (same value)", "RESULTS-validator.md",
+             "| nested objects (4 levels) | valid |", 8, " of its time", "≤ 1.5×"),
+    Headline("`execute()` of a no-op async tool, no hooks", "RESULTS-pipeline.md",
+             "| async no-op |", 3, " µs", "≤ 25 µs"),
+    Headline("`execute()` with five pass-through hooks / without", "RESULTS-pipeline.md",
+             "| async no-op |", 6, "", "≤ 2×"),
+    Headline("`executable(name, scope)`, 1,000 tools, 100 scopes, cached", "RESULTS-registry.md",
+             "| `executable(name, scope)` |", 2, " µs", "≤ 2 µs"),
+    Headline("in-process batch, 64 × 50 ms safe calls, cap 64", "RESULTS-batch.md",
+             "| 64 × 50 ms safe, cap 64 |", 2, "", 5),
+    Headline("in-process batch, 100 × 10 ms safe calls, cap 100", "RESULTS-batch.md",
+             "| 100 × 10 ms safe, cap 100 |", 2, "", 5),
+    Headline("in-process batch, 100 × 10 ms safe calls, cap 10", "RESULTS-batch.md",
+             "| 100 × 10 ms safe, cap 10 |", 2, "", 5),
+    Headline("in-process batch, 10 × [9 safe + 1 exclusive] × 10 ms", "RESULTS-batch.md",
+             "| 10 × [9 safe + 1 exclusive] 10 ms, cap 10 |", 2, "", 5),
+    Headline("Ray: 1,000 no-op calls, cap 1000, toolray / raw Ray throughput",
+             "RESULTS-ray.md", "| (a) 1,000 no-op safe calls, 2 workers, cap 1000", 2, "", 3),
+    Headline("Ray: 1,000 no-op calls, cap 10, toolray / raw Ray throughput",
+             "RESULTS-ray.md", "| (a) 1,000 no-op safe calls, 2 workers, cap 10:", 2, "", 3),
+    Headline("Ray: 64 × 100 ms sleeps on 8 workers, wall", "RESULTS-ray.md", "| (b) ", 2, "", 3),
+    Headline("Ray: abort → batch settled, p50", "RESULTS-ray.md", "| (c) ", 2, "", 3),
+    Headline("Ray: a body ignoring its 200 ms deadline, 300 ms grace: settled",
+             "RESULTS-ray.md", "| (d) ", 2, "", 3),
+    Headline("Ray: executor actor RSS (per_scope mode)", "RESULTS-ray.md",
+             "| (e) executor actor idle RSS", 2, "", 3),
+    Headline("Ray: first batch of a new scope (executor created)", "RESULTS-ray.md",
+             "| (e) first batch of a new scope", 2, "", 3),
+    Headline("Ray: 300 / 1,000 new scopes at once, sharded (2 shards): last result",
+             "RESULTS-scopes.md", "| 300 / 1,000 scopes: time to the last result |", 3),
+    Headline("Ray: executor RSS for 1,000 scopes, sharded (2 shards)", "RESULTS-scopes.md",
+             "| executor RSS, 1,000 scopes |", 3),
+    Headline("Code Mode: trivial `run_code` through the registry, warm, p50 / p99",
+             "RESULTS-code.md", "| trivial `run_code`", 2, "", 3),
+)  # fmt: skip
+
+
+def _cells(line: str) -> list[str]:
+    return [""] + [cell.strip() for cell in line.strip().strip("|").split("|")]
+
+
+def headline_row(headline: Headline, here: Path = HERE) -> str:
+    """The table row of ``headline`` (its cells are 1-based columns of the detailed row)."""
+    path = here / headline.source
+    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    found = [line for line in lines if line.startswith(headline.row)]
+    if not found:
+        return f"| {headline.figure} | not measured | — | `{headline.source}` |"
+    cells = _cells(found[0])
+    target = cells[headline.target] if isinstance(headline.target, int) else headline.target
+    measured = cells[headline.measured].replace("**", "") + headline.unit
+    return f"| {headline.figure} | {measured} | {target} | `{headline.source}` |"
+
+
+def compose(here: Path = HERE) -> str:
+    """The text of ``RESULTS.md`` from the detailed result files in ``here``."""
+    rows = "\n".join(headline_row(h, here) for h in HEADLINES)
+    return (
+        "<!-- generated by benchmarks/run_all.py from the RESULTS-*.md files; do not edit -->\n"
+        "| figure | measured | target | detailed results |\n"
+        "|---|---:|---|---|\n"
+        f"{rows}\n"
+    )
 
 
 def main() -> int:
-    extra = ["--quick"] if "--quick" in sys.argv else []
     failures = 0
-    for script in [*SCRIPTS, "bench_ray.py"]:
-        args = extra if script == "bench_ray.py" else []
-        print(f"\n===== {script} {' '.join(args)}".rstrip(), flush=True)
-        failures += subprocess.call([sys.executable, str(HERE / script), *args]) != 0
+    if "--compose" not in sys.argv:
+        extra = ["--quick"] if "--quick" in sys.argv else []
+        for script in [*SCRIPTS, "bench_ray.py"]:
+            args = extra if script == "bench_ray.py" else []
+            print(f"\n===== {script} {' '.join(args)}".rstrip(), flush=True)
+            failures += subprocess.call([sys.executable, str(HERE / script), *args]) != 0
+    OUT.write_text(compose(), encoding="utf-8")
+    print(f"wrote {OUT}")
     return 1 if failures else 0
 
 

@@ -40,7 +40,7 @@ def ray_runtime() -> Any:
 
 @pytest.fixture(scope="session")
 def sharded_runtime(ray_runtime: Any) -> Any:
-    """A second namespace on the session cluster whose executors are 2 shards (API-v2 §16).
+    """A second namespace on the session cluster whose executors are 2 shards.
 
     Same config as ``ray_runtime`` but ``[executors] mode = "sharded"``: it attaches to the
     Ray this process already runs, so it costs only its own actors.

@@ -4,9 +4,18 @@ A registry actor per namespace (shared by every driver, kept alive by their leas
 executor actors running the core pipeline and scheduler (one per agent scope, or sharded),
 and pools of worker actors running the tool bodies, with the cancellation ladder
 (forwarded abort → interrupt → kill and replace).
+
+The configuration names (``RuntimeConfig``, ``load_config``, ``ConfigError``…) import without
+Ray; every other name needs it (``pip install "toolray[ray]"``) and is imported on first use,
+so the ``toolray`` command can say so in one line instead of a traceback.
 """
 
 from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from toolray.errors import ToolrayError
 
 from ._config import CodeConfig as CodeConfig
 from ._config import ConfigError as ConfigError
@@ -15,16 +24,18 @@ from ._config import PoolConfig as PoolConfig
 from ._config import RayInitConfig as RayInitConfig
 from ._config import RuntimeConfig as RuntimeConfig
 from ._config import load_config as load_config
-from ._errors import RuntimeUnavailableError as RuntimeUnavailableError
-from ._executor_actor import ExecutorStats as ExecutorStats
-from ._executor_handle import ExecutorHandle as ExecutorHandle
-from ._ray_init import StartError as StartError
-from ._remote_registry import RemoteRegistry as RemoteRegistry
-from ._remote_registry import RemoteScope as RemoteScope
-from ._runtime import RayRuntime as RayRuntime
-from ._stats import ActorStats as ActorStats
-from ._stats import RuntimeStats as RuntimeStats
-from ._worker import ToolInterrupted as ToolInterrupted
+
+if TYPE_CHECKING:
+    from ._errors import RuntimeUnavailableError as RuntimeUnavailableError
+    from ._executor_actor import ExecutorStats as ExecutorStats
+    from ._executor_handle import ExecutorHandle as ExecutorHandle
+    from ._ray_init import StartError as StartError
+    from ._remote_registry import RemoteRegistry as RemoteRegistry
+    from ._remote_registry import RemoteScope as RemoteScope
+    from ._runtime import RayRuntime as RayRuntime
+    from ._stats import ActorStats as ActorStats
+    from ._stats import RuntimeStats as RuntimeStats
+    from ._worker import ToolInterrupted as ToolInterrupted
 
 __all__ = (
     "ActorStats",
@@ -35,6 +46,7 @@ __all__ = (
     "ExecutorsConfig",
     "PoolConfig",
     "RayInitConfig",
+    "RayMissingError",
     "RayRuntime",
     "RemoteRegistry",
     "RemoteScope",
@@ -45,3 +57,44 @@ __all__ = (
     "ToolInterrupted",
     "load_config",
 )
+
+_NEEDS_RAY = {
+    "ActorStats": "._stats",
+    "ExecutorHandle": "._executor_handle",
+    "ExecutorStats": "._executor_actor",
+    "RayRuntime": "._runtime",
+    "RemoteRegistry": "._remote_registry",
+    "RemoteScope": "._remote_registry",
+    "RuntimeStats": "._stats",
+    "RuntimeUnavailableError": "._errors",
+    "StartError": "._ray_init",
+    "ToolInterrupted": "._worker",
+}
+
+
+class RayMissingError(ToolrayError, ImportError):
+    """Ray is not installed: the message names the extra that installs it."""
+
+
+def require_ray() -> None:
+    """Raise ``RayMissingError`` (one line naming the extra) when Ray cannot be imported."""
+    try:
+        import ray  # noqa: F401
+    except ImportError as err:
+        raise RayMissingError(
+            f'this needs Ray, which is not installed ({err}): pip install "toolray[ray]"'
+        ) from None
+
+
+def __getattr__(name: str) -> Any:
+    module = _NEEDS_RAY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    require_ray()
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -13,7 +13,7 @@ the actor runs.
 Every binding call is a nested call through the executor's own pipeline — the scope's
 policies, guards and hooks — and its body goes to a worker of its pool like any other
 call. Moving the program into a worker of a dedicated ``code`` pool, its bindings coming
-back over nested dispatch (API-v2 §13), needs only this module to change.
+back over nested dispatch, needs only this module to change.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """``RuntimeConfig``: how the Ray layer starts, sizes its pools and escalates cancellation.
 
-Loaded from TOML (``configs/*.toml``), validated by pydantic; unknown keys are errors.
+Loaded from TOML, validated by pydantic; unknown keys are errors. Every key carries a
+``description``: the configuration reference of the docs is generated from them.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ __all__ = (
     "PoolConfig",
     "RayInitConfig",
     "RuntimeConfig",
+    "config_file",
     "load_config",
 )
 
@@ -36,19 +38,59 @@ class _Strict(BaseModel):
 class PoolConfig(_Strict):
     """The worker pool: its size, per-worker concurrency and actor options."""
 
-    size: int = Field(default=2, ge=1, le=256)
-    max_concurrency: int = Field(default=64, ge=1)
-    num_cpus: float = Field(default=0, ge=0)
-    resources: dict[str, float] = Field(default_factory=dict)
-    runtime_env: dict[str, Any] | None = None
-    spare: int = Field(default=1, ge=0, le=8)
+    size: int = Field(
+        default=2,
+        ge=1,
+        le=256,
+        description="Worker actors the pool keeps running (tool bodies run on them).",
+    )
+    max_concurrency: int = Field(
+        default=64,
+        ge=1,
+        description="Tool bodies one worker actor runs at once (threads or asyncio tasks).",
+    )
+    num_cpus: float = Field(
+        default=0,
+        ge=0,
+        description="CPUs Ray reserves for each worker actor (0: workers are placed "
+        "anywhere, even on a node whose CPUs are all taken).",
+    )
+    resources: dict[str, float] = Field(
+        default_factory=dict,
+        description="Custom Ray resources each worker actor needs, e.g. "
+        "{ toolslot = 1 } to keep workers on the nodes started with --resources.",
+    )
+    runtime_env: dict[str, Any] | None = Field(
+        default=None,
+        description="A Ray runtime_env for the worker actors only (pip, env_vars, "
+        "working_dir, py_modules...), merged over the job's [ray] runtime_env.",
+    )
+    spare: int = Field(
+        default=1,
+        ge=0,
+        le=8,
+        description="Warm spare workers kept started: a killed or crashed worker is "
+        "replaced by a spare at once, not after an actor start.",
+    )
 
 
 class ExecutorsConfig(_Strict):
-    """How agent scopes map onto executor actors (API-v2 §16)."""
+    """How agent scopes map onto executor actors."""
 
-    mode: Literal["per_scope", "sharded"] = "per_scope"
-    shards: int = Field(default=2, ge=1, le=1024)
+    mode: Literal["per_scope", "sharded"] = Field(
+        default="per_scope",
+        description='"per_scope": one executor actor (a process) per agent scope. '
+        '"sharded": a fixed number of executor actors per namespace, each hosting many '
+        "scopes (for agent farms with many scopes).",
+    )
+    shards: int = Field(
+        default=2,
+        ge=1,
+        le=1024,
+        description='Executor actors per namespace in "sharded" mode (about one per core '
+        "of the nodes that host the control actors); a scope's shard is a stable function "
+        "of its key.",
+    )
 
 
 class CodeConfig(_Strict):
@@ -117,32 +159,143 @@ class CodeConfig(_Strict):
 
 
 class RayInitConfig(_Strict):
-    """Options for ``ray.init`` when toolray starts Ray itself."""
+    """Options for ``ray.init``.
 
-    num_cpus: int | None = Field(default=None, ge=1)
-    include_dashboard: bool = False
-    object_store_memory_mb: int | None = Field(default=None, ge=50)
-    log_to_driver: bool = False
+    ``runtime_env`` and ``log_to_driver`` apply whenever toolray connects this process to
+    Ray (a local start or a cluster it attaches to); the resource and dashboard options only
+    when toolray starts a local Ray itself. A Ray this process already initialised is used as
+    it is.
+    """
+
+    num_cpus: int | None = Field(
+        default=None,
+        ge=1,
+        description="CPUs of a Ray started locally (unset: Ray counts the machine's).",
+    )
+    num_gpus: int | None = Field(
+        default=None,
+        ge=0,
+        description="GPUs of a Ray started locally (unset: Ray detects them).",
+    )
+    resources: dict[str, float] = Field(
+        default_factory=dict,
+        description="Custom resources of a Ray started locally, e.g. { toolslot = 8 }.",
+    )
+    object_store_memory_mb: int | None = Field(
+        default=None,
+        ge=50,
+        description="Object store size of a Ray started locally, in MiB (unset: Ray's "
+        "default, 30% of memory).",
+    )
+    include_dashboard: bool | None = Field(
+        default=None,
+        description="Start Ray's dashboard with a local Ray (unset: Ray's default, which "
+        "starts it when the ray[default] components are installed).",
+    )
+    dashboard_host: str | None = Field(
+        default=None,
+        min_length=1,
+        description="Interface the dashboard of a local Ray listens on (unset: Ray's "
+        '"127.0.0.1"; "0.0.0.0" exposes it to the network).',
+    )
+    dashboard_port: int | None = Field(
+        default=None,
+        ge=1,
+        le=65535,
+        description="Port of the dashboard of a local Ray (unset: Ray's 8265).",
+    )
+    log_to_driver: bool = Field(
+        default=True,
+        description="Show what tool bodies print (their workers' stdout and stderr) in "
+        "this driver's output, as Ray does by default.",
+    )
+    runtime_env: dict[str, Any] | None = Field(
+        default=None,
+        description="The job's Ray runtime_env: how tool code and its dependencies reach "
+        'every node, e.g. { working_dir = "." } or { py_modules = ["my_tools"] }, '
+        "plus pip, env_vars...",
+    )
 
 
 class RuntimeConfig(_Strict):
     """Everything the Ray runtime needs; every field has a local-machine default."""
 
-    namespace: str = Field(default="toolray", min_length=1)
-    address: str | None = None
-    mode: Literal["native", "code", "both"] = "native"
-    """The deployment presentation mode (a scope's ``present_as`` overrides it)."""
-    kill_grace_ms: float = Field(default=300, gt=0)
-    cancel_grace_ms: float = Field(default=50, ge=0)
-    executor_idle_ttl_s: float = Field(default=300, gt=0)
-    detached: bool = False
-    max_parallel_tool_calls: int = Field(default=10, ge=1)
-    control_resource: str | None = Field(default=None, min_length=1)
-    ray: RayInitConfig = Field(default_factory=RayInitConfig)
-    pool: PoolConfig = Field(default_factory=PoolConfig)
-    pools: dict[str, PoolConfig] = Field(default_factory=dict)
-    executors: ExecutorsConfig = Field(default_factory=ExecutorsConfig)
-    code: CodeConfig = Field(default_factory=CodeConfig)
+    namespace: str = Field(
+        default="toolray",
+        min_length=1,
+        description="The Ray namespace of the runtime's actors; drivers that name the same "
+        "namespace share one registry, its scopes and pools.",
+    )
+    address: str | None = Field(
+        default=None,
+        description="Where Ray is: unset behaves like ray.init() (a Ray already running in "
+        'this process, else RAY_ADDRESS or a "ray start" cluster on this machine, else a '
+        'fresh local one); "auto" requires a running cluster; "local" always starts a '
+        'fresh local Ray; "host:port" attaches to that cluster.',
+    )
+    mode: Literal["native", "code", "both"] = Field(
+        default="native",
+        description='The deployment presentation mode: "native" (the model calls tools '
+        'directly), "code" (Code Mode: the model calls only run_code), or "both". A '
+        "scope's present_as overrides it.",
+    )
+    kill_grace_ms: float = Field(
+        default=300,
+        gt=0,
+        description="How long a body may keep running after its deadline or abort was "
+        "forwarded and it was interrupted, before its worker is killed and replaced.",
+    )
+    cancel_grace_ms: float = Field(
+        default=50,
+        ge=0,
+        description="How long a forwarded abort may take before the body is interrupted "
+        "(its task cancelled, or its thread sent an exception).",
+    )
+    executor_idle_ttl_s: float = Field(
+        default=300,
+        gt=0,
+        description="An executor actor with no batch for this long exits (a shard: only "
+        "when all its scopes are idle); the next call starts it again.",
+    )
+    detached: bool = Field(
+        default=False,
+        description="Keep the namespace's actors alive when every driver is gone (until "
+        "rt.teardown()); otherwise the last lease's end stops them.",
+    )
+    max_parallel_tool_calls: int = Field(
+        default=10,
+        ge=1,
+        description="Concurrency-safe calls of one batch that may run at once (a batch's "
+        "own max_parallel_tool_calls overrides it).",
+    )
+    control_resource: str | None = Field(
+        default=None,
+        min_length=1,
+        description="A custom Ray resource that marks the nodes for the control actors "
+        "(registry, executors, pool managers); unset: the head node.",
+    )
+    ray: RayInitConfig = Field(
+        default_factory=RayInitConfig,
+        description="Options for ray.init (the [ray] table).",
+    )
+    pool: PoolConfig = Field(
+        default_factory=PoolConfig,
+        description="The default worker pool (the [pool] table).",
+    )
+    pools: dict[str, PoolConfig] = Field(
+        default_factory=dict,
+        description='Named pools, selected by Placement(pool="<name>") ([pools.<name>] '
+        "tables, same keys as [pool]).",
+    )
+    executors: ExecutorsConfig = Field(
+        default_factory=ExecutorsConfig,
+        description="How agent scopes map onto executor actors (the [executors] table).",
+    )
+    code: CodeConfig = Field(
+        default_factory=CodeConfig,
+        description="Code Mode (programmatic tool calling) on Ray: the run_code runtime "
+        "(the [code] table).",
+    )
 
     @classmethod
     def from_toml(cls, path: str | os.PathLike[str]) -> RuntimeConfig:
@@ -152,38 +305,47 @@ class RuntimeConfig(_Strict):
 
 _PACKAGED = Path(__file__).with_name("configs")
 
+SHIPPED = ("local", "cluster", "ci")
+"""The names of the shipped configurations (``RayRuntime.start("cluster")``)."""
+
 
 def packaged_configs() -> dict[str, Path]:
-    """The configs shipped with toolray_actors (``local``, ``cluster``, ``ci``), by name."""
-    return {p.stem: p for p in sorted(_PACKAGED.glob("*.toml"))}
+    """The configs shipped with toolray (``local``, ``cluster``, ``ci``), by name."""
+    return {name: _PACKAGED / f"{name}.toml" for name in SHIPPED}
 
 
-def _resolve(path: Path) -> Path:
-    """``path`` if it exists, else the shipped config of that name.
+def config_file(name_or_path: str | os.PathLike[str]) -> Path:
+    """The file ``name_or_path`` names: a shipped config for a bare name, else the path.
 
-    So ``"cluster"`` and ``"configs/cluster.toml"`` work from any directory.
+    Only the bare names ``"local"``, ``"cluster"`` and ``"ci"`` select shipped files; any
+    other value is a path, and a path that does not exist is a ``ConfigError``.
     """
-    if path.exists():
-        return path
-    shipped = packaged_configs().get(path.stem)
-    return shipped if shipped is not None and path.suffix in ("", ".toml") else path
+    if isinstance(name_or_path, str) and name_or_path in SHIPPED:
+        return _PACKAGED / f"{name_or_path}.toml"
+    path = Path(name_or_path)
+    if not path.is_file():
+        names = ", ".join(f'"{n}"' for n in SHIPPED)
+        raise ConfigError(
+            f"config file not found: {path} (a path to a TOML file, or a shipped config: {names})"
+        )
+    return path
 
 
-def load_config(path: str | os.PathLike[str] | None = None) -> RuntimeConfig:
-    """Load ``path`` (or ``$TOOLRAY_CONFIG``, or the defaults when neither is given).
+def load_config(name_or_path: str | os.PathLike[str] | None = None) -> RuntimeConfig:
+    """The configuration ``RayRuntime.start(config)`` runs with.
 
-    ``path`` is a TOML file, or the name of a shipped config: ``"local"``, ``"cluster"``,
-    ``"ci"`` (also ``"configs/cluster.toml"`` from a directory that has no such file).
+    ``name_or_path`` is a shipped config's name (``"local"``, ``"cluster"``, ``"ci"``) or
+    the path of a TOML file; ``None`` reads ``$TOOLRAY_CONFIG`` (a name or a path), and
+    without it every key keeps its default. Errors are ``ConfigError`` naming the file
+    and the field.
     """
-    if path is None:
-        path = os.environ.get("TOOLRAY_CONFIG") or None
-    if path is None:
+    if name_or_path is None:
+        name_or_path = os.environ.get("TOOLRAY_CONFIG") or None
+    if name_or_path is None:
         return RuntimeConfig()
-    file = _resolve(Path(path))
+    file = config_file(name_or_path)
     try:
         data = tomllib.loads(file.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"config file not found: {file}") from None
     except (OSError, tomllib.TOMLDecodeError) as err:
         raise ConfigError(f"cannot read config {file}: {err}") from None
     try:

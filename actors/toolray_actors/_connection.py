@@ -11,8 +11,9 @@ Ray exception type escapes.
 from __future__ import annotations
 
 import asyncio
+import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import ray
@@ -27,7 +28,17 @@ from ._store import Store
 
 __all__ = ("Connection",)
 
-_ATTEMPTS = 4
+_RECOVERY_S = 30.0
+"""How long a call keeps looking for a registry actor that Ray is restarting (a lost node)."""
+
+
+def _pauses() -> Iterator[float]:
+    """The waits between attempts: growing from 50 ms to 1 s, ending after ``_RECOVERY_S``."""
+    deadline = time.monotonic() + _RECOVERY_S
+    pause = 0.05
+    while time.monotonic() < deadline:
+        yield pause
+        pause = min(pause * 2, 1.0)
 
 
 class Connection:
@@ -86,24 +97,27 @@ class Connection:
     def call(self, method: str, *args: Any) -> Any:
         """Call a registry method and wait (any thread, any loop); errors mapped."""
         self._check_open()
-        for attempt in range(_ATTEMPTS):
+        pauses = _pauses()
+        while True:
             try:
                 return ray.get(getattr(self._registry, method).remote(*args))
             except rex.RayError as err:
-                if not is_actor_death(err) or attempt == _ATTEMPTS - 1:
+                pause = next(pauses, None)
+                if not is_actor_death(err) or pause is None:
                     raise translate(err, self.what) from None
                 self._recover(err)
-        raise AssertionError("unreachable")
+                time.sleep(pause)
 
     async def acall(self, method: str, *args: Any) -> Any:
         """:meth:`call` for coroutines."""
         self._check_open()
-        for attempt in range(_ATTEMPTS):
+        pauses = _pauses()
+        while True:
             try:
                 return await getattr(self._registry, method).remote(*args)
             except rex.RayError as err:
-                if not is_actor_death(err) or attempt == _ATTEMPTS - 1:
+                pause = next(pauses, None)
+                if not is_actor_death(err) or pause is None:
                     raise translate(err, self.what) from None
                 self._recover(err)
-                await asyncio.sleep(0.05 * (attempt + 1))
-        raise AssertionError("unreachable")
+                await asyncio.sleep(pause)

@@ -329,7 +329,7 @@ class ExecutorActor(ExecutorCalls):
 
     async def statistics(self) -> ExecutorStats:
         """A frozen snapshot of this actor."""
-        ex, rs = self.executor.statistics(), self.runner.stats
+        ex, rs = self.executor.stats(), self.runner.stats
         return ExecutorStats(
             scope=self.scope,
             pid=os.getpid(),

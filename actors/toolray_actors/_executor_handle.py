@@ -147,13 +147,13 @@ class ExecutorHandle:
     def _spec(self, batch: ToolBatchInput, batch_id: str) -> BatchSpec:
         if not isinstance(batch, ToolBatchInput):
             raise TypeError(f"execute_batch() takes a ToolBatchInput, not {type(batch).__name__}")
-        if batch.scope != self.scope:
+        if batch.scope is not None and batch.scope != self.scope:
             raise ValueError(f"batch scope {batch.scope!r} is not this executor's {self.scope!r}")
         log = batch.log
         return BatchSpec(
             batch_id=batch_id,
             calls=tuple(batch.calls),
-            scope=batch.scope,
+            scope=self.scope,  # a scope-less batch runs in this executor's scope
             max_parallel_tool_calls=batch.max_parallel_tool_calls,
             log=(log.turn, log.step) if log is not None else None,
             aborted=batch.signal.aborted,

@@ -142,7 +142,7 @@ class Mirror:
 
     def scope_count(self) -> int:
         """How many scopes the core registry holds."""
-        return self.registry.statistics().scopes
+        return self.registry.stats().scopes
 
     def op_id_of(self, definition: Any) -> int | None:
         """The contribution id of a registered definition (``None`` for ``run_code``)."""

@@ -1,17 +1,26 @@
-"""Keep Ray's own noise about deliberate kills off the user's terminal.
+"""Ray's notices about the workers toolray's own commands crash on purpose.
 
-Ray's driver prints ``(raylet) A worker died or was killed …`` for every worker process
-that exits abnormally — including the ones toolray kills on purpose (the cancellation
-ladder) or recovers from (``WORKER_LOST``). Those lines are routed to the ``toolray`` logger
-at debug level instead; every other Ray message passes through unchanged.
+A library must not change how Ray prints in a user's process, and it need not: the workers
+toolray kills itself (the cancellation ladder, an idle executor, ``teardown``) go through
+``ray.kill``, which Ray reports to nobody. A worker that dies on its own — a tool that
+crashes its process, a SIGKILL from outside — is reported by Ray's driver as
+``(raylet) A worker died or was killed …``, and that is worth seeing: ``RayRuntime.start``
+leaves Ray's printing exactly as it is.
+
+Only the ``toolray`` command line (``demo``, ``trace``, ``bench``, ``chaos``) crashes and kills
+workers on purpose to show or measure recovery. :func:`quiet_notices` routes those notices to
+the ``toolray`` logger at debug level for the duration of one command, and puts Ray's printer
+back afterwards.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Iterator
 from typing import Any
 
-__all__ = ("install",)
+__all__ = ("is_noise", "quiet_notices")
 
 _log = logging.getLogger("toolray")
 
@@ -20,37 +29,39 @@ _NOISE = (
     "Worker unexpectedly exits",
     "worker died unexpectedly",
     "The actor died unexpectedly",
-    "Raylet is terminated",
 )
 
-_installed = False
 
-
-def _is_noise(data: dict[str, Any]) -> bool:
+def is_noise(data: dict[str, Any]) -> bool:
+    """Whether a driver-side Ray record is a notice about a dead worker."""
     if data.get("pid") != "raylet":
         return False
     return any(marker in line for line in data.get("lines", ()) for marker in _NOISE)
 
 
-def install() -> None:
-    """Wrap Ray's driver-side printer once per process (a no-op if Ray changed it)."""
-    global _installed
-    if _installed:
-        return
+@contextlib.contextmanager
+def quiet_notices() -> Iterator[None]:
+    """Route Ray's dead-worker notices to the ``toolray`` logger while the block runs."""
     try:
         from ray._private import worker
     except ImportError:
+        yield
         return
     original = getattr(worker, "print_to_stdstream", None)
-    if original is None:
+    if original is None:  # Ray changed: print as it does
+        yield
         return
 
     def quiet(data: dict[str, Any], ignore_prefix: bool) -> None:
-        if _is_noise(data):
+        if is_noise(data):
             for line in data.get("lines", ()):
                 _log.debug("ray: %s", line)
             return
         original(data, ignore_prefix)
 
     worker.print_to_stdstream = quiet
-    _installed = True
+    try:
+        yield
+    finally:
+        if worker.print_to_stdstream is quiet:
+            worker.print_to_stdstream = original

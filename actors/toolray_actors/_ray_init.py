@@ -67,6 +67,8 @@ def connect_ray(cfg: RuntimeConfig) -> bool:
         "namespace": cfg.namespace,
         "log_to_driver": cfg.ray.log_to_driver,
     }
+    if cfg.ray.runtime_env is not None:
+        kwargs["runtime_env"] = dict(cfg.ray.runtime_env)
     address = cfg.address
     if address in (None, "auto"):
         found = _found_cluster()
@@ -100,11 +102,19 @@ def _start_local(cfg: RuntimeConfig, kwargs: dict[str, Any]) -> None:
     existing = os.environ.get("PYTHONPATH", "")
     paths = [str(Path.cwd()), *existing.split(os.pathsep)]
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in dict.fromkeys(paths) if p)
-    kwargs["include_dashboard"] = cfg.ray.include_dashboard
-    if cfg.ray.num_cpus is not None:
-        kwargs["num_cpus"] = cfg.ray.num_cpus
-    if cfg.ray.object_store_memory_mb is not None:
-        kwargs["object_store_memory"] = cfg.ray.object_store_memory_mb * 2**20
+    opts = cfg.ray
+    local: dict[str, Any] = {
+        "include_dashboard": opts.include_dashboard,
+        "dashboard_host": opts.dashboard_host,
+        "dashboard_port": opts.dashboard_port,
+        "num_cpus": opts.num_cpus,
+        "num_gpus": opts.num_gpus,
+        "resources": dict(opts.resources) or None,
+        "object_store_memory": (
+            None if opts.object_store_memory_mb is None else opts.object_store_memory_mb * 2**20
+        ),
+    }
+    kwargs.update((key, value) for key, value in local.items() if value is not None)
     try:
         ray.init(address="local", **kwargs)
     except Exception as err:

@@ -151,4 +151,4 @@ class RegistryReads:
 
     async def statistics(self) -> RegistryStatistics:
         """The authoritative registry's ``RegistryStatistics``."""
-        return self.mirror.registry.statistics()
+        return self.mirror.registry.stats()

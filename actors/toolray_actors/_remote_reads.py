@@ -13,6 +13,7 @@ Code Mode. Batches and single calls go to the scope's executor actor.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -125,10 +126,16 @@ class RemoteReads:
         verdict = self._conn.call("check_guards", snapshot)
         return None if verdict is None else str(verdict)
 
-    def statistics(self) -> RegistryStatistics:
+    def stats(self) -> RegistryStatistics:
         """The authoritative registry's counts (scopes, layers, tools, views)."""
         stats: RegistryStatistics = self._conn.call("statistics")
         return stats
+
+    def statistics(self) -> RegistryStatistics:
+        """Deprecated name of :meth:`stats`."""
+        message = "RemoteRegistry.statistics() is deprecated: use stats()"
+        warnings.warn(message, DeprecationWarning, stacklevel=2)
+        return self.stats()
 
     # ------------------------------------------------------------------ steps and calls
     async def resolve(self, context: ActivationContext) -> RemoteToolSet:

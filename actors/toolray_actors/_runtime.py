@@ -30,7 +30,6 @@ from ._errors import RuntimeUnavailableError, is_actor_death, translate
 from ._executor_handle import ExecutorHandle
 from ._handles import control_options, create_registry
 from ._portal import Portal
-from ._quiet import install as install_quiet
 from ._ray_init import StartError, connect_ray
 from ._registry_actor import RegistryActor
 from ._remote_registry import RemoteRegistry, RemoteScope
@@ -70,6 +69,10 @@ class RayRuntime:
     ) -> RayRuntime:
         """Attach to Ray (or start it), then hold a lease on the config's namespace.
 
+        ``config`` is a ``RuntimeConfig``, the name of a shipped config (``"local"``,
+        ``"cluster"``, ``"ci"``) or the path of a TOML file (see ``load_config``); without
+        one, ``$TOOLRAY_CONFIG``, else the defaults.
+
         With no address this behaves like ``ray.init()``: a Ray already initialised in this
         process, else the cluster Ray finds (``RAY_ADDRESS``, or one started with
         ``ray start`` on this machine), else a fresh local instance. ``address="local"``
@@ -78,7 +81,6 @@ class RayRuntime:
         cfg = _config(config)
         if address is not None:
             cfg = cfg.model_copy(update={"address": address})
-        install_quiet()
         initialized = connect_ray(cfg)
         try:
             return cls._attach(cfg, initialized)

@@ -1,7 +1,20 @@
 """toolray: execute LLM-agent tool calls — validated, policed, scheduled, one result per call.
 
 The core (this package) never imports Ray; ``toolray_actors`` runs the same registry and
-scheduler on Ray actors.
+scheduler on Ray actors. ``toolray`` holds what an application uses every day; the rest
+has a namespace of its own:
+
+- ``toolray.errors`` — every exception (``ToolrayError`` is the base) and the failure codes;
+- ``toolray.presentation`` — the cards a UI renders for a call and its result;
+- ``toolray.schema`` — the schema DSL, the enforced JSON-Schema subset and its validators;
+- ``toolray.policies`` (``TimeoutPolicy``), ``toolray.testing`` (virtual time, gates);
+- ``toolray.code`` — the runtime that runs Code Mode (programmatic tool calling) programs;
+- ``toolray.adapters`` — provider formats (OpenAI, Anthropic, MCP);
+- ``toolray.lowlevel`` — for runtimes that host the pipeline elsewhere: the planner, the
+  pipeline's entry points, the system clock.
+
+A name that moved from ``toolray`` to one of them still imports from ``toolray``, with a
+``DeprecationWarning`` naming its new home.
 
 Example:
     >>> import asyncio
@@ -25,28 +38,22 @@ Example:
 
 from __future__ import annotations
 
+import warnings
+from typing import TYPE_CHECKING, Any
+
+from . import errors as _errors
+from . import lowlevel as _lowlevel
+from . import presentation as _presentation
+from . import schema as _schema
 from ._activation import ActivationContext as ActivationContext
 from ._activation import ModelSelection as ModelSelection
-from ._admission import ResolvedToolSet as ResolvedToolSet
 from ._approval import ApprovalOutcome as ApprovalOutcome
 from ._approval import ApprovalRequest as ApprovalRequest
 from ._approval import ApprovalService as ApprovalService
-from ._arguments import parse_arguments as parse_arguments
-from ._batch import BatchExecutor as BatchExecutor
-from ._batch import BatchStatistics as BatchStatistics
-from ._batch_types import LogStep as LogStep
-from ._batch_types import ToolBatchInput as ToolBatchInput
-from ._batch_types import ToolBatchResult as ToolBatchResult
-from ._batch_types import ToolCall as ToolCall
-from ._batch_types import ToolCallResult as ToolCallResult
-from ._batch_types import ToolExecutor as ToolExecutor
-from ._batch_types import ToolModelInput as ToolModelInput
 from ._clock import Clock as Clock
-from ._clock import SystemClock as SystemClock
 from ._content import ContentBlock as ContentBlock
 from ._content import UserMessage as UserMessage
 from ._content import text_block as text_block
-from ._context import ScopedTools as ScopedTools
 from ._decisions import Accept as Accept
 from ._decisions import Allow as Allow
 from ._decisions import Ask as Ask
@@ -76,55 +83,25 @@ from ._json import FrozenDict as FrozenDict
 from ._json import FrozenList as FrozenList
 from ._json import JsonValue as JsonValue
 from ._json import snapshot_json as snapshot_json
-from ._jsonschema_params import JsonSchemaParameters as JsonSchemaParameters
-from ._jsonschema_params import json_schema_parameters as json_schema_parameters
 from ._outcomes import ToolErrorInfo as ToolErrorInfo
 from ._outcomes import ToolExecutionFailure as ToolExecutionFailure
 from ._outcomes import ToolExecutionResult as ToolExecutionResult
 from ._outcomes import ToolExecutionSuccess as ToolExecutionSuccess
 from ._outcomes import ToolFailure as ToolFailure
-from ._plan import ExecutionMode as ExecutionMode
-from ._plan import Stage as Stage
-from ._plan import next_stage as next_stage
-from ._plan import plan_stages as plan_stages
-from ._presentation import DiffCallView as DiffCallView
-from ._presentation import DiffResultView as DiffResultView
-from ._presentation import FileDiff as FileDiff
-from ._presentation import FileLocation as FileLocation
-from ._presentation import GenericCallView as GenericCallView
-from ._presentation import GenericResultView as GenericResultView
-from ._presentation import ReadLine as ReadLine
-from ._presentation import ReadResultView as ReadResultView
-from ._presentation import SearchFileMatches as SearchFileMatches
-from ._presentation import SearchLineMatch as SearchLineMatch
-from ._presentation import SearchMatchesResultView as SearchMatchesResultView
-from ._presentation import SearchPathsResultView as SearchPathsResultView
-from ._presentation import TerminalCallView as TerminalCallView
-from ._presentation import TerminalResultView as TerminalResultView
-from ._presentation import ToolCallKind as ToolCallKind
-from ._presentation import ToolCallView as ToolCallView
-from ._presentation import ToolResult as ToolResult
-from ._presentation import ToolResultView as ToolResultView
-from ._presentation import WebFetchResultView as WebFetchResultView
-from ._presentation import WebSearchResultView as WebSearchResultView
-from ._presentation import WebSource as WebSource
-from ._prompt import ToolPromptSection as ToolPromptSection
-from ._ptc import PtcDispatchLog as PtcDispatchLog
-from ._registry import ToolRegistry as ToolRegistry
-from ._schema import assert_object_json_schema as assert_object_json_schema
-from ._schema import assert_supported_json_schema as assert_supported_json_schema
-from ._schema import compile_validator as compile_validator
-from ._schema import parameter_schema_to_json_schema as parameter_schema_to_json_schema
-from ._schema import validate_args as validate_args
-from ._schema import validate_json_schema_value as validate_json_schema_value
-from ._schema import value_schema_to_json_schema as value_schema_to_json_schema
 from ._signals import AbortController as AbortController
 from ._signals import AbortSignal as AbortSignal
 from ._signals import TimeoutReason as TimeoutReason
-from ._state import RegistryStatistics as RegistryStatistics
-from .errors import TOOL_ABORTED as TOOL_ABORTED
-from .errors import TOOL_ABORTED_BEFORE_DISPATCH as TOOL_ABORTED_BEFORE_DISPATCH
-from .errors import TOOL_TIMEOUT as TOOL_TIMEOUT
+from .batch._executor import BatchExecutor as BatchExecutor
+from .batch._executor import BatchStatistics as BatchStatistics
+from .batch._types import LogStep as LogStep
+from .batch._types import ToolBatchInput as ToolBatchInput
+from .batch._types import ToolBatchResult as ToolBatchResult
+from .batch._types import ToolCall as ToolCall
+from .batch._types import ToolCallResult as ToolCallResult
+from .batch._types import ToolExecutor as ToolExecutor
+from .batch._types import ToolModelInput as ToolModelInput
+from .codemode._program import PtcDispatchLog as PtcDispatchLog
+from .codemode._prompt import ToolPromptSection as ToolPromptSection
 from .errors import AbortError as AbortError
 from .errors import CodeRunFailedError as CodeRunFailedError
 from .errors import ExecutorLostError as ExecutorLostError
@@ -136,17 +113,29 @@ from .errors import ToolArgsError as ToolArgsError
 from .errors import ToolBatchExecutionError as ToolBatchExecutionError
 from .errors import ToolNotFoundError as ToolNotFoundError
 from .errors import ToolOutputError as ToolOutputError
+from .errors import ToolrayError as ToolrayError
 from .errors import ToolTimeoutError as ToolTimeoutError
 from .errors import ToolWorkerLostError as ToolWorkerLostError
 from .policies import TimeoutPolicy as TimeoutPolicy
+from .registry._admission import ResolvedToolSet as ResolvedToolSet
+from .registry._registry import ToolRegistry as ToolRegistry
+from .registry._state import RegistryStatistics as RegistryStatistics
+from .registry._write import ScopedTools as ScopedTools
+from .scheduler._plan import ExecutionMode as ExecutionMode
+from .schema._params import JsonSchemaParameters as JsonSchemaParameters
+from .schema._params import json_schema_parameters as json_schema_parameters
 
 __version__ = "0.1.0"
 
+_HOMES = {
+    "toolray.errors": _errors,
+    "toolray.lowlevel": _lowlevel,
+    "toolray.presentation": _presentation,
+    "toolray.schema": _schema,
+}
+
 __all__ = (
     "RESERVED_TOOL_NAME",
-    "TOOL_ABORTED",
-    "TOOL_ABORTED_BEFORE_DISPATCH",
-    "TOOL_TIMEOUT",
     "AbortController",
     "AbortError",
     "AbortSignal",
@@ -165,20 +154,14 @@ __all__ = (
     "CodeRunFailedError",
     "ContentBlock",
     "Deny",
-    "DiffCallView",
-    "DiffResultView",
     "Disposer",
     "EventLog",
     "ExecutionMode",
     "ExecutionToken",
     "ExecutorLostError",
     "ExecutorUnavailableError",
-    "FileDiff",
-    "FileLocation",
     "FrozenDict",
     "FrozenList",
-    "GenericCallView",
-    "GenericResultView",
     "HarnessError",
     "JsonSchemaError",
     "JsonSchemaParameters",
@@ -192,20 +175,10 @@ __all__ = (
     "PostToolDecision",
     "PreToolDecision",
     "PtcDispatchLog",
-    "ReadLine",
-    "ReadResultView",
     "RegistryStatistics",
     "ReplaceValue",
     "ResolvedToolSet",
     "ScopedTools",
-    "SearchFileMatches",
-    "SearchLineMatch",
-    "SearchMatchesResultView",
-    "SearchPathsResultView",
-    "Stage",
-    "SystemClock",
-    "TerminalCallView",
-    "TerminalResultView",
     "TimeoutPolicy",
     "TimeoutReason",
     "ToolArgsError",
@@ -213,9 +186,7 @@ __all__ = (
     "ToolBatchInput",
     "ToolBatchResult",
     "ToolCall",
-    "ToolCallKind",
     "ToolCallResult",
-    "ToolCallView",
     "ToolDefinition",
     "ToolDispatchExecution",
     "ToolErrorInfo",
@@ -232,29 +203,68 @@ __all__ = (
     "ToolOutputError",
     "ToolPromptSection",
     "ToolRegistry",
-    "ToolResult",
-    "ToolResultView",
     "ToolRunContext",
     "ToolTimeoutError",
     "ToolWorkerLostError",
+    "ToolrayError",
     "UserMessage",
-    "WebFetchResultView",
-    "WebSearchResultView",
-    "WebSource",
-    "assert_object_json_schema",
-    "assert_supported_json_schema",
-    "compile_validator",
     "define_tool",
     "json_schema_parameters",
-    "next_stage",
-    "parameter_schema_to_json_schema",
-    "parse_arguments",
-    "plan_stages",
     "read_jsonl",
     "snapshot_json",
     "text_block",
     "tool",
-    "validate_args",
-    "validate_json_schema_value",
-    "value_schema_to_json_schema",
 )
+
+_MOVED: dict[str, str] = {
+    "DiffCallView": "toolray.presentation",
+    "DiffResultView": "toolray.presentation",
+    "FileDiff": "toolray.presentation",
+    "FileLocation": "toolray.presentation",
+    "GenericCallView": "toolray.presentation",
+    "GenericResultView": "toolray.presentation",
+    "ReadLine": "toolray.presentation",
+    "ReadResultView": "toolray.presentation",
+    "SearchFileMatches": "toolray.presentation",
+    "SearchLineMatch": "toolray.presentation",
+    "SearchMatchesResultView": "toolray.presentation",
+    "SearchPathsResultView": "toolray.presentation",
+    "TerminalCallView": "toolray.presentation",
+    "TerminalResultView": "toolray.presentation",
+    "ToolCallKind": "toolray.presentation",
+    "ToolCallView": "toolray.presentation",
+    "ToolResult": "toolray.presentation",
+    "ToolResultView": "toolray.presentation",
+    "WebFetchResultView": "toolray.presentation",
+    "WebSearchResultView": "toolray.presentation",
+    "WebSource": "toolray.presentation",
+    "Stage": "toolray.lowlevel",
+    "next_stage": "toolray.lowlevel",
+    "plan_stages": "toolray.lowlevel",
+    "parse_arguments": "toolray.lowlevel",
+    "SystemClock": "toolray.lowlevel",
+    "assert_object_json_schema": "toolray.schema",
+    "assert_supported_json_schema": "toolray.schema",
+    "compile_validator": "toolray.schema",
+    "parameter_schema_to_json_schema": "toolray.schema",
+    "validate_args": "toolray.schema",
+    "validate_json_schema_value": "toolray.schema",
+    "value_schema_to_json_schema": "toolray.schema",
+    "TOOL_ABORTED": "toolray.errors",
+    "TOOL_ABORTED_BEFORE_DISPATCH": "toolray.errors",
+    "TOOL_TIMEOUT": "toolray.errors",
+}
+"""Names ``toolray`` exported before its surface narrowed, and where each lives now."""
+
+if not TYPE_CHECKING:  # type checkers see only the names above: use the new homes
+
+    def __getattr__(name: str) -> Any:
+        home = _MOVED.get(name)
+        if home is None:
+            raise AttributeError(f"module 'toolray' has no attribute {name!r}")
+        warnings.warn(
+            f"toolray.{name} is deprecated: import it from {home}",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(_HOMES[home], name)

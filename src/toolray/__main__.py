@@ -1,4 +1,4 @@
-"""``python -m toolray``: runs the ``toolray`` console script (API.md §10).
+"""``python -m toolray``: runs the ``toolray`` console script.
 
 The command line lives in the Ray layer (``toolray_actors.cli:main``, the console script).
 The core never imports the Ray layer, not even here: this shim replaces the process with the

@@ -1,7 +1,7 @@
 """``@tool``: a :class:`ToolDefinition` from a plain function's signature, hints and docstring.
 
 pydantic derives the schemas (one model over the parameters, a ``TypeAdapter`` over the
-return annotation); :func:`~toolray._pydantic_schema.to_subset` brings them into the
+return annotation); :func:`~toolray.schema._pydantic.to_subset` brings them into the
 enforced subset. A call then runs in three steps, all inside the body, so the pipeline sees
 an ordinary tool:
 
@@ -34,9 +34,9 @@ from pydantic_core import PydanticSerializationError, PydanticUndefined
 from ._content import ContentBlock, text_block
 from ._definition import Placement, ToolDefinition, ToolOutput
 from ._execution import ToolRunContext
-from ._pydantic_schema import output_json_schema, parameters_json_schema
-from ._schema import assert_supported_json_schema, compile_validator
 from .errors import ToolArgsError
+from .schema import assert_supported_json_schema, compile_validator
+from .schema._pydantic import output_json_schema, parameters_json_schema
 
 __all__ = ("ToolOptions", "tool")
 

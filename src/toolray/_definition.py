@@ -9,19 +9,19 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ._content import ContentBlock
-from ._jsonschema_params import JsonSchemaParameters, compile_parameters
-from ._schema import (
+from .errors import ToolArgsError
+from .schema import (
     assert_supported_json_schema,
     compile_validator,
     parameter_schema_to_json_schema,
     value_schema_to_json_schema,
 )
-from .errors import ToolArgsError
+from .schema._params import JsonSchemaParameters, compile_parameters
 
 if TYPE_CHECKING:
     from ._execution import ToolExecution, ToolRunContext
     from ._outcomes import ToolExecutionResult
-    from ._presentation import ToolCallView, ToolResult, ToolResultView
+    from .presentation import ToolCallView, ToolResult, ToolResultView
 
 __all__ = (
     "RESERVED_TOOL_NAME",
@@ -198,7 +198,7 @@ def _soft(check: Callable[[Any], list[str]], fn: Any, invalid: Any) -> Any:
 
 
 def check_registration(definition: ToolDefinition) -> None:
-    """The register-time checks, in the original order (R-REG-02..08).
+    """The register-time checks, in their documented order (R-REG-02..08).
 
     Output shape, then output schema, then ``timeout_ms``, then the reserved name; the
     duplicate check belongs to the layer.

@@ -32,8 +32,9 @@ class LogStep:
     """Where a batch's ``tool/call`` and ``tool/result`` records go (and its calls' own).
 
     A call carries its batch's step (``ToolExecutionInput.log``), so a ``run_code`` call
-    writes its sub-calls' ``tool/ptc-dispatch-start`` / ``tool/ptc-dispatch`` records to
-    the same sink, with the same ``turn`` and ``step``.
+    writes its sub-calls' ``tool/ptc-dispatch-start`` / ``tool/ptc-dispatch`` records
+    (programmatic tool calling: the program's calls) to the same sink, with the same
+    ``turn`` and ``step``.
     """
 
     turn: int

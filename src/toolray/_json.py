@@ -1,6 +1,6 @@
 """Lossless JSON values: the snapshot rule and the frozen containers.
 
-"Lossless JSON" (P-ARGS-3, API.md §1) in Python means: ``None``, ``bool``, ``int`` (any
+"Lossless JSON" (P-ARGS-3) in Python means: ``None``, ``bool``, ``int`` (any
 size), finite ``float`` other than ``-0.0``, ``str``, exactly ``list``, exactly ``dict`` with
 ``str`` keys, and our frozen containers. Everything else (tuples, sets, bytes, ``Decimal``,
 subclasses, NaN, infinities, ``-0.0``, non-``str`` keys, cycles) is rejected with the path of

@@ -22,7 +22,7 @@ __all__ = ("AbortController", "AbortSignal", "TimeoutReason", "detach_sources", 
 
 
 def format_ms(ms: float) -> str:
-    """Print milliseconds like the original (``50``, not ``50.0``; ``0.5`` stays)."""
+    """Print milliseconds as JavaScript does (``50``, not ``50.0``; ``0.5`` stays)."""
     return str(int(ms)) if float(ms).is_integer() else repr(float(ms))
 
 

@@ -27,7 +27,8 @@ The Ray layer adds three more, each a ``ToolrayError``: ``RuntimeUnavailableErro
 ``HarnessError``), ``ConfigError`` (also a ``ValueError``) and ``StartError`` (also a
 ``RuntimeError``).
 
-Misuse of the registry API raises plain ``TypeError`` / ``ValueError`` with the original text.
+Misuse of the registry API raises plain ``TypeError`` / ``ValueError`` with a message that
+names the misuse (R-REG).
 """
 
 from __future__ import annotations
@@ -87,7 +88,7 @@ class HarnessError(ToolrayError):
 
     @property
     def name(self) -> str:
-        """The class name, as the original's ``error.name``."""
+        """The class name (what JavaScript calls ``error.name``)."""
         return type(self).__name__
 
     def __str__(self) -> str:
@@ -188,7 +189,7 @@ class ExecutorUnavailableError(HarnessError):
 class ExecutorLostError(HarnessError):
     """The executor actor died under a batch: the failure of every call it had not committed.
 
-    The calls committed before the death keep their results (API-v2.md §12).
+    The calls committed before the death keep their results.
     """
 
     default_code = "EXECUTOR_LOST"

@@ -27,49 +27,74 @@ read a registry's private state:
 - :func:`nested_input` derives a nested call's input from its live parent execution
   (``parent`` token, root call id, scope, step admission) — Code Mode sub-calls use it, and
   so can any nested dispatch; :func:`current_runner` is the runner running the current
-  body, which a nested call's body should run with too (a Ray executor's worker runner).
+  body, which a nested call's body should run with too (a Ray executor's worker runner);
+- the planner the scheduler runs, as pure functions: :func:`next_stage` opens a
+  :class:`Stage` at its widest, :func:`joins` says whether the next call (classified just
+  before it starts) belongs to it, :func:`cut` ends it early, and :func:`plan_stages` is the
+  whole plan of calls whose modes are known; :data:`OPEN_ENDED` is the call count of a lane
+  whose calls keep arriving;
+- :func:`parse_arguments` turns a model call's raw arguments (JSON text or a mapping) into
+  the value a call snapshots (an :class:`InvalidArguments` when they cannot be one);
+- :class:`SystemClock` is the real ``toolray.Clock`` (``toolray.testing.FakeClock`` is a
+  virtual one), for a runtime that hands a registry its time source.
 """
 
 from __future__ import annotations
 
 from ._arguments import InvalidArguments as InvalidArguments
-from ._call import Call as Call
-from ._dispatch import BodyRunner as BodyRunner
-from ._dispatch import current_runner as current_runner
-from ._dispatch import run_body_inline as run_body_inline
+from ._arguments import parse_arguments as parse_arguments
+from ._clock import SystemClock as SystemClock
 from ._execution import NestedDispatcher as NestedDispatcher
 from ._execution import not_live as not_live
 from ._json import is_json as is_json
 from ._json import thaw_json as thaw_json
-from ._layers import Entry as Entry
-from ._lookup import ToolLookup as ToolLookup
 from ._nested import nested_input as nested_input
 from ._normalize import failure_from as failure_from
-from ._pipeline import LocalNested as LocalNested
-from ._pipeline import run_nested as run_nested
-from ._pipeline import run_pipeline as run_pipeline
-from ._registry import admitted_entries as admitted_entries
-from ._registry import chain_entries as chain_entries
-from ._registry import has_scope as has_scope
-from ._registry import scope_parent as scope_parent
-from ._registry import tool_set_of as tool_set_of
+from .pipeline._call import Call as Call
+from .pipeline._dispatch import BodyRunner as BodyRunner
+from .pipeline._dispatch import current_runner as current_runner
+from .pipeline._dispatch import run_body_inline as run_body_inline
+from .pipeline._stages import LocalNested as LocalNested
+from .pipeline._stages import run_nested as run_nested
+from .pipeline._stages import run_pipeline as run_pipeline
+from .registry._layers import Entry as Entry
+from .registry._lookup import ToolLookup as ToolLookup
+from .registry._registry import admitted_entries as admitted_entries
+from .registry._registry import chain_entries as chain_entries
+from .registry._registry import has_scope as has_scope
+from .registry._registry import scope_parent as scope_parent
+from .registry._registry import tool_set_of as tool_set_of
+from .scheduler._plan import OPEN_ENDED as OPEN_ENDED
+from .scheduler._plan import Stage as Stage
+from .scheduler._plan import cut as cut
+from .scheduler._plan import joins as joins
+from .scheduler._plan import next_stage as next_stage
+from .scheduler._plan import plan_stages as plan_stages
 
 __all__ = (
+    "OPEN_ENDED",
     "BodyRunner",
     "Call",
     "Entry",
     "InvalidArguments",
     "LocalNested",
     "NestedDispatcher",
+    "Stage",
+    "SystemClock",
     "ToolLookup",
     "admitted_entries",
     "chain_entries",
     "current_runner",
+    "cut",
     "failure_from",
     "has_scope",
     "is_json",
+    "joins",
     "nested_input",
+    "next_stage",
     "not_live",
+    "parse_arguments",
+    "plan_stages",
     "run_body_inline",
     "run_nested",
     "run_pipeline",

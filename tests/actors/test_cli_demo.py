@@ -74,7 +74,6 @@ def test_a_missing_config_is_one_line_and_starts_no_ray(
     assert main(["--config", "does-not-exist.toml", "demo"]) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
-    assert captured.err.strip().splitlines() == [
-        "toolray: config file not found: does-not-exist.toml"
-    ]
+    (line,) = captured.err.strip().splitlines()
+    assert line.startswith("toolray: config file not found: does-not-exist.toml")
     assert started == []

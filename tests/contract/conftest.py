@@ -300,7 +300,7 @@ class RayBackend(Backend):
 
 
 class ShardedRayBackend(RayBackend):
-    """The session cluster's sharded namespace: many scopes per executor actor (API-v2 §16)."""
+    """The session cluster's sharded namespace: many scopes per executor actor."""
 
     kind = "ray-sharded"
 

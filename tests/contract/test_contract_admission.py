@@ -5,7 +5,7 @@ conditions run in the scope's executor actor) and ``ToolBatchInput(tool_set=...)
 conditional tool is ``UNKNOWN_TOOL`` without a set, runs with one that admitted it; the set
 is a snapshot (registered later: not admitted; disposed, or disposed set: dropped out) and
 admits nothing for another scope. A raising condition and an abort before or during
-resolution raise and publish nothing (API.md §11).
+resolution raise and publish nothing.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Contract: nested dispatch (``ctx.dispatch`` / ``ctx.dispatch_sync``, API-v2 §13).
+"""Contract: nested dispatch (``ctx.dispatch`` / ``ctx.dispatch_sync``).
 
 A composite body calls other tools through the full pipeline of its own scope: guards,
 pre/post-execute hooks and results exactly as for a model call, with ``parent`` = the

@@ -1,8 +1,8 @@
-"""Contract: the registry API of section 6 on both backends (API-v2 §13).
+"""Contract: the registry API of section 6 on both backends.
 
 The same program against ``ToolRegistry`` and ``rt.registry``: every read method with its
 ``scope=`` / ``tool_set=`` arguments, ``check_guards``, ``get("run_code")`` under Code Mode
-(R-COND-07/10), ``statistics``, and a disposed scope refusing contributions. Whatever
+(R-COND-07/10), ``stats``, and a disposed scope refusing contributions. Whatever
 each backend answers is recorded with ``backend.agree`` and must be identical. Definitions
 are compared by what they say (name, description), not identity: on Ray they are unpickled
 copies (R-REG-14 is in-process only).
@@ -137,11 +137,11 @@ async def test_run_code_is_one_shared_definition_under_code_mode_r_cond_07(
     assert all(d.name != "run_code" for d in reg.definitions(A))
 
 
-async def test_statistics_count_registrations(backend: Backend) -> None:
-    before = backend.registry.statistics()
+async def test_stats_count_registrations(backend: Backend) -> None:
+    before = backend.registry.stats()
     assert isinstance(before, RegistryStatistics)
     backend.register(tools.constant_tool(backend.name("counted"), "c"))
-    after = backend.registry.statistics()
+    after = backend.registry.stats()
     assert backend.agree(after.tools - before.tools) == 1
     assert after.epoch > before.epoch
 

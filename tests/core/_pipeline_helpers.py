@@ -1,4 +1,4 @@
-"""Shared helpers for the per-call pipeline behaviour suite (BEHAVIOUR-pipeline.md, P-*).
+"""Shared helpers for the per-call pipeline behaviour suite (P-*).
 
 ``Probe`` installs a recording listener on every stage (pre-execute, guard, around,
 post-execute, result observer) as the *outermost* listener of its kind, and builds tools

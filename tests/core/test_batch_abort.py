@@ -1,4 +1,4 @@
-"""B-ABORT: aborting a batch (BEHAVIOUR-pipeline §1 and §2.1; the seed's ToolExecutor text).
+"""B-ABORT: aborting a batch (the seed's ToolExecutor text).
 
 Python mapping: "the turn ends aborted" is what the caller reads from the settled
 ``ToolBatchResult`` (every call has an outcome, unstarted ones synthetic

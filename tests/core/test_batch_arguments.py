@@ -1,4 +1,4 @@
-"""``ToolCall`` arguments (API-v2.md §12 "one result per call, whatever happens"; P-ARGS-4/15).
+"""``ToolCall`` arguments ("one result per call, whatever happens"; P-ARGS-4/15).
 
 ``arguments`` is the model's JSON text or an already parsed ``Mapping`` (Anthropic's
 ``tool_use.input``). Any other value is accepted at construction and becomes that call's own
@@ -27,10 +27,10 @@ from toolray import (
     ToolOutput,
     ToolRegistry,
     define_tool,
-    parse_arguments,
     read_jsonl,
     text_block,
 )
+from toolray.lowlevel import parse_arguments
 
 ARGS_NOT_JSON = "tool execution arguments must be losslessly JSON-serializable"
 

@@ -1,4 +1,4 @@
-"""B-ERR: scheduler failures; caps: misuse and overrides (API.md §7, §11; the seed's ToolExecutor).
+"""B-ERR: scheduler failures; caps: misuse and overrides (the seed's ToolExecutor).
 
 The seed wins over B-ERR-1's "there is no batch error type": an internal failure rejects with
 ``ToolBatchExecutionError`` after draining, keeping the committed outcomes and contexts. The
@@ -130,7 +130,7 @@ async def test_b_err_3_failure_with_an_aborted_step_still_rejects_after_draining
     assert rig.trace.before("end:2", "returned")
 
 
-# ---------------------------------------------------------------- caps (API.md §11, B-SCHED-7)
+# ---------------------------------------------------------------- caps (B-SCHED-7)
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""The durable event log: ``MemoryEventLog``, ``JsonlEventLog`` and ``read_jsonl`` (API.md §7, §11).
+"""The durable event log: ``MemoryEventLog``, ``JsonlEventLog`` and ``read_jsonl``.
 
 The durability test SIGKILLs a real child process in the middle of a batch and re-reads the
 file. It synchronises on a pipe (the child's stdout), bounded by ``select``, never on time.

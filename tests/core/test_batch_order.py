@@ -1,4 +1,4 @@
-"""B-ORDER: ordering of results, durable records and contexts (BEHAVIOUR-pipeline §1, API.md §11).
+"""B-ORDER: ordering of results, durable records and contexts.
 
 Python mapping: the session events are the ``log`` sink's ``tool/call`` and ``tool/result``
 dicts; the next-step inbox is ``ToolBatchResult.additional_contexts``.
@@ -7,7 +7,7 @@ dicts; the next-step inbox is ``ToolBatchResult.additional_contexts``.
   are handed back only with the settled batch, i.e. after every ``tool/result`` append.
 - B-ORDER-6: ``message: toolResultMessage(...)`` and ``sourceEventSeqs`` have no counterpart:
   the Python record is ``{"type", "turn", "step", "callId", "result": result.to_wire()}`` and
-  pairs with its ``tool/call`` by ``callId`` (API.md §11). Kept: the exact shape, and that
+  pairs with its ``tool/call`` by ``callId``. Kept: the exact shape, and that
   ``value`` and ``additionalContexts`` are never stored.
 
 P-ARGS-15 lives here too: the durable ``tool/call`` keeps the raw text while the pipeline
@@ -29,9 +29,9 @@ from toolray import (
     ToolBatchInput,
     ToolCall,
     ToolOutput,
-    parse_arguments,
     text_block,
 )
+from toolray.lowlevel import parse_arguments
 
 from ._batch_helpers import Rig, ctx_msg, keyed_tool, texts
 

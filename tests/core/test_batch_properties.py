@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from toolray import next_stage, plan_stages
+from toolray.lowlevel import next_stage, plan_stages
 
 from ._batch_helpers import Rig, code_of
 

@@ -1,4 +1,4 @@
-"""B-SCHED: batch scheduling by ``BatchExecutor`` (BEHAVIOUR-pipeline §1 and §2.1, API.md §7/§11).
+"""B-SCHED: batch scheduling by ``BatchExecutor`` (docs/reference/behaviour.md).
 
 Entries with no direct Python counterpart, and what is kept of them:
 

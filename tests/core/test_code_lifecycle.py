@@ -9,8 +9,6 @@ from typing import Any
 import pytest
 
 from toolray import (
-    TOOL_ABORTED,
-    TOOL_ABORTED_BEFORE_DISPATCH,
     AbortController,
     AbortSignal,
     Accept,
@@ -21,7 +19,7 @@ from toolray import (
     text_block,
 )
 from toolray.code import CodeRunOutcome, code_run_failed
-from toolray.errors import AbortError
+from toolray.errors import TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH, AbortError
 
 from ._code_helpers import (
     Gated,

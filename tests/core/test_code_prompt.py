@@ -222,7 +222,7 @@ def test_typescript_stubs() -> None:
 @pytest.mark.parametrize("mode", ["code", "both"])
 def test_r_sch_13_a_non_native_mode_without_runtime_fails_assembly(mode: str) -> None:
     reg = ToolRegistry(mode=mode)
-    with pytest.raises(RuntimeError, match=f'^dsh-tools: mode "{mode}" requires a code runtime — '):
+    with pytest.raises(RuntimeError, match=f'^toolray: mode "{mode}" requires a code runtime — '):
         reg.prompt_sections()
 
 
@@ -238,7 +238,7 @@ def test_r_sch_13_a_language_without_renderer_fails_assembly() -> None:
     with pytest.raises(RuntimeError) as caught:
         reg.prompt_sections()
     assert str(caught.value) == (
-        'dsh-tools: no SDK renderer registered for runtime language "ruby" '
+        'toolray: no SDK renderer registered for runtime language "ruby" '
         '(known: "typescript", "python")'
     )
 
@@ -269,7 +269,7 @@ def test_r_sch_17_an_unknown_language_fails_when_the_schema_is_read() -> None:
     definition = reg.get(RESERVED_TOOL_NAME)
     assert definition is not None
     message = (
-        'dsh-tools: no run_code schema flavor registered for runtime language "ruby" '
+        'toolray: no run_code schema flavor registered for runtime language "ruby" '
         '(known: "typescript", "python")'
     )
     with pytest.raises(RuntimeError, match=re.escape(message)):

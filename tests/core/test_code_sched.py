@@ -1,4 +1,4 @@
-"""C-CODE-6/7 and R-REG-23: the sub-scheduler of one ``run_code`` program.
+"""C-CODE-6/7 and R-REG-23: one ``run_code`` program's sub-calls on the scheduler's open lane.
 
 Calls start in submission order, reclassified at each start; parallel calls overlap up to
 ``max_parallel_sub_calls``; an exclusive call runs alone and holds its barrier through its

@@ -1,4 +1,4 @@
-"""The error tree (API.md §2, §11; P-ERR-4): codes, names, messages, pickling."""
+"""The error tree (P-ERR-4): codes, names, messages, pickling."""
 
 from __future__ import annotations
 
@@ -131,7 +131,7 @@ async def test_every_result_pickles_with_its_fields() -> None:
 
 
 def test_the_docstring_tree_draws_every_error() -> None:
-    """STYLE.md: the error tree is drawn in the docstring of ``errors.py``."""
+    """The error tree is drawn in the docstring of ``errors.py``."""
     doc = toolray.errors.__doc__ or ""
     classes = [c for c in vars(toolray.errors).values() if isinstance(c, type)]
     coded = [c for c in classes if issubclass(c, HarnessError) and c is not HarnessError]

@@ -1,4 +1,4 @@
-"""Lossless JSON snapshots and frozen containers (API.md §1, P-ARGS-3)."""
+"""Lossless JSON snapshots and frozen containers (P-ARGS-3)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Nested dispatch in-process: ``ctx.dispatch`` / ``ctx.dispatch_sync`` (API-v2 §13).
+"""Nested dispatch in-process: ``ctx.dispatch`` / ``ctx.dispatch_sync``.
 
 A body calls other tools through the full pipeline of its own scope. The nested call has
 ``parent`` = the calling execution's token, the caller's ``root_call_id``, ``tool_set``,

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import toolray
+import toolray.errors
 import toolray.lowlevel
 import toolray.policies
+import toolray.presentation
+import toolray.schema
 import toolray.testing
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,8 +44,19 @@ def test_core_sources_never_import_ray() -> None:
     assert offenders == []
 
 
+NAMESPACES = (
+    toolray,
+    toolray.errors,
+    toolray.lowlevel,
+    toolray.policies,
+    toolray.presentation,
+    toolray.schema,
+    toolray.testing,
+)
+
+
 def test_all_is_curated_and_resolvable() -> None:
-    for module in (toolray, toolray.testing, toolray.policies, toolray.lowlevel):
+    for module in NAMESPACES:
         names = module.__all__
         assert isinstance(names, tuple)
         assert len(names) == len(set(names))
@@ -118,6 +136,91 @@ def test_api_names_are_exported() -> None:
         "Placement",
         "Clock",
     }
-    assert expected <= set(toolray.__all__)
+    public = {name for module in NAMESPACES for name in module.__all__}
+    assert expected <= public
     assert {"FakeClock", "Gate", "RecordingTool", "Sequencer"} <= set(toolray.testing.__all__)
+
+
+def test_the_top_level_surface_is_small_and_names_the_base_error() -> None:
+    assert len(toolray.__all__) <= 80
+    assert "ToolrayError" in toolray.__all__
+    assert toolray.ToolrayError is toolray.errors.ToolrayError
+    # presentation cards, planner internals and the schema API have namespaces of their own
+    assert "ToolCallView" in toolray.presentation.__all__
+    assert {"Stage", "next_stage", "plan_stages"} <= set(toolray.lowlevel.__all__)
+    assert "validate_args" in toolray.schema.__all__
+    assert not {"ToolCallView", "Stage", "next_stage", "validate_args"} & set(toolray.__all__)
+
+
+@pytest.mark.parametrize(
+    ("name", "home"),
+    [
+        ("ToolCallView", toolray.presentation),
+        ("ToolResult", toolray.presentation),
+        ("plan_stages", toolray.lowlevel),
+        ("parse_arguments", toolray.lowlevel),
+        ("validate_args", toolray.schema),
+        ("TOOL_TIMEOUT", toolray.errors),
+    ],
+)
+def test_a_name_that_moved_still_imports_from_toolray_with_a_deprecation_warning(
+    name: str, home: object
+) -> None:
+    with pytest.warns(DeprecationWarning, match=rf"toolray\.{name} is deprecated: import it from"):
+        value = getattr(toolray, name)
+    assert value is getattr(home, name)
+    with pytest.warns(DeprecationWarning, match=name):
+        exec(f"from toolray import {name}", {})
+
+
+def test_an_unknown_name_is_still_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="no attribute 'nonexistent'"):
+        toolray.nonexistent  # type: ignore[attr-defined]  # noqa: B018
+
+
+def test_statistics_is_a_deprecated_alias_of_stats() -> None:
+    reg = toolray.ToolRegistry()
+    executor = toolray.BatchExecutor(reg)
+    assert reg.stats().tools == 0
+    assert executor.stats().batches == 0
+    with pytest.warns(DeprecationWarning, match=r"statistics\(\) is deprecated: use stats\(\)"):
+        assert reg.statistics() == reg.stats()
+    with pytest.warns(DeprecationWarning, match=r"statistics\(\) is deprecated"):
+        assert executor.statistics() == executor.stats()
     assert toolray.RESERVED_TOOL_NAME == "run_code"
+
+
+def _deprecated_uses(source: str) -> list[str]:
+    """``from toolray import X`` / ``toolray.X`` for a name that moved out of ``toolray``."""
+    moved = toolray._MOVED  # type: ignore[attr-defined]
+    found: list[str] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module == "toolray" and not node.level:
+            found.extend(alias.name for alias in node.names if alias.name in moved)
+        elif (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "toolray"
+            and node.attr in moved
+        ):
+            found.append(node.attr)
+    return found
+
+
+def test_the_repository_uses_no_deprecated_name() -> None:
+    """The deprecation path is for others' code: ours imports names from their new homes."""
+    offenders: list[str] = []
+    for folder in ("src", "actors", "tests", "benchmarks", "examples"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            names = _deprecated_uses(path.read_text(encoding="utf-8"))
+            offenders.extend(f"{path.relative_to(ROOT)}: {name}" for name in names)
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
+        text = path.read_text(encoding="utf-8") if path.exists() else ""
+        for block in re.findall(r"```python\n(.*?)```", text, re.S):
+            names = _deprecated_uses(block)
+            offenders.extend(f"{path.relative_to(ROOT)}: {name}" for name in names)
+    assert offenders == []
+    assert _deprecated_uses("from toolray import ToolCallView\ntoolray.plan_stages") == [
+        "ToolCallView",
+        "plan_stages",
+    ]

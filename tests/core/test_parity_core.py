@@ -1,7 +1,7 @@
-"""Core pieces of Ray parity (API-v2 §13): resolve aborts, placements, tool-set transport.
+"""Core pieces of Ray parity: resolve aborts, placements, tool-set transport.
 
 - ``resolve()`` whose signal aborts *during* resolution — even from inside a sync ``when``
-  — raises instead of publishing a set (API.md §11);
+  — raises instead of publishing a set;
 - ``Placement(size=…, spare=…, max_concurrency=…)`` validates its pool sizing;
 - a disposed scope takes no contribution, ``on_change`` included (like every write);
 - ``toolray.lowlevel`` can record which registrations a set admitted and rebuild the set
@@ -28,7 +28,7 @@ from ._registry_helpers import activation, make_tool, resolve
 async def test_seed_an_abort_from_inside_a_sync_condition_publishes_nothing(
     reason: Any, expected: type[BaseException]
 ) -> None:
-    """API.md §11: cancellation during resolution raises, even with only sync conditions."""
+    """R-COND-09: cancellation during resolution raises, even with only sync conditions."""
     reg = ToolRegistry()
     ctrl = AbortController()
 

@@ -1,4 +1,4 @@
-"""P-ARGS: input snapshot, argument freeze, execution identity (BEHAVIOUR-pipeline.md).
+"""P-ARGS: input snapshot, argument freeze, execution identity.
 
 Entries without a direct Python meaning (their Python analog is tested where one exists):
 
@@ -36,8 +36,8 @@ from toolray import (
     FrozenList,
     ToolExecutionInput,
     ToolRegistry,
-    parse_arguments,
 )
+from toolray.lowlevel import parse_arguments
 
 from ._pipeline_helpers import (
     ARGS_NOT_JSON,

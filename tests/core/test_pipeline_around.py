@@ -1,10 +1,10 @@
 """P-AROUND: the ``on_execute`` waterfall, signal replacement and re-fusion.
 
 Python mapping: a wrapper replaces the signal by assignment (``execution.signal = s``,
-API.md §11) and restores it the same way. "Successes are deep-frozen" means assignment to a
+P-AROUND-12) and restores it the same way. "Successes are deep-frozen" means assignment to a
 result field raises and ``content``/``value`` containers raise ``TypeError`` on mutation.
 
-P-AROUND-17 (calling ``next()`` twice) asks the port to pick a rule; API.md does not pin
+P-AROUND-17 (calling ``next()`` twice) asks the port to pick a rule; toolray does not pin
 one. The test below pins only what upstream and any reasonable rule share: with one
 wrapper, a second ``next()`` runs the body again and its result is accepted as this
 dispatch's own.

@@ -1,4 +1,4 @@
-"""P-BODY: body invocation and ``ToolRunContext`` (BEHAVIOUR-pipeline.md).
+"""P-BODY: body invocation and ``ToolRunContext``.
 
 Python mapping: the body is ``execute(args, ctx)`` where ``ctx`` is a ``ToolRunContext``
 carrying the execution's identity plus ``defer_context(message)`` and ``conclude_turn()``.
@@ -26,8 +26,8 @@ from toolray import (
     ToolRegistry,
     ToolRunContext,
     text_block,
-    validate_args,
 )
+from toolray.schema import validate_args
 from toolray.testing import Gate
 
 from ._pipeline_helpers import (

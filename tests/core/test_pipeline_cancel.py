@@ -1,4 +1,4 @@
-"""P-CANCEL: cooperative cancellation (BEHAVIOUR-pipeline.md).
+"""P-CANCEL: cooperative cancellation.
 
 Every entry has a Python meaning. Aborts "while X awaits" are issued from inside X (the
 caller's controller is aborted by the listener itself), which places the abort exactly at

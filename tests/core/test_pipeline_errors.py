@@ -1,10 +1,10 @@
-"""P-ERR: error classes, codes and model-facing texts (BEHAVIOUR-pipeline.md).
+"""P-ERR: error classes, codes and model-facing texts.
 
 Python mapping of P-ERR-3: Python can only raise ``BaseException`` subclasses, so
 ``throw 'kaboom'`` / ``throw {message}`` / ``throw {code: 500}`` become "an exception whose
 ``str()`` is X", "an exception carrying a ``str`` ``message`` attribute" and "an exception
 without one"; "inspection and coercion both throw" becomes "``str(exc)`` raises".
-P-ERR-5's durable ``tool/result`` event is ``result.to_wire()`` in Python (API.md §11): the
+P-ERR-5's durable ``tool/result`` event is ``result.to_wire()`` in Python: the
 check is that the wire ``error`` carries no ``info``.
 ``CODE_RUN_FAILED`` (``run_code``) belongs to the Code Mode suite; only its error class is
 checked here.
@@ -19,9 +19,6 @@ from typing import Any
 import pytest
 
 from toolray import (
-    TOOL_ABORTED,
-    TOOL_ABORTED_BEFORE_DISPATCH,
-    TOOL_TIMEOUT,
     Accept,
     Block,
     CodeRunFailedError,
@@ -32,6 +29,7 @@ from toolray import (
     ToolRegistry,
     text_block,
 )
+from toolray.errors import TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH, TOOL_TIMEOUT
 
 from . import _pipeline_helpers as h
 from ._pipeline_helpers import NOT_LOSSLESS, Probe, call, error_wire, make_tool, msg

@@ -1,4 +1,4 @@
-"""P-FIN: ``finalize_content`` (BEHAVIOUR-pipeline.md).
+"""P-FIN: ``finalize_content``.
 
 Python mapping: "returning ``undefined``" is returning ``None``; "``exec.arguments`` is
 ``undefined``" is ``execution.arguments is None``. Every entry has a Python meaning except

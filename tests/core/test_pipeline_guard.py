@@ -1,4 +1,4 @@
-"""P-GUARD: monotonic guards (BEHAVIOUR-pipeline.md).
+"""P-GUARD: monotonic guards.
 
 Every entry has a Python meaning. A guard is ``fn(execution) -> str | None``: ``None``
 abstains (Python has no ``undefined``), any ``str`` denies.

@@ -1,4 +1,4 @@
-"""The stage matrix and the "Which outcome wins" precedence list (BEHAVIOUR-pipeline.md §0.1).
+"""The stage matrix and the "Which outcome wins" precedence list.
 
 One parametrized case per matrix row (rows with several origins — "pre-execute listener /
 approval / guard throws" — get one case per origin), counting every stage with the

@@ -1,4 +1,4 @@
-"""P-OUT: output validation, render and presentation meta (BEHAVIOUR-pipeline.md).
+"""P-OUT: output validation, render and presentation meta.
 
 Entries without a direct Python meaning:
 
@@ -10,7 +10,7 @@ Entries without a direct Python meaning:
 
 Python mapping: "no ``value`` key" means the result is a ``ToolExecutionFailure`` (which has
 no ``value`` attribute); "``meta`` absent" means ``meta is None`` and no ``"meta"`` key in
-``to_wire()``. Texts keep the original wording (``output.presentationMeta failed: …``).
+``to_wire()``. Texts keep their wording (``output.presentationMeta failed: …``).
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from toolray import (
     ToolOutput,
     ToolRegistry,
     text_block,
-    validate_json_schema_value,
 )
+from toolray.schema import validate_json_schema_value
 
 from ._pipeline_helpers import Probe, call, make_tool
 

@@ -1,4 +1,4 @@
-"""P-POST: the post-execute waterfall (BEHAVIOUR-pipeline.md).
+"""P-POST: the post-execute waterfall.
 
 Python mapping: ``{kind:'accept', content}`` is ``Accept(content=…)``, ``{kind:'accept',
 value}`` is ``ReplaceValue(value)``, ``{kind:'block', feedback}`` is ``Block(feedback)``.

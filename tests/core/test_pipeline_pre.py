@@ -1,8 +1,8 @@
-"""P-PRE: the pre-execute waterfall and approval (BEHAVIOUR-pipeline.md).
+"""P-PRE: the pre-execute waterfall and approval.
 
 Every entry has a Python meaning. Approval answers are the strings of ``ApprovalOutcome``;
-the service is mounted with ``registry.set_approval(service)`` (API.md §6) and the approval
-texts keep the original wording (``agent``).
+the service is mounted with ``registry.set_approval(service)`` and the approval
+texts keep their wording (``agent``).
 """
 
 from __future__ import annotations

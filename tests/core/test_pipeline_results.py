@@ -1,6 +1,6 @@
 """P-RES: the result observers (``on_result``) and frozen final snapshots.
 
-Python mapping (API.md §11): sync observers run inline before ``execute()`` returns; async
+Python mapping: sync observers run inline before ``execute()`` returns; async
 observers are scheduled as tasks and never awaited on the commit path; failures of either
 are logged on logger ``"toolray"`` as ``tool "<name>" (<callId>): tools/result observer
 failed: <msg>``. "The dispatch mode is ``emit``" (P-RES-3) becomes "return values are

@@ -1,4 +1,4 @@
-"""P-TIME: ``TimeoutPolicy`` (BEHAVIOUR-pipeline.md).
+"""P-TIME: ``TimeoutPolicy``.
 
 Time is virtual: ``FakeClock`` is passed to ``TimeoutPolicy(clock=…)`` (or to
 ``ToolRegistry(clock=…)``); with ``autojump=True`` it jumps to the next deadline whenever
@@ -9,7 +9,7 @@ Entries without a direct Python meaning:
 
 - P-TIME-14 (``timeout_ms`` above 2147483647 passes registration but makes ``deadline()``
   throw at dispatch): a Node ``setTimeout`` limit. Python timers have no such limit and
-  API.md keeps only the "positive finite" rule, so the analog test checks that a large
+  toolray keeps only the "positive finite" rule, so the analog test checks that a large
   budget registers and runs normally.
 """
 

@@ -1,5 +1,5 @@
 """Seed-only behaviour: conditional registrations (``when``), ``resolve`` and the step-owned
-``ResolvedToolSet``, ``executable``/``definitions`` with and without a set (API.md §6, §9,
+``ResolvedToolSet``, ``executable``/``definitions`` with and without a set (§9,
 §11 "resolve()"; seed 000 "条件准入" and the ``ctx.tools`` reference).
 
 These behaviours have no R-* entry (the catalogued release had no conditions), so the test

@@ -3,7 +3,7 @@
 Not built: Code Mode runtime / invariant companion. R-EVT-10's "code runtime/language
 changes" and R-EVT-11 (the invariant companion ignores ``tools/change``) have no Python
 counterpart; R-EVT-10's parent-binding half is tested (scope creation with a parent).
-R-INV-01..07 (the ``dsh-tools/invariant`` companion: stage-order, frozen-result and
+R-INV-01..07 (an invariant companion: stage-order, frozen-result and
 code-dispatch checks raising ``InvariantError``) are not built either.
 """
 

@@ -1,6 +1,6 @@
 """Hook storage and ordering: guards (R-REG-19..22, P-GUARD-2/4/7/8/9/11), the pre-execute /
 execute / post-execute / result tables, and the executor selection of ``set_executor``
-(API.md §6, §11).
+(§11).
 
 Order rule under test: global layer first, then the caller's chain from the farthest
 ancestor to its own scope, each layer in registration order; ``prepend=True`` puts a hook
@@ -101,7 +101,7 @@ SCRAMBLED = [
 @pytest.mark.parametrize("kind", ["pre", "execute", "post", "guard"])
 async def test_hooks_run_global_first_then_their_scope(kind: str) -> None:
     """Guards walk the chain farthest first (P-GUARD-2); hooks run the global ones, then the
-    calling scope's own: a scoped listener sees only its own scope's calls (API.md §6)."""
+    calling scope's own: a scoped listener sees only its own scope's calls."""
     reg, trace = tree(), []
     for layer, label in SCRAMBLED:
         ADDERS[kind](context_of(reg, layer), MAKERS[kind](trace, label), False)
@@ -129,7 +129,7 @@ async def test_prepend_puts_a_hook_first_within_its_layer(kind: str) -> None:
 async def test_scoped_hooks_see_their_own_scope_only_and_guards_their_descendants(
     kind: str,
 ) -> None:
-    """P-PRE-18 / P-RES-5 / API.md §6 for hooks; P-GUARD-2 (the chain) for guards."""
+    """P-PRE-18 / P-RES-5 for hooks; P-GUARD-2 (the chain) for guards."""
     reg, trace = tree(), []
     if kind == "result":
         reg.scope("mid").on_result(lambda execution, result: trace.append(execution.scope))

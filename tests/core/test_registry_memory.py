@@ -1,4 +1,4 @@
-"""Bounded memory (API-v2.md §12): disposing a scope frees everything it held.
+"""Bounded memory: disposing a scope frees everything it held.
 
 After a warm-up, thousands of created-and-disposed scopes — each with a tool, a restriction,
 views and a batch — leave the Python heap where it was: no layer, parent entry, cached view,
@@ -63,20 +63,20 @@ async def test_disposed_scopes_leave_the_heap_bounded() -> None:
     finally:
         tracemalloc.stop()
     assert grown <= BUDGET_BYTES, f"the heap grew by {grown / 1024:.0f} KiB"
-    stats = reg.statistics()
+    stats = reg.stats()
     assert (stats.scopes, stats.layers) == (1, 1)  # "farm" (no layer) and the global layer
 
 
 def test_dispose_forgets_the_scope_and_its_views() -> None:
     reg = _registry()
     reg.scope("p")
-    before = reg.statistics()
+    before = reg.stats()
     scope = reg.scope("a", parent="p")
     scope.register(make_tool("own"))
     assert [s["name"] for s in reg.schemas("a")] == ["shared", "hidden", "own"]
     assert reg.executable("own", "a") is not None
     scope.dispose()
-    after = reg.statistics()
+    after = reg.stats()
     assert (after.scopes, after.layers, after.tools) == (before.scopes, 1, 2)
     assert after.cached_views == before.cached_views
     assert reg.scope("a", parent="q").parent == "q"  # the key is free again
@@ -90,7 +90,7 @@ def test_a_disposed_parent_keeps_its_binding_while_a_child_inherits_through_it()
     middle.dispose()
     assert "from-root" in [s["name"] for s in reg.schemas("child")]
     child.dispose()
-    assert reg.statistics().scopes == 1  # only "root" is left
+    assert reg.stats().scopes == 1  # only "root" is left
     assert reg.scope("middle").parent is None  # nothing of the old binding remains
 
 
@@ -98,4 +98,4 @@ def test_reads_of_keys_that_are_no_scope_keep_the_view_cache_bounded() -> None:
     reg = _registry()
     for i in range(2_000):
         assert reg.get("shared", f"stranger-{i}") is not None
-    assert reg.statistics().cached_views <= 300
+    assert reg.stats().cached_views <= 300

@@ -2,8 +2,8 @@
 (``execution_mode`` classification).
 
 Python decisions: ``execution_mode`` returns the strings ``"parallel"`` / ``"exclusive"``
-(API.md §6), so R-MODE-01's "fresh object" becomes "one of the two strings". Misuse messages
-use the Python spelling ``present_as()`` (API.md §11). Nested calls carry a ``parent`` token
+(R-MODE-01), so R-MODE-01's "fresh object" becomes "one of the two strings". Misuse messages
+use the Python spelling ``present_as()``. Nested calls carry a ``parent`` token
 taken from a real execution (here: the ``run_code`` call's own token, seen by a pre-execute
 hook), as a Code Mode program's sub-calls would.
 """

@@ -10,7 +10,7 @@ Python decisions and entries without a direct Python meaning:
   observable (the registry exposes no statistics); the tests pin the observable half: reads
   and failed first contributions leave no trace in any view.
 - R-REG-23: ``ToolRuntime``'s ``maxParallelSubCalls`` belongs to the Code Mode runtime (not
-  built); its Python analog is the batch cap of ``BatchExecutor`` (API.md §11).
+  built); its Python analog is the batch cap of ``BatchExecutor``.
 """
 
 from __future__ import annotations
@@ -417,7 +417,7 @@ def test_r_reg_24_unknown_mode_is_rejected() -> None:
         ToolRegistry(mode=mode)
 
 
-# ---------------------------------------------------------------- scopes (API.md §6, §11)
+# ---------------------------------------------------------------- scopes
 def test_scope_is_created_on_first_use_and_returned_again() -> None:
     reg = ToolRegistry()
     child = reg.scope("child", parent="preset")
@@ -467,20 +467,20 @@ def test_r_reg_18_an_emptied_scope_layer_is_reclaimed_and_reads_create_none() ->
     from toolray import ToolRegistry as Registry
 
     reg = Registry()
-    base = reg.statistics().layers
+    base = reg.stats().layers
     reg.schemas("ghost")
     reg.executable("x", "ghost")
-    assert reg.statistics().layers == base  # reads never create layers
+    assert reg.stats().layers == base  # reads never create layers
     scope = reg.scope("agent")
     dispose = scope.register(_echo_for_stats())
-    assert reg.statistics().layers == base + 1
-    assert reg.statistics().tools == 1
+    assert reg.stats().layers == base + 1
+    assert reg.stats().tools == 1
     dispose()
-    assert reg.statistics().layers == base  # all four tables empty: reclaimed
+    assert reg.stats().layers == base  # all four tables empty: reclaimed
     scope.register(_echo_for_stats())
     with pytest.raises(ValueError, match="already registered in this scope"):
         scope.register(_echo_for_stats())
-    assert reg.statistics().tools == 1
+    assert reg.stats().tools == 1
 
 
 def _echo_for_stats() -> object:

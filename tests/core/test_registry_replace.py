@@ -1,4 +1,4 @@
-"""``register(definition, *, when=None, replace=False)`` (API-v2.md §12 "Idempotent registration").
+"""``register(definition, *, when=None, replace=False)`` ("idempotent registration").
 
 Without ``replace`` the R-REG-09/10 duplicate rule stands, with the same texts. With
 ``replace=True`` the live registration of that name in that layer is swapped in one change
@@ -82,11 +82,11 @@ def test_disposing_the_replaced_registration_leaves_the_new_one() -> None:
     new = make_tool("t", value="new")
     reg.register(new, replace=True)
     events = _events(reg)
-    version = reg.statistics().epoch
+    version = reg.stats().epoch
     dispose_old()
     assert reg.get("t") is new
     assert events == []  # nothing changed: no event
-    assert reg.statistics().epoch == version
+    assert reg.stats().epoch == version
     assert dispose_old.disposed
 
 
@@ -127,7 +127,7 @@ def test_r_evt_09_a_throwing_listener_rolls_the_replacement_back() -> None:
 
 
 async def test_a_replaced_conditional_registration_drops_out_of_a_resolved_set() -> None:
-    """API.md §11: a registration replaced by the same name drops out of a resolved set."""
+    """A registration replaced by the same name drops out of a resolved set."""
     reg = ToolRegistry()
     reg.register(make_tool("t", value="old"), when=lambda ctx: True)
     tool_set = await reg.resolve(ActivationContext(None, MODEL, AbortController().signal))

@@ -9,7 +9,7 @@ Code Mode prompt and program runtime, which this package does not implement:
 - R-SCH-12: ``toolOrder`` validation during system-prompt assembly.
 - R-SCH-13: "mode requires a code runtime" / "no SDK renderer" assembly errors.
 - R-SCH-14 (SDK rendering part): the program SDK projection with detached ``output``
-  schemas. What API.md requires is tested: ``definitions()`` never lists ``run_code``.
+  schemas. What toolray requires is tested: ``definitions()`` never lists ``run_code``.
 - R-SCH-15: the ``tools:code-only`` / ``tools:sdk`` prompt sections.
 - R-SCH-17: the language-dependent ``run_code`` schema flavours.
 
@@ -35,13 +35,12 @@ import toolray
 from toolray import (
     RESERVED_TOOL_NAME,
     BatchExecutor,
-    GenericCallView,
     ToolOutput,
     ToolRegistry,
-    ToolResult,
     define_tool,
     text_block,
 )
+from toolray.presentation import GenericCallView, ToolResult
 
 from ._registry_helpers import make_tool, names, run, text_of
 
@@ -264,27 +263,27 @@ def assert_frozen_dataclass(cls: type) -> None:
 
 
 def test_r_pres_01_call_views_are_discriminated_by_card() -> None:
-    members = set(typing.get_args(toolray.ToolCallView))
-    assert {getattr(toolray, n) for n in CALL_CARDS.values()} == members
+    members = set(typing.get_args(toolray.presentation.ToolCallView))
+    assert {getattr(toolray.presentation, n) for n in CALL_CARDS.values()} == members
     for card, class_name in CALL_CARDS.items():
-        cls = getattr(toolray, class_name)
+        cls = getattr(toolray.presentation, class_name)
         assert_frozen_dataclass(cls)
         assert discriminator(cls, "card") == card
 
 
 def test_r_pres_02_r_pres_03_r_pres_04_r_pres_05_call_card_fields() -> None:
-    generic = {f.name for f in dataclasses.fields(toolray.GenericCallView)}
+    generic = {f.name for f in dataclasses.fields(toolray.presentation.GenericCallView)}
     assert {"title", "kind", "raw_input", "content", "locations"} <= generic
-    terminal = {f.name for f in dataclasses.fields(toolray.TerminalCallView)}
+    terminal = {f.name for f in dataclasses.fields(toolray.presentation.TerminalCallView)}
     assert {"title", "description", "cwd"} <= terminal
-    diff = {f.name for f in dataclasses.fields(toolray.DiffCallView)}
+    diff = {f.name for f in dataclasses.fields(toolray.presentation.DiffCallView)}
     assert {"title", "diffs", "locations"} <= diff
-    assert set(typing.get_args(toolray.ToolCallKind)) == {
+    assert set(typing.get_args(toolray.presentation.ToolCallKind)) == {
         "read", "edit", "delete", "move", "search", "execute", "fetch", "other",
     }  # fmt: skip
-    new_file = toolray.FileDiff(path="a.py", old_text=None, new_text="x")
+    new_file = toolray.presentation.FileDiff(path="a.py", old_text=None, new_text="x")
     assert new_file.old_text is None
-    assert toolray.FileLocation(path="a.py").line is None
+    assert toolray.presentation.FileLocation(path="a.py").line is None
     view = GenericCallView(title="Read a.py")
     assert view.card == "generic"
     with pytest.raises(dataclasses.FrozenInstanceError):
@@ -292,17 +291,17 @@ def test_r_pres_02_r_pres_03_r_pres_04_r_pres_05_call_card_fields() -> None:
 
 
 def test_r_pres_06_r_pres_07_r_pres_08_r_pres_09_r_pres_10_result_cards() -> None:
-    members = set(typing.get_args(toolray.ToolResultView))
-    assert {getattr(toolray, n) for n in RESULT_CARDS} == members
+    members = set(typing.get_args(toolray.presentation.ToolResultView))
+    assert {getattr(toolray.presentation, n) for n in RESULT_CARDS} == members
     for class_name, (card, second) in RESULT_CARDS.items():
-        cls = getattr(toolray, class_name)
+        cls = getattr(toolray.presentation, class_name)
         assert_frozen_dataclass(cls)
         assert discriminator(cls, "card") == card, class_name
         if second is not None:
             assert discriminator(cls, second[0]) == second[1], class_name
-    read = {f.name for f in dataclasses.fields(toolray.ReadResultView)}
+    read = {f.name for f in dataclasses.fields(toolray.presentation.ReadResultView)}
     assert {"path", "offset", "lines", "total_lines", "lang", "content", "title"} <= read
-    terminal = {f.name for f in dataclasses.fields(toolray.TerminalResultView)}
+    terminal = {f.name for f in dataclasses.fields(toolray.presentation.TerminalResultView)}
     assert {"output", "exit_code", "signal", "title"} <= terminal
 
 

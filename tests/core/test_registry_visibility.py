@@ -1,6 +1,6 @@
 """R-VIS: visibility, shadowing and ``restrict``.
 
-Python decisions: misuse messages use the Python spelling ``restrict()`` (API.md §11), so the
+Python decisions: misuse messages use the Python spelling ``restrict()``, so the
 tests match the upstream text from ``restrict()`` on. R-VIS-31: ``None`` means "that side is
 absent" and a non-list (a ``str``) is rejected, a deliberate divergence from upstream's loose
 typing. R-VIS-32: Python has no later parent binding; a key's parent is given when the scope

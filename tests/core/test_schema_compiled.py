@@ -14,14 +14,14 @@ from typing import Any
 import pytest
 
 from toolray._json import FrozenDict, FrozenList, snapshot_json
-from toolray._schema import (
+from toolray.schema import (
     _codegen,
     compile_validator,
     parameter_schema_to_json_schema,
     validate_json_schema_value,
 )
-from toolray._schema._codegen import MAX_COMPILED_DEPTH
-from toolray._schema._validate import validate_json_schema_value as reference
+from toolray.schema._codegen import MAX_COMPILED_DEPTH
+from toolray.schema._validate import validate_json_schema_value as reference
 
 
 class HostileKey:

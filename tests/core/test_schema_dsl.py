@@ -28,13 +28,13 @@ from typing import Any
 
 import pytest
 
-import toolray._schema as schema_pkg
-from toolray._schema import (
+import toolray.schema as schema_pkg
+from toolray.errors import HarnessError, JsonSchemaError, ToolArgsError
+from toolray.schema import (
     parameter_schema_to_json_schema,
     validate_args,
     value_schema_to_json_schema,
 )
-from toolray.errors import HarnessError, JsonSchemaError, ToolArgsError
 
 BAD_TYPE = "type must be string/number/integer/boolean/null/array/object/json, or use oneOf"
 

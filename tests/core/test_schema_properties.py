@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from toolray._json import snapshot_json
-from toolray._schema import (
+from toolray.schema import (
     assert_supported_json_schema,
     compile_validator,
     parameter_schema_to_json_schema,

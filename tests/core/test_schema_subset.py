@@ -1,7 +1,7 @@
 """R-JS: the enforced raw JSON-Schema subset (``assert_supported_json_schema`` and
 ``assert_object_json_schema``), one test or parametrized case per entry.
 
-Python analogs used (BEHAVIOUR-registry §2): a ``dict`` subclass or another ``Mapping`` plays
+Python analogs used: a ``dict`` subclass or another ``Mapping`` plays
 a forged-prototype record, non-``str`` keys play symbol keys, a tuple or a ``list`` subclass
 plays an exotic or subclassed array, and a ``set`` / function plays ``undefined`` where a
 lossless check is concerned.
@@ -30,8 +30,8 @@ from typing import Any
 import pytest
 
 from toolray._json import FrozenDict
-from toolray._schema import assert_object_json_schema, assert_supported_json_schema
 from toolray.errors import HarnessError, JsonSchemaError
+from toolray.schema import assert_object_json_schema, assert_supported_json_schema
 
 SUBSET = (
     " is not a supported keyword"

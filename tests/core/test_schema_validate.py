@@ -18,7 +18,7 @@ No Python meaning (not tested as such):
 - R-VAL-27, inherited ``oneOf``/``required`` keys: dict membership is always "own";
   ``properties: None`` / ``required: None`` count as empty (the ``undefined`` analog).
 - R-VAL-04 / R-VAL-06, BigInt and 2**53: Python ints of any magnitude are numbers
-  (API.md §11).
+ .
 """
 
 from __future__ import annotations
@@ -33,12 +33,12 @@ from typing import Any
 import pytest
 
 from toolray._json import FrozenDict, FrozenList
-from toolray._schema import (
+from toolray.schema import (
     assert_supported_json_schema,
     compile_validator,
     validate_json_schema_value,
 )
-from toolray._schema._validate import UnknownSchemaTypeError
+from toolray.schema._validate import UnknownSchemaTypeError
 
 
 class MyDict(dict[str, Any]):

@@ -1,4 +1,4 @@
-"""Signals (API.md §5): reasons, listeners, waiting from threads and loops, any, timeout."""
+"""Signals: reasons, listeners, waiting from threads and loops, any, timeout."""
 
 from __future__ import annotations
 

@@ -18,12 +18,12 @@ from toolray import (
     ToolExecutionInput,
     ToolRegistry,
     ToolRunContext,
-    assert_object_json_schema,
     text_block,
     tool,
 )
 from toolray._decorator import parse_docstring
 from toolray.errors import JsonSchemaError
+from toolray.schema import assert_object_json_schema
 
 # ---------------------------------------------------------------- types used by the tools
 

@@ -1,43 +1,125 @@
 """The ``toolray`` command line: ``demo`` (the main job), ``bench``, ``trace`` and ``chaos``.
 
-Every user mistake (no Ray, a bad config file, an unreachable cluster, a tool that cannot
-be pickled) ends in one clear line on stderr and exit code 2, never a traceback.
+Every user mistake (a bad option, a missing or invalid config file, Ray not installed, an
+unreachable cluster, a tool that cannot be pickled) ends in one clear line on stderr and
+exit code 2, never a traceback. Nothing here imports Ray until a command that needs it runs.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
-__all__ = ("main",)
+__all__ = ("COMMANDS", "Command", "main", "parser")
+
+CONFIG_HELP = (
+    'a shipped config ("local", "cluster", "ci") or a RuntimeConfig TOML file; accepted '
+    "before or after the command (default: $TOOLRAY_CONFIG, else the shipped local config)"
+)
+
+USAGE_EXIT = (
+    "2  a usage or setup error, said in one line on stderr: a bad option, a --config\n"
+    "     file that does not exist or does not validate, Ray not installed, an\n"
+    "     unreachable cluster"
+)
 
 
-def _parser() -> argparse.ArgumentParser:
-    from . import _bench, _chaos, _demo, _scopes_cli, _trace
+@dataclass(frozen=True, slots=True)
+class Command:
+    """One subcommand: its module, one-line help, exit codes and whether it needs Ray."""
 
-    parser = argparse.ArgumentParser(
-        prog="toolray", description="Run LLM-agent tool calls on Ray actors."
+    name: str
+    module: str
+    help: str
+    exits: tuple[str, ...]
+    needs_ray: Callable[[argparse.Namespace], bool]
+
+
+def _always(args: argparse.Namespace) -> bool:
+    return True
+
+
+def _trace_needs_ray(args: argparse.Namespace) -> bool:
+    return not (args.in_process or args.from_log)
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command(
+        "demo",
+        "_demo",
+        "start an embedded local Ray and show what toolray does, batch by batch",
+        ("0  the demo ran to the end",),
+        _always,
+    ),
+    Command(
+        "bench",
+        "_bench",
+        "parallel-group throughput and latency against raw Ray (--scopes: agent scopes "
+        "per executors mode)",
+        ("0  the figures were measured and printed",),
+        _always,
+    ),
+    Command(
+        "trace",
+        "_trace",
+        "write a Chrome/Perfetto trace of a batch (on Ray, --in-process without Ray, or "
+        "--from-log an event log)",
+        ("0  the trace was written",),
+        _trace_needs_ray,
+    ),
+    Command(
+        "chaos",
+        "_chaos",
+        "agents under random SIGKILLs: check that no call is lost or run twice",
+        ("0  every invariant held", "1  an invariant failed (the table says which)"),
+        _always,
+    ),
+)
+
+
+def _epilog(exits: Sequence[str]) -> str:
+    lines = [*exits, USAGE_EXIT, "130  interrupted (Ctrl-C)"]
+    return "exit codes:\n" + "\n".join(f"  {line}" for line in lines)
+
+
+def parser() -> argparse.ArgumentParser:
+    """The argument parser of ``toolray`` (no Ray imported)."""
+    import importlib
+
+    from toolray import __version__
+
+    from . import _scopes_cli
+
+    top = argparse.ArgumentParser(
+        prog="toolray",
+        description="Run LLM-agent tool calls on Ray actors: validated, policed, scheduled, "
+        "one result per call.",
+        epilog=_epilog(("0  success", "1  the command ran and found a failure (chaos)")),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument(
-        "--config",
-        default=None,
-        help="a RuntimeConfig TOML file (default: $TOOLRAY_CONFIG, else built-in local defaults)",
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
-    for name, module, help_text in (
-        ("demo", _demo, "start an embedded local Ray and show what toolray does"),
-        ("bench", _bench, "parallel-group throughput and latency against raw Ray"),
-        ("trace", _trace, "write a Chrome/Perfetto trace of a batch (or an event log)"),
-        ("chaos", _chaos, "agents under random SIGKILLs: check that nothing is lost or re-run"),
-    ):
-        command = sub.add_parser(name, help=help_text, description=help_text)
+    top.add_argument("--version", action="version", version=f"toolray {__version__}")
+    top.add_argument("--config", default=None, metavar="NAME|PATH", help=CONFIG_HELP)
+    sub = top.add_subparsers(dest="command", metavar="COMMAND")
+    for spec in COMMANDS:
+        module = importlib.import_module(f".{spec.module}", __name__)
+        command = sub.add_parser(
+            spec.name,
+            help=spec.help,
+            description=spec.help,
+            epilog=_epilog(spec.exits),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        command.add_argument(
+            "--config", default=argparse.SUPPRESS, metavar="NAME|PATH", help=CONFIG_HELP
+        )
         module.add_arguments(command)
-        command.set_defaults(run=module.run)
-        if module is _bench:  # --scopes N measures agent scopes per executors mode instead
+        command.set_defaults(run=module.run, spec=spec)
+        if spec.name == "bench":  # --scopes N measures agent scopes per executors mode instead
             _scopes_cli.add_arguments(command)
             command.set_defaults(run=_bench_run)
-    return parser
+    return top
 
 
 def _bench_run(args: argparse.Namespace) -> int:
@@ -50,13 +132,23 @@ def _bench_run(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``toolray`` console script and ``python -m toolray``."""
-    from toolray_actors._config import ConfigError
+    from toolray_actors import ConfigError, load_config, require_ray
 
-    parser = _parser()
-    args = parser.parse_args(argv)
+    top = parser()
+    args = top.parse_args(argv)
+    if args.command is None:
+        top.print_help()
+        return 0
     try:
-        return int(args.run(args) or 0)
-    except ConfigError as err:
+        if args.config is not None:
+            load_config(args.config)  # a missing or invalid file fails here, in one line
+        if args.spec.needs_ray(args):
+            require_ray()
+        from toolray_actors._quiet import quiet_notices
+
+        with quiet_notices():
+            return int(args.run(args) or 0)
+    except (ConfigError, ImportError) as err:
         print(f"toolray: {err}", file=sys.stderr)
     except KeyboardInterrupt:
         print("toolray: interrupted", file=sys.stderr)

@@ -94,12 +94,13 @@ def inject(
     rng: random.Random,
     faults: Counter[str],
     fault_log: list[tuple[float, str]],
-) -> None:
-    kinds = [k for k in args.kinds.split(",") if k != "node" or nodes]
-    kind = rng.choice(kinds)
+) -> str | None:
+    """Inject one fault of a random kind; what was hit, or ``None`` (nothing to hit)."""
+    kind = rng.choice(args.kind_list)
     if kind == "node":
         victim = nodes.pop(rng.randrange(len(nodes)))
         host.send(f"remove {victim}")
+        what = f"removed node {victim}"
         host.expect("REMOVED")
         host.send('add {"toolslot": 8}')
         nodes.append(host.expect("NODE "))
@@ -107,12 +108,15 @@ def inject(
         try:
             actors = [a for a in rt.stats().actors if a.kind == kind]
         except Exception:  # the observer's view is itself recovering
-            return
+            return None
         if not actors:
-            return
-        os.kill(rng.choice(actors).pid, signal.SIGKILL)
+            return None
+        actor = rng.choice(actors)
+        os.kill(actor.pid, signal.SIGKILL)
+        what = f"SIGKILL {actor.name} (pid {actor.pid})"
     faults[kind] += 1
     fault_log.append((time.time(), kind))
+    return f"{kind}: {what}"
 
 
 def sample(rt: Any) -> dict[str, Any]:
@@ -223,23 +227,56 @@ def _pct(values: list[float], q: float) -> float:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``toolray chaos``."""
-    parser.add_argument("--seconds", type=float, default=60)
-    parser.add_argument("--every", type=float, default=1.5, help="seconds between faults")
-    parser.add_argument("--drivers", type=int, default=3)
-    parser.add_argument("--agents", type=int, default=2)
-    parser.add_argument("--calls", type=int, default=6)
-    parser.add_argument("--nodes", type=int, default=0, help="worker nodes (enables node kills)")
-    parser.add_argument(
-        "--kinds", default="worker,executor,pool,registry,node", help='"" = no faults (soak)'
+    add = parser.add_argument
+    add("--seconds", type=float, default=60, help="how long faults are injected (default 60)")
+    add("--every", type=float, default=1.5, help="seconds between two faults (default 1.5)")
+    add("--drivers", type=int, default=3, help="driver processes submitting batches (default 3)")
+    add("--agents", type=int, default=2, help="agent scopes per driver (default 2)")
+    add("--calls", type=int, default=6, help="calls per batch (default 6)")
+    add(
+        "--nodes",
+        type=int,
+        default=0,
+        help="worker nodes started beside the head (default 0); needed by the node kind",
     )
-    parser.add_argument("--mode", default="per_scope", choices=("per_scope", "sharded"))
-    parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--sample", type=float, default=60.0, help="seconds between samples")
-    parser.add_argument("--json", default=None)
+    add(
+        "--kinds",
+        default=None,
+        help=f"comma-separated processes to SIGKILL, among {', '.join(KINDS)} (default: all "
+        'but node, plus node with --nodes); "" injects no fault (a soak)',
+    )
+    add(
+        "--mode",
+        default="per_scope",
+        choices=("per_scope", "sharded"),
+        help="executors mode of the namespace (default per_scope)",
+    )
+    add("--seed", type=int, default=7, help="random seed of the fault plan (default 7)")
+    add(
+        "--sample",
+        type=float,
+        default=60.0,
+        help="seconds between two samples of every actor's RSS, files and threads (default 60)",
+    )
+    add("--json", default=None, metavar="PATH", help="also write the figures as JSON")
+
+
+def kinds_of(args: argparse.Namespace) -> list[str]:
+    """The fault kinds to inject: checked against ``KINDS`` (``ValueError`` names a bad one)."""
+    if args.kinds is None:
+        return [k for k in KINDS if k != "node" or args.nodes > 0]
+    kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
+    unknown = [k for k in kinds if k not in KINDS]
+    if unknown:
+        raise ValueError(f"--kinds: unknown kind {unknown[0]!r} (choose from {', '.join(KINDS)})")
+    if "node" in kinds and args.nodes < 1:
+        raise ValueError("--kinds node needs worker nodes to remove: pass --nodes N (N >= 1)")
+    return kinds
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the campaign; print the table; 0 iff every invariant held."""
+    args.kind_list = kinds_of(args)  # a bad --kinds fails here, before anything starts
     rng = random.Random(args.seed)
     work = Path(tempfile.mkdtemp(prefix="toolray-chaos-"))
     ledger = str(work / "ledger.sqlite")
@@ -254,6 +291,7 @@ def run(args: argparse.Namespace) -> int:
     drivers: list[Proc] = []
     try:
         address = host.expect("ADDRESS ")
+        print(f"chaos: cluster at {address}; starting {args.drivers} driver(s)", flush=True)
         nodes = []
         for _ in range(args.nodes):
             host.send('add {"toolslot": 8}')
@@ -271,6 +309,9 @@ def run(args: argparse.Namespace) -> int:
         for proc in drivers:
             proc.expect("READY")
         rt = _victims(address, namespace)
+        plan = ", ".join(args.kind_list) or "none (a soak)"
+        say = f"chaos: {args.seconds:g} s of faults every {args.every:g} s; kinds: {plan}"
+        print(say, flush=True)
         baseline_end = time.time() + min(10.0, args.seconds / 4)
         time.sleep(max(0.0, baseline_end - time.time()))  # a fault-free stretch to compare
         faults: Counter[str] = Counter()
@@ -280,12 +321,15 @@ def run(args: argparse.Namespace) -> int:
         next_sample = chaos_start
         while time.time() - chaos_start < args.seconds:
             time.sleep(args.every)
-            if args.kinds:
-                inject(args, host, rt, nodes, rng, faults, fault_log)
+            hit = inject(args, host, rt, nodes, rng, faults, fault_log) if args.kind_list else None
+            if hit is not None:
+                at = time.time() - chaos_start
+                print(f"[{at:6.1f} s] fault {sum(faults.values())}: {hit}", flush=True)
             if time.time() >= next_sample:
                 samples.append(sample(rt))
                 next_sample += args.sample
         chaos_end = time.time()
+        print(f"chaos: {sum(faults.values())} fault(s) injected; agents recover", flush=True)
         for proc in drivers:
             proc.send("stop")
         for proc in drivers:
@@ -336,6 +380,7 @@ def run(args: argparse.Namespace) -> int:
         and out["log_problems"] == 0
         and out["agents_recovered"] == out["agents"]
         and out.get("soak_max_rss_growth_mb", 0) <= 20
+        and (out["faults_total"] > 0 or not args.kind_list)  # a campaign that injected nothing
     )
     width = max(len(k) for k in out)
     for key, value in out.items():

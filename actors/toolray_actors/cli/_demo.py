@@ -6,7 +6,7 @@ reads; (2) a tool ignoring its deadline, answered by killing and replacing its w
 (3) a user cancellation mid-batch; (4) a worker process crash; (5) a scope whose
 restriction hides a tool; (6) Code Mode: one ``run_code`` program calling several tools.
 The configuration is loaded before Ray starts (``--config``,
-else ``$TOOLRAY_CONFIG``, else ``configs/local.toml`` when it exists, else defaults); the
+else ``$TOOLRAY_CONFIG``, else the shipped ``local`` config); the
 demo runs in its own namespace, never leaves detached actors behind, and always shuts
 Ray down.
 """
@@ -57,15 +57,13 @@ __all__ = (
     "timeout_calls",
 )
 
-DEFAULT_CONFIG = Path("configs/local.toml")
+DEFAULT_CONFIG = "local"
 RESTRICTED_SCOPE = "demo-readonly"
 
 
 def resolve_config(path: str | None) -> RuntimeConfig:
-    """``--config``, else ``$TOOLRAY_CONFIG``, else ``configs/local.toml``, else defaults."""
-    if path is None and not os.environ.get("TOOLRAY_CONFIG") and DEFAULT_CONFIG.is_file():
-        path = str(DEFAULT_CONFIG)
-    cfg = load_config(path)
+    """``--config``, else ``$TOOLRAY_CONFIG``, else the shipped ``local`` config."""
+    cfg = load_config(path or os.environ.get("TOOLRAY_CONFIG") or DEFAULT_CONFIG)
     # Our own namespace and non-detached actors: on a shared cluster the demo's tools never
     # mix with an agent farm's, and nothing outlives the demo.
     return cfg.model_copy(update={"namespace": f"{cfg.namespace}-demo", "detached": False})
@@ -112,7 +110,7 @@ class LocalRunner:
 
     async def in_flight(self) -> int:
         """Calls currently dispatched."""
-        return self.executor.statistics().in_flight
+        return self.executor.stats().in_flight
 
 
 # ---------------------------------------------------------------- batches

@@ -42,7 +42,7 @@ BODIES = ("noop", "sleep", "cpu")
 class RawStage:
     """A raw-Ray stage: ``calls`` calls together (``parallel``, up to the cap) or one at a time.
 
-    Not :class:`toolray.Stage` (the planner's): the baseline only needs a count per stage.
+    Not :class:`toolray.lowlevel.Stage` (the planner's): the baseline only needs a count per stage.
     """
 
     parallel: bool

@@ -1,8 +1,9 @@
 """Plain-text timelines and result lists for the command line (pure; no Ray, no TTY).
 
 A timeline is drawn from a batch trace (``BatchExecutor.execute(trace=…)`` or
-``ExecutorHandle.last_trace``): one row per call with its worker, mode, start–end in
-milliseconds since the batch started, an ASCII bar scaled to the whole batch and its
+``ExecutorHandle.last_trace``): one row per call, columns at least two spaces apart, with
+its worker, mode (``parallel`` / ``exclusive``), start–end in milliseconds since the batch
+started, an ASCII bar scaled to the whole batch and its
 status, with the stage boundaries and the abort point as separator rows. A ``run_code``
 call's sub-calls (its span's ``subCalls``) follow it as indented ``+-`` rows on the same
 scale, their ids at the end. Output is ASCII apart from the tools' own text, so it reads
@@ -42,7 +43,7 @@ def status_of(span: dict[str, Any]) -> str:
 
 
 def _ms(seconds: float) -> str:
-    return f"{seconds * 1000:7.1f}"
+    return f"{seconds * 1000:.1f}"
 
 
 def _bar(start: float, end: float, total: float, width: int) -> str:
@@ -64,6 +65,10 @@ def _marker(event: dict[str, Any], stage_no: int, calls: int) -> str:
     return f"  -- stage {stage_no}: parallel group from call {event['start'] + 1}, at {at}"
 
 
+GAP = "  "
+"""Between two columns: at least two spaces, whatever a cell holds."""
+
+
 def render_timeline(trace: Sequence[dict[str, Any]], *, width: int = BAR_WIDTH) -> list[str]:
     """The rows of one batch's timeline (empty trace: one line saying so)."""
     spans = [e for e in trace if e.get("type") == "call"]
@@ -79,22 +84,42 @@ def render_timeline(trace: Sequence[dict[str, Any]], *, width: int = BAR_WIDTH) 
             markers.setdefault(key, []).append(event)
     right = f"{total * 1000:.0f} ms"
     scale = f"0 ms{right:>{width - 2}}"
-    lines = [
-        f"  {'#':>2}  {'call':<5} {'tool':<11} {'worker':<7}{'mode':<10}"
-        f"{'start':>7} {'end':>7}  {scale}  status"
-    ]
+    rows: list[list[str] | str] = [["#", "call", "tool", "worker", "mode", "start", "end", scale]]
     stage_no = 0
     for index in [*sorted(by_index), None]:
         pending = markers.pop(index, []) if index is not None else _rest(markers)
         for event in pending:
             stage_no += event["type"] == "stage"
-            lines.append(_marker(event, stage_no, len(spans)))
+            rows.append(_marker(event, stage_no, len(spans)))
         if index is not None:
-            lines.append(_row(by_index[index], total, width))
-            lines.extend(
-                _sub_row(sub, total, width) for sub in by_index[index].get("subCalls") or ()
+            rows.append(_cells(by_index[index], total, width, sub=False))
+            rows.extend(
+                _cells(sub, total, width, sub=True) for sub in by_index[index].get("subCalls") or ()
             )
-    return lines
+    rows[0] = [*rows[0], "status"]
+    return _align(rows)
+
+
+def _align(rows: Sequence[list[str] | str]) -> list[str]:
+    """Table rows with every column as wide as its widest cell, ``GAP`` apart.
+
+    A ``str`` row (a stage or abort marker) spans the table as it is; the first column
+    and the times are right-aligned, the last column (the status) is not padded.
+    """
+    tables = [r for r in rows if not isinstance(r, str)]
+    widths = [max(len(r[i]) for r in tables if i < len(r)) for i in range(len(tables[0]) - 1)]
+    right = {0, 5, 6}
+    out = []
+    for row in rows:
+        if isinstance(row, str):
+            out.append(row)
+            continue
+        cells = [
+            cell.rjust(widths[i]) if i in right else cell.ljust(widths[i])
+            for i, cell in enumerate(row[:-1])
+        ]
+        out.append("  " + GAP.join([*cells, row[-1]]))
+    return out
 
 
 def _rest(markers: dict[int, list[dict[str, Any]]]) -> list[dict[str, Any]]:
@@ -102,26 +127,17 @@ def _rest(markers: dict[int, list[dict[str, Any]]]) -> list[dict[str, Any]]:
     return [event for key in sorted(markers) for event in markers[key]]
 
 
-def _row(span: dict[str, Any], total: float, width: int) -> str:
+def _cells(span: dict[str, Any], total: float, width: int, *, sub: bool) -> list[str]:
+    """One call's cells; a ``run_code`` sub-call (``sub``) is marked ``+-``, its id last."""
     start, end = float(span.get("started") or 0.0), span_end(span)
     worker = span.get("worker") or "-"
     mode = "not run" if span.get("mode") == "skipped" else span.get("mode", "?")
-    bar = " " * (width + 2) if mode == "not run" else _bar(start, end, total, width)
-    return (
-        f"  {span['index'] + 1:>2}  {span['callId']:<5} {span['name']:<11} {worker:<7}"
-        f"{mode:<10}{_ms(start)} {_ms(end)}  {bar}  {status_of(span)}"
-    )
-
-
-def _sub_row(span: dict[str, Any], total: float, width: int) -> str:
-    """One sub-call of a ``run_code`` call, under it on the same columns and scale."""
-    start, end = float(span.get("started") or 0.0), span_end(span)
-    worker = span.get("worker") or "-"
-    return (
-        f"  {'':>2}  {'+-':<5} {span.get('name', '?'):<11} {worker:<7}{span.get('mode', '?'):<10}"
-        f"{_ms(start)} {_ms(end)}  {_bar(start, end, total, width)}  {status_of(span)}"
-        f"  ({span.get('callId')})"
-    )
+    bar = "" if mode == "not run" else _bar(start, end, total, width)
+    number = "" if sub else str(span["index"] + 1)
+    call = "+-" if sub else span["callId"]
+    status = f"{status_of(span)}  ({span.get('callId')})" if sub else status_of(span)
+    name = span.get("name", "?")
+    return [number, call, name, worker, mode, _ms(start), _ms(end), bar, status]
 
 
 def first_line(result: Any) -> str:

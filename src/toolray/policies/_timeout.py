@@ -26,7 +26,7 @@ from toolray.errors import ToolTimeoutError
 __all__ = ("TimeoutPolicy",)
 
 
-class HookContext(Protocol):
+class HookTarget(Protocol):
     """Where a policy installs: a registry, a scope, or their remote twins."""
 
     def on_execute(self, wrapper: Callable[..., Any], *, prepend: bool = False) -> Disposer:
@@ -49,7 +49,7 @@ class TimeoutPolicy:
     def __init__(self, *, clock: Clock | None = None) -> None:
         self.clock = clock
 
-    def install(self, context: HookContext) -> Disposer:
+    def install(self, context: HookTarget) -> Disposer:
         """Register the wrapper on ``context``: the registry, a scope, or their remote twins.
 
         The wrapper reads the budget from the host that runs each call, so the same policy

@@ -1,0 +1,154 @@
+"""Batch values and the executor seam (B-SCHED)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from toolray._content import UserMessage
+from toolray._definition import ToolDefinition
+from toolray._eventlog import LogStep
+from toolray._execution import ToolSet
+from toolray._outcomes import ToolExecutionResult
+from toolray._signals import AbortSignal
+
+__all__ = (
+    "LogStep",
+    "ToolBatchInput",
+    "ToolBatchResult",
+    "ToolCall",
+    "ToolCallResult",
+    "ToolExecutor",
+    "ToolModelInput",
+    "check_cap",
+)
+
+
+def check_cap(value: Any, what: str = "max_parallel_tool_calls") -> int:
+    """A positive ``int`` cap, or ``ValueError``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{what} must be a positive integer")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One raw model call, as the model emitted it.
+
+    ``arguments`` is the model's JSON text (``""`` means ``{}``; invalid JSON is passed on as
+    the raw string) or a ``Mapping`` already parsed (Anthropic's ``tool_use.input``). Any
+    other value is accepted here and becomes that call's ``INVALID_ARGS`` failure when the
+    batch runs: one bad call never breaks a batch (B-ERR-1).
+
+    Example:
+        >>> ToolCall("c1", "echo", {"text": "hi"}).arguments
+        {'text': 'hi'}
+        >>> ToolCall(1, "echo", "{}")
+        Traceback (most recent call last):
+        ...
+        TypeError: ToolCall.id must be a str, not int
+    """
+
+    id: str
+    name: str
+    arguments: str | Mapping[str, Any]
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.id, str):
+            raise TypeError(f"ToolCall.id must be a str, not {type(self.id).__name__}")
+        if not isinstance(self.name, str):
+            raise TypeError(f"ToolCall.name must be a str, not {type(self.name).__name__}")
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class ToolBatchInput:
+    """A complete batch of raw model calls, in model order.
+
+    ``signal`` is optional: without one the batch runs under a signal that never fires (it
+    can still be cancelled by cancelling the task that awaits it).
+
+    Example:
+        >>> batch = ToolBatchInput([ToolCall("c1", "echo", "{}")])
+        >>> batch.signal.aborted, batch.scope
+        (False, None)
+    """
+
+    calls: Sequence[ToolCall]
+    signal: AbortSignal
+    max_parallel_tool_calls: int | None
+    scope: str | None
+    tool_set: ToolSet | None
+    log: LogStep | None
+
+    def __init__(
+        self,
+        calls: Sequence[ToolCall],
+        signal: AbortSignal | None = None,
+        *,
+        max_parallel_tool_calls: int | None = None,
+        scope: str | None = None,
+        tool_set: ToolSet | None = None,
+        log: LogStep | None = None,
+    ) -> None:
+        if max_parallel_tool_calls is not None:
+            check_cap(max_parallel_tool_calls)
+        if log is not None and scope is None:
+            raise ValueError("a log step requires scope (the agent whose session records it)")
+        if signal is None:
+            signal = AbortSignal()  # a signal that never fires
+        elif not isinstance(signal, AbortSignal):
+            raise TypeError(f"signal must be an AbortSignal, not {type(signal).__name__}")
+        calls = tuple(calls)
+        for call in calls:
+            if not isinstance(call, ToolCall):
+                raise TypeError(f"calls must be ToolCall values, not {type(call).__name__}")
+        for name, value in (
+            ("calls", calls),
+            ("signal", signal),
+            ("max_parallel_tool_calls", max_parallel_tool_calls),
+            ("scope", scope),
+            ("tool_set", tool_set),
+            ("log", log),
+        ):
+            object.__setattr__(self, name, value)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallResult:
+    """One settled result, correlated with its model call."""
+
+    call_id: str
+    result: ToolExecutionResult
+
+
+@dataclass(frozen=True, slots=True)
+class ToolBatchResult:
+    """Model-ordered outcomes, contexts for the next step, and whether the turn concludes."""
+
+    results: tuple[ToolCallResult, ...]
+    additional_contexts: tuple[UserMessage, ...]
+    concluded: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ToolModelInput:
+    """What an executor tells the model: schemas and the names it may call."""
+
+    schemas: list[dict[str, Any]]
+    known_names: list[str]
+
+
+@runtime_checkable
+class ToolExecutor(Protocol):
+    """Runs whole batches: one outcome per input call, in input order."""
+
+    sections: Sequence[Any]
+
+    def describe(self, definitions: Sequence[ToolDefinition]) -> ToolModelInput:
+        """Schemas and names for the model."""
+        ...
+
+    async def execute(self, batch: ToolBatchInput) -> ToolBatchResult:
+        """Run the batch; never settle while started work is still running."""
+        ...

@@ -1,0 +1,41 @@
+"""The call record: one call between the pipeline's stages.
+
+``prepare`` makes it, ``dispatch`` runs its body, ``complete`` turns it into the final
+result; the policy, dispatch and finish stages and the batch run all pass it along. Its
+``step`` says which stage comes next.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from toolray._execution import ToolDispatchExecution, ToolExecutionInput
+from toolray._outcomes import ToolExecutionResult
+from toolray.registry._lookup import ToolLookup
+
+__all__ = ("Call", "Step")
+
+Step = Literal["dispatch", "post", "final"]
+"""What a call needs next: its body (``dispatch``), post-execute (``post``), or nothing."""
+
+
+@dataclass(eq=False, slots=True)
+class Call:
+    """One call between stages: its execution, what comes next, and its result so far."""
+
+    registry: ToolLookup
+    input: ToolExecutionInput
+    execution: ToolDispatchExecution
+    finalizer: Any
+    project: Any
+    step: Step = "final"
+    result: ToolExecutionResult | None = None
+    body_invoked: bool = False
+    notes: dict[str, Any] = field(default_factory=dict)  # runner details for traces
+
+    def settle(self, step: Step, result: ToolExecutionResult | None = None) -> Call:
+        """Move to ``step`` with ``result``."""
+        self.step = step
+        self.result = result
+        return self

@@ -1,0 +1,76 @@
+"""``finish``: materialize, ``finalize_content`` exactly once, freeze, notify observers.
+
+Runs synchronously (no await), so a commit is atomic on the ordered lane. Async observers
+are scheduled as tasks (strong references kept, failures logged), never awaited (P-RES-3).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import functools
+import inspect
+import logging
+from typing import Any
+
+from toolray._execution import freeze
+from toolray._normalize import failure_from, materialize, message_of
+from toolray._outcomes import ToolExecutionResult
+
+from ._call import Call
+
+__all__ = ("finish",)
+
+_log = logging.getLogger("toolray")
+_observer_tasks: set[asyncio.Task[Any]] = set()
+
+
+def _finalize(call: Call, result: ToolExecutionResult) -> ToolExecutionResult:
+    finalizer, call.finalizer = call.finalizer, None  # exactly once (P-FIN-2)
+    if finalizer is None:
+        return result
+    try:
+        content = finalizer(call.execution, result)
+    except Exception as exc:
+        return materialize(failure_from(exc))
+    if content is None:
+        return result
+    return materialize(dataclasses.replace(result, content=content))
+
+
+def _warn(call: Call, exc: BaseException) -> None:
+    _log.warning(
+        'tool "%s" (%s): tools/result observer failed: %s',
+        call.input.name,
+        call.input.call_id,
+        message_of(exc),
+    )
+
+
+def _observe(call: Call, result: ToolExecutionResult) -> None:
+    for observer in call.registry.hooks("result", call.input.scope):
+        try:
+            outcome = observer(call.execution, result)
+        except Exception as exc:
+            _warn(call, exc)
+            continue
+        if inspect.isawaitable(outcome):
+            task = asyncio.ensure_future(outcome)
+            _observer_tasks.add(task)
+            task.add_done_callback(functools.partial(_observer_done, call))
+
+
+def _observer_done(call: Call, task: asyncio.Task[Any]) -> None:
+    _observer_tasks.discard(task)
+    if not task.cancelled() and task.exception() is not None:
+        _warn(call, task.exception())  # type: ignore[arg-type]
+
+
+def finish(call: Call) -> ToolExecutionResult:
+    """Materialize the candidate, finalize it once, freeze the execution, notify observers."""
+    assert call.result is not None
+    result = _finalize(call, materialize(call.result))
+    freeze(call.execution)
+    call.result = result
+    _observe(call, result)
+    return result

@@ -1,0 +1,146 @@
+"""The docs site builds strictly, its generated pages are current, and what ships is true."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.docs._snippets import DOCS, ROOT, pages
+
+FORBIDDEN = (
+    "API-v2", "API-v3", "API.md", "RAY-NOTES", "BEHAVIOUR-", "DESIGN.md", "shared/spec",
+    "dsh-tools", "the original", "ISOLATION-NOTES", "STYLE.md",
+)  # fmt: skip
+
+
+def _module(path: Path) -> Any:
+    spec = importlib.util.spec_from_file_location(f"_docs_{path.stem}", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[f"_docs_{path.stem}"] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+GEN = _module(ROOT / "scripts" / "gen_docs.py")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_mkdocs_build_strict_passes(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(tmp_path / "site")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=170,
+        check=False,
+        env={**__import__("os").environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert (tmp_path / "site" / "how-a-batch-runs" / "index.html").is_file()
+    benchmarks = (tmp_path / "site" / "benchmarks" / "index.html").read_text(encoding="utf-8")
+    assert "toolray / raw Ray throughput" in benchmarks  # the one table, included
+
+
+@pytest.mark.parametrize("name", sorted(GEN.PAGES))
+def test_generated_pages_are_current(name: str) -> None:
+    """Run ``.venv/bin/python scripts/gen_docs.py`` after changing the config or the CLI."""
+    assert (DOCS / name).read_text(encoding="utf-8") == GEN.PAGES[name](), name
+
+
+def _models(model: Any, path: str = "") -> list[tuple[str, Any]]:
+    out = [(path, model)]
+    for name, field in model.model_fields.items():
+        annotation = field.annotation
+        if isinstance(annotation, type) and hasattr(annotation, "model_fields"):
+            out += _models(annotation, f"{path}{name}.")
+    return out
+
+
+def test_every_configuration_key_is_described_in_the_reference() -> None:
+    from toolray_actors import RuntimeConfig
+
+    page = (DOCS / "configuration.md").read_text(encoding="utf-8")
+    keys = 0
+    for path, model in _models(RuntimeConfig):
+        for name, field in model.model_fields.items():
+            assert field.description, f"{path}{name} has no Field(description=...)"
+            assert f"| `{name}` |" in page
+            keys += 1
+    assert keys >= 35
+
+
+def test_the_benchmark_table_is_composed_from_the_latest_results() -> None:
+    run_all = _module(ROOT / "benchmarks" / "run_all.py")
+    text = (ROOT / "benchmarks" / "RESULTS.md").read_text(encoding="utf-8")
+    assert text == run_all.compose(), "run: python benchmarks/run_all.py --compose"
+    assert "not measured" not in text
+
+
+def test_figures_are_quoted_only_from_the_one_table() -> None:
+    """No page restates a throughput ratio: the Benchmarks page is the one place."""
+    for page in pages():
+        text = page.read_text(encoding="utf-8")
+        assert not re.search(r"\d\.\d+ ?× (raw Ray|the throughput)", text), page.name
+
+
+def test_the_readme_fits_on_a_few_screens_and_links_every_page() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) <= 250
+    for page in ("getting-started", "how-a-batch-runs", "farm-runtime", "code-mode", "scale"):
+        assert f"(docs/{page}.md)" in readme
+    assert 'pip install "toolray[ray]"' in readme
+    assert "./scripts/setup" in readme
+    assert "./scripts/test" in readme
+
+
+def test_every_nav_page_exists_and_every_page_is_in_the_nav() -> None:
+    nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    listed = set(re.findall(r"^\s*- [^:]+: ([\w-]+\.md)$", nav, re.M))
+    assert listed == {p.name for p in DOCS.glob("*.md")}
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        ROOT / "README.md",
+        ROOT / "ARCHITECTURE.md",
+        ROOT / "mkdocs.yml",
+        *sorted(DOCS.rglob("*.md")),
+        *sorted((ROOT / "configs").glob("*.toml")),
+        *sorted((ROOT / "actors" / "toolray_actors" / "configs").glob("*.toml")),
+        ROOT / "examples" / "notebook.ipynb",
+    ],
+    ids=lambda p: str(p.relative_to(ROOT)),
+)
+def test_shipped_text_names_no_document_that_does_not_ship(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert [word for word in FORBIDDEN if word in text] == []
+
+
+def test_how_a_batch_runs_explains_the_schedule() -> None:
+    page = (DOCS / "how-a-batch-runs.md").read_text(encoding="utf-8")
+    for needed in (
+        "exclusive unless marked concurrency-safe",
+        "is_concurrency_safe",
+        "**`max_parallel_tool_calls`** calls run at once (default\n**10**",
+        "parallel group",
+        "barrier",
+        "committed",
+        "stream_batch",
+        "```text\nmodel order:",  # the picture of groups and barriers
+    ):
+        assert needed in page, needed
+    from toolray import BatchExecutor, ToolRegistry
+    from toolray_actors import RuntimeConfig
+
+    assert BatchExecutor(ToolRegistry()).max_parallel_tool_calls == 10
+    assert RuntimeConfig().max_parallel_tool_calls == 10
