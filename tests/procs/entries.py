@@ -114,3 +114,16 @@ def titled(ctx: Any) -> int:
     )
     os.read(ctx.channel, 1)
     return 0
+
+
+def keep(args: Any, data: bytes | None) -> None:
+    """A loader: what it stores in the template, children forked afterwards inherit."""
+    if args == "fail":
+        raise ValueError("this load fails (the template lives on)")
+    LOADED.setdefault("loads", []).append([args, None if data is None else len(data)])
+
+
+def loaded(ctx: Any) -> int:
+    """Report what the template had loaded when this child was forked, then exit."""
+    _send(ctx.channel, json.dumps(LOADED.get("loads", [])).encode())
+    return 0

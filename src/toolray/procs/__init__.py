@@ -19,6 +19,11 @@ The contract:
   descriptor is closed. Each child is the leader of its own process group, and with
   ``pid_namespace=True`` pid 1 of a new pid namespace (where the template may make one;
   ``child.pid_namespace_error`` says why not).
+- **Loads.** ``template.load(args, data)`` runs the spec's ``loader(args, data)`` in the
+  running template, between forks (``data``, any size, travels in a memory file): children
+  forked afterwards inherit what it loaded — a tool's code shipped after the template
+  booted, say. A template that restarts has lost its loads (``load`` returns the pid of
+  the template that got it).
 - **The child runs the entry.** ``TemplateSpec.entry`` (``"pkg.module:function"`` or
   ``"/abs/file.py:function"``) is called in the child with a ``ChildContext`` (``channel``,
   ``args``, ``set_title(argv, env)``); its ``int`` return value is the exit code, an

@@ -56,6 +56,10 @@ def _reject_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not lossless JSON")
 
 
+_DECODER: Final = json.JSONDecoder(parse_constant=_reject_constant)
+"""One decoder for every frame (``json.loads`` with an option builds one per call)."""
+
+
 def _decode(payload: bytes, attachments: bool) -> dict[str, Any]:
     attachment = None
     if attachments:
@@ -63,7 +67,8 @@ def _decode(payload: bytes, attachments: bool) -> dict[str, Any]:
         if cut >= 0:
             payload, attachment = payload[:cut], payload[cut + 1 :]
     try:
-        message = json.loads(payload.decode("utf-8"), parse_constant=_reject_constant)
+        text = payload.decode("utf-8", "surrogatepass")  # as encoded: lone surrogates too
+        message = _DECODER.decode(text)
     except (UnicodeDecodeError, ValueError, RecursionError) as err:
         raise ProtocolError(f"a frame is not UTF-8 JSON ({str(err)[:200]})") from None
     if type(message) is not dict or type(message.get("op")) is not str:

@@ -35,7 +35,7 @@ class _Generation:
         host, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         config = {"control_fd": theirs.fileno(), "entry": spec.entry}
         config |= {"preload": list(spec.preload), "sys_path": list(spec.sys_path)}
-        config |= {"init": spec.init, "init_args": spec.init_args}
+        config |= {"init": spec.init, "init_args": spec.init_args, "loader": spec.loader}
         flags = ["-I", "-S", "-B"] if spec.isolated else ["-P"]
         env = dict(os.environ if spec.env is None else spec.env)
         if spec.title_room:
@@ -224,6 +224,30 @@ class Template:
         if not generation.ready.is_set():
             generation.dead.wait(timeout)
             raise TemplateError("the template exited before it was ready", generation.status)
+
+    def load(self, args: Any = None, data: bytes | None = None) -> int:
+        """Run the spec's ``loader(args, data)`` in the template (starting it if needed).
+
+        Children forked after this call inherit what it loads (the template handles its
+        requests in order). ``data`` travels in a memory file, so it may be large. Returns
+        the pid of the template that got it (a restarted template needs its loads again).
+
+        Raises:
+            OSError: the template could not be started or is gone (the next fork restarts it).
+        """
+        generation = self._current()
+        fds: list[int] = []
+        if data is not None:
+            fd = os.memfd_create("toolray-procs-load", os.MFD_CLOEXEC)
+            fds.append(fd)
+            os.write(fd, data)  # a memory file takes everything at once
+            os.lseek(fd, 0, os.SEEK_SET)
+        try:
+            generation.send({"op": "load", "args": args, "data": data is not None}, fds)
+        finally:
+            for fd in fds:
+                os.close(fd)
+        return generation.popen.pid
 
     def fork_nowait(
         self, args: Any = None, *, pid_namespace: bool = False, capture_stderr: bool = False

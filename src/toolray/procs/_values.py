@@ -35,6 +35,10 @@ class TemplateSpec:
     with ``init_args``; what it loads or computes, every child inherits."""
     init_args: Any = None
     """A JSON value handed to ``init``."""
+    loader: str | None = None
+    """A callable (same notation as ``entry``) run in the template, between forks, each time
+    the host calls :meth:`Template.load` — ``loader(args, data)``; what it loads, every child
+    forked afterwards inherits (a failure is printed to the template's stderr, never fatal)."""
     python: str = sys.executable
     """The interpreter of the template (and so of every child)."""
     isolated: bool = False

@@ -104,9 +104,15 @@ def _overwrite(start: int, end: int, items: list[str]) -> bool:
 class Zygote:
     """The serve loop: fork on request, reap and report, stop on ``stop`` or EOF."""
 
-    def __init__(self, control: socket.socket, entry: Callable[[ChildContext], Any]) -> None:
+    def __init__(
+        self,
+        control: socket.socket,
+        entry: Callable[[ChildContext], Any],
+        loader: Callable[[Any, bytes | None], Any] | None = None,
+    ) -> None:
         self.control = control
         self.entry = entry
+        self.loader = loader
         self.children: dict[int, int] = {}  # pid -> request id
         self.libc = ctypes.CDLL(None, use_errno=True)
         self.own_pidns = -1
@@ -152,6 +158,8 @@ class Zygote:
             self.fork(request, fds)
         elif op == "kill":
             self.kill(request.get("pid"), request.get("signal", signal.SIGKILL))
+        elif op == "load":
+            self.load(request.get("args"), fds[0] if request.get("data") and fds else None)
         for fd in fds:
             os.close(fd)
         return bool(op != "stop")
@@ -175,6 +183,22 @@ class Zygote:
         self.children[pid] = request.get("id", 0)
         reply = {"op": "forked", "id": request.get("id"), "pid": pid}
         self.send(reply | {"pid_namespace_error": pidns_error})
+
+    def load(self, args: Any, fd: int | None) -> None:
+        """The host's ``load``: the loader runs here, so later children inherit its work."""
+        if self.loader is None:
+            return
+        try:
+            data = None
+            if fd is not None:
+                chunks = []
+                while chunk := os.read(fd, 1 << 20):
+                    chunks.append(chunk)
+                data = b"".join(chunks)
+            self.loader(args, data)
+        except Exception:  # a bad load is the loader's failure, never the template's
+            with contextlib.suppress(BaseException):
+                traceback.print_exc()
 
     def enter_pid_namespace(self) -> str | None:
         if self.own_pidns < 0:
@@ -275,7 +299,8 @@ def main(config: dict[str, Any]) -> None:
     init = config.get("init")
     if init:
         load(init)(config.get("init_args"))
-    Zygote(control, load(config["entry"])).serve()
+    loader = config.get("loader")
+    Zygote(control, load(config["entry"]), load(loader) if loader else None).serve()
     os._exit(0)
 
 
