@@ -80,6 +80,10 @@ def _p50_p99(values: list[float]) -> str:
     return f"{_p(values, 0.5):.1f} / {_p(values, 0.99):.1f}"
 
 
+def _p50_p95_p99(values: list[float]) -> str:
+    return " / ".join(f"{_p(values, q):.1f}" for q in (0.5, 0.95, 0.99))
+
+
 async def _nothing() -> None:
     return None
 
@@ -290,8 +294,8 @@ async def _confinement_rows() -> list[tuple[str, str, str]]:
         runtime.close()
     return [
         (f"confinement: {layers}", "", ""),
-        ('trivial run, warm child, confinement="auto"', _p50_p99(warm["auto"]), "≤ 15"),
-        ('trivial run, warm child, confinement="off"', _p50_p99(warm["off"]), "—"),
+        ('trivial run, warm child, "auto" (p50 / p95 / p99)', _p50_p95_p99(warm["auto"]), "≤ 15"),
+        ('trivial run, warm child, "off" (p50 / p95 / p99)', _p50_p95_p99(warm["off"]), "—"),
         ('trivial run, cold (warm=0), "auto"', _p50_p99(cold["auto"]), "—"),
         ('trivial run, cold (warm=0), "off"', _p50_p99(cold["off"]), "—"),
         ('fork request → child ready, "auto"', _p50_p99(ready["auto"]), "—"),
