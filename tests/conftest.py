@@ -58,3 +58,25 @@ def sharded_runtime(ray_runtime: Any) -> Any:
     runtime = RayRuntime.start(cfg)
     yield runtime
     runtime.shutdown()
+
+
+@pytest.fixture(scope="session")
+def shared_runtime(ray_runtime: Any) -> Any:
+    """A third namespace on the session cluster whose pools run ``isolation = "shared"``.
+
+    Bodies run in the worker actors themselves (the fastest path, and the one whose faults
+    reach every call of a worker); the other runtimes use the default, ``"call"``.
+    """
+    from toolray_actors import RayRuntime, RuntimeConfig
+
+    base = ray_runtime.config.model_dump()
+    cfg = RuntimeConfig.model_validate(
+        {
+            **base,
+            "namespace": f"{base['namespace']}-shared",
+            "pool": {**base["pool"], "isolation": "shared"},
+        }
+    )
+    runtime = RayRuntime.start(cfg)
+    yield runtime
+    runtime.shutdown()

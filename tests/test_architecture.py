@@ -163,6 +163,18 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     (
+        "per-call isolation (on the public API)",
+        (
+            "toolray.isolation._outcome",
+            "toolray.isolation._context",
+            "toolray.isolation._bodies",
+            "toolray.isolation._messages",
+            "toolray.isolation._child",
+            "toolray.isolation._link",
+            "toolray.isolation",
+        ),
+    ),
+    (
         "provider adapters (on the public API)",
         (
             "toolray.adapters",
@@ -203,6 +215,7 @@ PUBLIC_CORE = (
     "code",
     "adapters",
     "procs",
+    "isolation",
 )
 """The core namespaces the Ray layer may import, besides ``toolray`` itself."""
 

@@ -442,12 +442,18 @@ def token_tool(name: str) -> ToolDefinition:
 
 
 def env_tool(name: str, variable: str, placement: Any = None) -> ToolDefinition:
-    """Returns ``os.environ.get(variable)`` and the node it ran on."""
+    """Returns ``os.environ.get(variable)`` and the node it ran on.
+
+    A call process (isolation ``"call"``) is told its node; a shared worker asks Ray.
+    """
 
     def body(args: Any, ctx: Any) -> Any:
-        import ray
+        node = os.environ.get("TOOLRAY_NODE_ID")
+        if node is None:
+            import ray
 
-        return {"env": os.environ.get(variable), "node": ray.get_runtime_context().get_node_id()}
+            node = ray.get_runtime_context().get_node_id()
+        return {"env": os.environ.get(variable), "node": node}
 
     return ToolDefinition(
         name=name,
@@ -638,4 +644,77 @@ def deaf_async_tool(name: str, *, timeout_ms: float | None = None) -> Any:
         execute=body,
         timeout_ms=timeout_ms,
         is_concurrency_safe=lambda args: True,
+    )
+
+
+# ---------------------------------------------------------------- per-call isolation
+def _wait_for(path: Path, max_s: float) -> bool:
+    end = time.monotonic() + max_s
+    while not path.exists():
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.005)
+    return True
+
+
+def faulty_tool(name: str, kind: str, directory: str, placement: Any = None) -> ToolDefinition:
+    """A body that faults once ``<directory>/go`` exists: ``exit`` (``os._exit``),
+    ``segfault`` (reads address 0), ``memory`` (allocates 64 GiB, past any per-call limit),
+    or ``hang`` (sleeps 30 s in C at once, deaf to its signal; give it a ``timeout_ms``)."""
+
+    def body(args: Any, ctx: Any) -> Any:
+        if kind == "hang":
+            time.sleep(30)
+            return "ignored its deadline"
+        if not _wait_for(Path(directory, "go"), 20):
+            return "never told to go"
+        if kind == "exit":
+            os._exit(3)
+        if kind == "segfault":
+            import ctypes
+
+            ctypes.string_at(0)
+        if kind == "memory":
+            return len(bytearray(64 * 2**30))
+        raise ValueError(f"unknown fault {kind}")
+
+    return define_tool(
+        name=name,
+        description=f"Faults ({kind})",
+        parameters={},
+        output=JSON_OUT,
+        execute=body,
+        timeout_ms=4000 if kind == "hang" else None,
+        is_concurrency_safe=lambda args: True,
+        placement=placement,
+    )
+
+
+def patient_tool(name: str, directory: str, placement: Any = None) -> ToolDefinition:
+    """Marks ``<directory>/<key>.started``, waits until ``<directory>/open`` exists (bounded),
+    then returns where it ran: its pid and its two ancestors (a call process's are its
+    template and its worker)."""
+
+    async def body(args: Any, ctx: Any) -> Any:
+        key = args["key"]
+        Path(directory, f"{key}.started").touch()
+        gate = Path(directory, "open")
+        end = time.monotonic() + 20
+        while not gate.exists():
+            if time.monotonic() > end:
+                return "never opened"
+            await asyncio.sleep(0.005)
+        import psutil
+
+        parent = psutil.Process(os.getppid())
+        return {"key": key, "pid": os.getpid(), "parent": parent.pid, "grandparent": parent.ppid()}
+
+    return define_tool(
+        name=name,
+        description="Waits for its gate, then says where it ran",
+        parameters={"key": {"type": "string", "required": True}},
+        output=JSON_OUT,
+        execute=body,
+        is_concurrency_safe=lambda args: True,
+        placement=placement,
     )

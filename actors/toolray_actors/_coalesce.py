@@ -28,6 +28,8 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from toolray.isolation import CallOutcome
+
 __all__ = (
     "AbortQueue",
     "Chunk",
@@ -42,8 +44,8 @@ __all__ = (
 Request = tuple[str, str, bytes | None, Any, dict[str, Any]]
 """``(token, definition key, blob or None, arguments, identity)``; the token is unique."""
 
-Outcome = tuple[Any, ...]
-"""What the worker returns for one request (see ``ToolWorker``)."""
+Outcome = CallOutcome
+"""What the worker returns for one request."""
 
 Chunk = Sequence[tuple[str, Outcome]]
 """Outcomes that settled together: ``[(token, outcome), …]``."""

@@ -36,7 +36,7 @@ class _Strict(BaseModel):
 
 
 class PoolConfig(_Strict):
-    """The worker pool: its size, per-worker concurrency and actor options."""
+    """The worker pool: its size, per-worker concurrency, isolation and actor options."""
 
     size: int = Field(
         default=2,
@@ -47,7 +47,8 @@ class PoolConfig(_Strict):
     max_concurrency: int = Field(
         default=64,
         ge=1,
-        description="Tool bodies one worker actor runs at once (threads or asyncio tasks).",
+        description="Tool bodies one worker actor runs at once (threads or asyncio tasks; with "
+        'isolation = "call", each in its own call process).',
     )
     num_cpus: float = Field(
         default=0,
@@ -71,6 +72,29 @@ class PoolConfig(_Strict):
         le=8,
         description="Warm spare workers kept started: a killed or crashed worker is "
         "replaced by a spare at once, not after an actor start.",
+    )
+    isolation: Literal["call", "shared"] = Field(
+        default="call",
+        description='How far a tool body\'s fault reaches. "call": each call runs alone in a '
+        "child process of the worker (forked from a warm template holding the tools' code), "
+        "so a crash, a memory blow-up or a kill at the deadline fails that call only. "
+        '"shared": bodies run as threads and tasks of the worker itself (fastest; a fault '
+        "fails every call in that worker). A pool with GPUs (num_gpus > 0) that does not set "
+        'it explicitly runs "shared", one call at a time per worker.',
+    )
+    memory_mb: int = Field(
+        default=4096,
+        ge=16,
+        description='With isolation = "call": how much memory one call\'s process may allocate '
+        "beyond the template it was forked from (an rlimit on its data segment). A body that "
+        "allocates past it fails its own call with WORKER_LOST; the worker lives on.",
+    )
+    warm_children: int = Field(
+        default=2,
+        ge=0,
+        le=64,
+        description='With isolation = "call": idle call processes each worker keeps forked '
+        "ahead of demand (more are forked when calls wait; idle extras exit after a while).",
     )
 
 

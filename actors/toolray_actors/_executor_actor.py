@@ -147,9 +147,9 @@ class ExecutorActor(ExecutorCalls):
                 plan.size,
                 plan.spare,
                 plan.options,
-                plan.max_concurrency,
+                plan.worker,
             )
-            client = self.pools[plan.key] = PoolClient(manager)
+            client = self.pools[plan.key] = PoolClient(manager, plan.isolation)
         return client
 
     async def ready(self) -> dict[str, Any]:

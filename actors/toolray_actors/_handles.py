@@ -15,6 +15,7 @@ from typing import Any, TypeVar, cast
 
 import ray
 
+from ._placement import WorkerSettings
 from ._worker import ToolWorker, body_limit
 
 __all__ = (
@@ -73,6 +74,14 @@ def _control(fn: _F) -> _F:
 
 
 class _WorkerClass(ToolWorker):
+    def __init__(self, threads: int, settings: WorkerSettings | None = None) -> None:
+        # A body in a call process is not a Ray worker: if it uses Ray, it joins this
+        # cluster as a driver (never starts a cluster of its own); the node it runs on
+        # is TOOLRAY_NODE_ID.
+        context = ray.get_runtime_context()
+        env = {"RAY_ADDRESS": context.gcs_address, "TOOLRAY_NODE_ID": context.get_node_id()}
+        super().__init__(threads, settings, env=env)
+
     @_control
     async def abort(self, token: str, reason: Any = None) -> bool:
         return await super().abort(token, reason)
@@ -84,6 +93,10 @@ class _WorkerClass(ToolWorker):
     @_control
     async def interrupt(self, token: str) -> str:
         return await super().interrupt(token)
+
+    @_control
+    async def kill_call(self, token: str) -> bool:
+        return await super().kill_call(token)
 
     @_control
     async def status(self) -> Any:
@@ -101,11 +114,11 @@ class _WorkerClass(ToolWorker):
 _WorkerActor: Any = _remote(num_cpus=0, concurrency_groups={"control": 4})(_WorkerClass)
 
 
-def create_worker(options: dict[str, Any], threads: int) -> Any:
+def create_worker(options: dict[str, Any], settings: WorkerSettings) -> Any:
     """Start one worker actor (async; control lane; no retries)."""
     opts = {"num_cpus": 0, "max_restarts": 0, "max_task_retries": 0, **options}
-    opts.setdefault("max_concurrency", body_limit(threads))
-    return _WorkerActor.options(**opts).remote(threads)
+    opts.setdefault("max_concurrency", body_limit(settings.threads))
+    return _WorkerActor.options(**opts).remote(settings.threads, settings)
 
 
 HEAD_RESOURCE = "node:__internal_head__"

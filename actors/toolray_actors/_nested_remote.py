@@ -11,7 +11,6 @@ as in-process.
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections import OrderedDict
 from typing import Any, final
@@ -20,9 +19,10 @@ import ray
 import ray.exceptions as rex
 
 from toolray import AbortSignal, ToolExecutionResult, ToolRunContext
+from toolray.isolation import context_from_ident, refuse_in_loop
 
 from ._errors import is_actor_death, translate
-from ._wire import RemoteToken, shippable_arguments
+from ._wire import shippable_arguments
 
 __all__ = ("RemoteNested", "worker_context")
 
@@ -96,15 +96,7 @@ class RemoteNested:
         self, ctx: ToolRunContext, name: str, arguments: Any, call_id: str | None
     ) -> ToolExecutionResult:
         """:meth:`dispatch` from a sync body's thread."""
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            pass
-        else:
-            raise RuntimeError(
-                "dispatch_sync() would block the worker's event loop; an async body awaits "
-                "ctx.dispatch() instead"
-            )
+        refuse_in_loop("the worker's")
         for attempt in range(_ATTEMPTS):
             try:
                 return ray.get(self._send(ctx, name, arguments, call_id))  # type: ignore[no-any-return]
@@ -117,15 +109,6 @@ class RemoteNested:
 
 def worker_context(signal: AbortSignal, ident: dict[str, Any]) -> ToolRunContext:
     """The run context of a body on a worker: the call's identity, tokens by id, dispatch."""
-    fields = dict(ident)
-    home = fields.pop("home", None)
-    token = fields.pop("token", None)
-    parent = fields.pop("parent", None)
-    return ToolRunContext(
-        None,
-        signal,
-        dispatcher=RemoteNested(tuple(home)) if home and home[0] else None,
-        token=RemoteToken(token) if token is not None else None,
-        parent=RemoteToken(parent) if parent is not None else None,
-        **fields,
-    )
+    home = ident.get("home")
+    dispatcher = RemoteNested(tuple(home)) if home and home[0] else None
+    return context_from_ident(signal, ident, dispatcher)

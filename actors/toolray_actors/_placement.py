@@ -1,8 +1,12 @@
 """Which worker pool runs a tool: a stable key per placement, and the pool's actor options.
 
 Tools with equal placements share one pool. The key is a digest every process computes
-alike (not ``hash()``, which differs per process) and covers ``runtime_env`` too, so two
-tools whose placements differ only in their environment never share workers.
+alike (not ``hash()``, which differs per process) and covers ``runtime_env`` and
+``isolation`` too, so two tools whose placements differ only there never share workers.
+
+Isolation: the placement's own ``isolation``, else the pool table's when it sets one, else
+``"call"`` — except a GPU pool (``num_gpus > 0``), which runs ``"shared"`` with one call at
+a time per worker unless told otherwise (a GPU context does not survive a fork).
 """
 
 from __future__ import annotations
@@ -10,11 +14,11 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from ._config import PoolConfig, RuntimeConfig
 
-__all__ = ("PoolPlan", "placement_key", "pool_plan")
+__all__ = ("Isolation", "PoolPlan", "WorkerSettings", "placement_key", "pool_plan")
 
 
 _FIELDS = (
@@ -25,6 +29,7 @@ _FIELDS = (
     "size",
     "spare",
     "max_concurrency",
+    "isolation",
     "pool",
 )
 
@@ -46,15 +51,39 @@ def placement_key(placement: Any) -> str:
     return "p-" + hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+Isolation = Literal["call", "shared"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkerSettings:
+    """What a worker actor is told when it starts: how it runs bodies."""
+
+    threads: int = 64
+    """Threads for sync bodies (``max_concurrency``)."""
+    isolation: Isolation = "call"
+    memory_mb: int = 4096
+    """``"call"``: how much a call's process may allocate beyond its template."""
+    warm_children: int = 2
+    """``"call"``: idle call processes kept forked ahead of demand."""
+    max_bodies: int | None = None
+    """Bodies at once (default ``body_limit(threads)``; 1 for a default GPU pool)."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PoolPlan:
-    """How to build one pool: sizes and the worker actors' options."""
+    """How to build one pool: sizes, the worker actors' options and their settings."""
 
     key: str
     size: int
     spare: int
     max_concurrency: int
     options: dict[str, Any]
+    worker: WorkerSettings = WorkerSettings()
+
+    @property
+    def isolation(self) -> Isolation:
+        """How far a body's fault reaches in this pool."""
+        return self.worker.isolation
 
 
 def pool_plan(placement: Any, config: RuntimeConfig) -> PoolPlan:
@@ -92,4 +121,31 @@ def pool_plan(placement: Any, config: RuntimeConfig) -> PoolPlan:
         size = own_size if own_size is not None else (1 if special else size)
         spare = own_spare if own_spare is not None else (0 if special else spare)
         conc = getattr(placement, "max_concurrency", None) or conc
-    return PoolPlan(key=key, size=size, spare=spare, max_concurrency=conc, options=options)
+    isolation, one_at_a_time = _isolation(placement, base, options)
+    if one_at_a_time:
+        conc = 1
+    worker = WorkerSettings(
+        threads=conc,
+        isolation=isolation,
+        memory_mb=base.memory_mb,
+        warm_children=base.warm_children,
+        max_bodies=1 if one_at_a_time else None,
+    )
+    return PoolPlan(
+        key=key, size=size, spare=spare, max_concurrency=conc, options=options, worker=worker
+    )
+
+
+def _isolation(placement: Any, base: PoolConfig, options: dict[str, Any]) -> tuple[Isolation, bool]:
+    """The pool's isolation, and whether its workers run one call at a time.
+
+    A GPU pool that sets neither isolation nor concurrency is shared, one call at a time.
+    """
+    own: Isolation | None = getattr(placement, "isolation", None) if placement else None
+    if own is not None:
+        return own, False
+    if "isolation" in base.model_fields_set or not options.get("num_gpus"):
+        return base.isolation, False
+    own_conc = getattr(placement, "max_concurrency", None) if placement else None
+    one = own_conc is None and "max_concurrency" not in base.model_fields_set
+    return "shared", one

@@ -2,9 +2,11 @@
 
 The manager owns the worker actors of one placement and one warm spare. Replacing a
 worker (killed by us, or found dead) promotes the spare at once — milliseconds instead of
-the 0.5–2 s of starting an actor — and starts the next spare in the background. The client
-(in each executor actor) keeps the current worker list, its own in-flight counts for
-least-loaded dispatch, and which definitions it has already sent to which worker.
+the 0.5–2 s of starting an actor — and starts the next spare in the background. With
+``isolation="call"`` a worker is a member once its call processes are warm too, and the
+manager's statistics sum its workers' call-process counters. The client (in each executor
+actor) keeps the current worker list, its own in-flight counts for least-loaded dispatch,
+and which definitions it has already sent to which worker.
 
 Only workers that have answered once are members: a pool whose workers cannot be scheduled
 yet (its resources are absent) has none, and its calls wait in the executor — each one
@@ -26,23 +28,12 @@ from typing import Any
 from toolray import AbortError, AbortSignal
 
 from ._handles import create_worker, kill, resources_offered
-from ._stats import ActorStats, actor_stats
+from ._placement import Isolation, WorkerSettings
+from ._stats import ActorStats, ChildStats, PoolStats, actor_stats
 
 __all__ = ("PoolClient", "PoolManager", "PoolStats", "WorkerSlot")
 
 _log = logging.getLogger("toolray")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PoolStats:
-    """A snapshot of one pool."""
-
-    workers: int
-    spares: int
-    kills: int
-    deaths: int
-    replacements: int
-    version: int
 
 
 _HEALTH_TIMEOUT_S = 2.0
@@ -58,9 +49,12 @@ def _as_future(ref: Any) -> Any:
 class PoolManager:
     """Creates, replaces and kills the workers of one placement."""
 
-    def __init__(self, size: int, spare: int, options: dict[str, Any], threads: int) -> None:
+    def __init__(
+        self, size: int, spare: int, options: dict[str, Any], settings: WorkerSettings
+    ) -> None:
         self._options = options
-        self._threads = threads
+        self._settings = settings
+        self._children: dict[str, ChildStats] = {}  # last seen, per worker (dead ones too)
         self._ids = itertools.count(1)
         # A restarted manager is a new incarnation: its worker ids and versions must never
         # collide with those its clients remember from the previous one (chaos campaign).
@@ -83,7 +77,7 @@ class PoolManager:
 
     def _new_worker(self) -> tuple[str, Any]:
         wid = f"w{next(self._ids)}.{self._epoch % 10**6:06d}"
-        return wid, create_worker(self._options, self._threads)
+        return wid, create_worker(self._options, self._settings)
 
     # ------------------------------------------------------------------ membership
     def _watch(self) -> None:
@@ -101,6 +95,7 @@ class PoolManager:
     async def _await_start(self, wid: str, handle: Any) -> None:
         try:
             await handle.health.remote()
+            await handle.warm_up.remote()
         except Exception:  # typically the namespace shutting down: nothing to tell a user
             _log.debug("toolray: worker %s failed to start", wid, exc_info=True)
             return
@@ -131,8 +126,8 @@ class PoolManager:
         """
         self._watch()
         if await asyncio.to_thread(resources_offered, self._options):
-            pending = [h.health.remote() for h in [*self.workers.values()]]
-            pending += [h.health.remote() for _, h in self.spares]
+            pending = [_started(h) for h in [*self.workers.values()]]
+            pending += [_started(h) for _, h in self.spares]
             try:
                 await asyncio.wait_for(asyncio.gather(*pending), _READY_BOUND_S)
             except TimeoutError:
@@ -234,15 +229,33 @@ class PoolManager:
         )
         return [own, *(s for s in found if isinstance(s, ActorStats))]
 
-    async def stats(self) -> PoolStats:
+    async def stats(self, name: str = "") -> PoolStats:
         """Counters for ``RayRuntime.stats()`` (``workers``: started members only)."""
+        live = list(self.workers.items())
+        found = await asyncio.gather(
+            *(asyncio.wait_for(_as_future(h.status.remote()), _HEALTH_TIMEOUT_S) for _, h in live),
+            return_exceptions=True,
+        )
+        for (wid, _), status in zip(live, found, strict=True):
+            if not isinstance(status, BaseException):
+                self._children[wid] = status.children
+        seen = self._children.values()
+        now = [self._children[w] for w, _ in live if w in self._children]
         return PoolStats(
+            name=name,
+            isolation=self._settings.isolation,
             workers=len(self._members()[1]),
             spares=len(self.spares),
             kills=self.kills,
             deaths=self.deaths,
             replacements=self.replacements,
             version=self.version,
+            child_kills=sum(c.kills for c in seen),
+            child_deaths=sum(c.deaths for c in seen),
+            child_replacements=sum(c.replacements for c in seen),
+            children=sum(c.live for c in now),
+            children_busy=sum(c.live - c.idle for c in now),
+            child_pids=tuple(pid for c in now for pid in c.pids),
         )
 
     async def shutdown(self) -> None:
@@ -267,8 +280,9 @@ class WorkerSlot:
 class PoolClient:
     """The executor's view of one pool: least-loaded pick, replacement, definition cache."""
 
-    def __init__(self, manager: Any) -> None:
+    def __init__(self, manager: Any, isolation: Isolation = "call") -> None:
         self.manager = manager
+        self.isolation: Isolation = isolation
         self.version: tuple[int, int] = (0, 0)
         self.slots: dict[str, WorkerSlot] = {}
         self._poller: asyncio.Future[None] | None = None
@@ -352,6 +366,12 @@ class PoolClient:
 
     async def _replace_quietly(self, slot: WorkerSlot, killed: bool) -> None:
         await self._renew(slot.wid, killed)
+
+
+async def _started(handle: Any) -> None:
+    """A worker answers, and its call processes (``"call"``) are warm."""
+    await handle.health.remote()
+    await handle.warm_up.remote()
 
 
 async def _wait_or_abort(poll: asyncio.Future[None], signal: AbortSignal | None) -> None:

@@ -7,10 +7,12 @@ call's token: when the body's (fused) signal fires, (1) the abort is forwarded o
 worker's control lane, firing the body's own signal; (2) after ``cancel_grace_ms``, an
 interrupt (an awaiting body's task is cancelled; a sync body's thread gets an injected
 ``ToolInterrupted``) — never ``ray.cancel``, which would stop the whole message and so the
-call's mates; (3) after ``kill_grace_ms`` from the abort, the worker is killed and
-replaced. A killed call keeps its cause (``ABORTED``; the timeout policy turns a
-deadline into ``TOOL_TIMEOUT``) with ``info.reason`` saying the worker was terminated. A
-worker that dies on its own gives ``WORKER_LOST``. Nothing is ever re-run.
+call's mates; (3) after ``kill_grace_ms`` from the abort, a kill: with ``isolation="call"``
+the call's own process (the worker and the call's mates run on), with ``"shared"`` the
+worker actor, which is replaced. A killed call keeps its cause (``ABORTED``; the timeout
+policy turns a deadline into ``TOOL_TIMEOUT``) with ``info.reason`` saying what was
+terminated. A call whose process dies on its own gives ``WORKER_LOST`` (the call's
+process, or with ``"shared"`` the worker). Nothing is ever re-run.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from toolray import AbortError, ToolRunContext, ToolWorkerLostError
+from toolray.isolation import CallOutcome
 from toolray.lowlevel import Entry, run_body_inline, thaw_json
 
 from ._coalesce import AbortQueue, Chunk, Outbox, Request, Transport
@@ -120,11 +123,11 @@ class RayBodyRunner:
                 call.notes["worker"] = slot.wid
                 try:
                     outcome = await self._run_on(
-                        pool, slot, token, key, blob, arguments, ident, ctx
+                        pool, slot, (token, key, blob, arguments, ident), ctx, call.notes
                     )
-                finally:
-                    call.notes["killed"] = slot.killed
-                if outcome[0] != "missing":
+                finally:  # what the ladder killed under this call, for its trace
+                    call.notes["killed"] = slot.killed or call.notes.get("killed", False)
+                if outcome.status != "missing":
                     break
                 slot.sent.discard(key)
         finally:
@@ -135,20 +138,18 @@ class RayBodyRunner:
         self,
         pool: PoolClient,
         slot: WorkerSlot,
-        token: str,
-        key: str,
-        blob: bytes,
-        arguments: Any,
-        ident: dict[str, Any],
+        request: Request,
         ctx: ToolRunContext,
-    ) -> tuple[Any, ...]:
+        notes: dict[str, Any],
+    ) -> CallOutcome:
+        token, key, blob, arguments, ident = request
         send = None if key in slot.sent else blob
         result = self._lane(slot)[0].submit((token, key, send, arguments, ident))
         slot.sent.add(key)
         slot.in_flight += 1
         self.stats.in_flight += 1
         try:
-            return await self._await(pool, slot, token, result, ctx)
+            return await self._await(pool, slot, token, result, ctx, notes)
         finally:
             slot.in_flight -= 1
             self.stats.in_flight -= 1
@@ -158,9 +159,10 @@ class RayBodyRunner:
         pool: PoolClient,
         slot: WorkerSlot,
         token: str,
-        result: asyncio.Future[tuple[Any, ...]],
+        result: asyncio.Future[CallOutcome],
         ctx: ToolRunContext,
-    ) -> tuple[Any, ...]:
+        notes: dict[str, Any],
+    ) -> CallOutcome:
         signal = ctx.signal
         if not signal.aborted:
             # one future woken by the result or the signal: no extra task per call
@@ -182,21 +184,30 @@ class RayBodyRunner:
             await asyncio.wait({result}, timeout=self.kill_grace - self.cancel_grace)
         if not result.done():
             self.stats.kills += 1
-            kill(slot.handle)
-            pool.replace_soon(slot, killed=True)
+            what = self._kill(pool, slot, token, notes)
             err = AbortError("tool call aborted")
             err.reason = (
-                f"the worker was terminated: the tool ignored cancellation for "
+                f"{what} was terminated: the tool ignored cancellation for "
                 f"{self.kill_grace * 1000:g}ms"
             )
             raise err
         return await self._settled(pool, slot, result, ctx)
 
+    def _kill(self, pool: PoolClient, slot: WorkerSlot, token: str, notes: dict[str, Any]) -> str:
+        """The ladder's last step; names what it killed."""
+        if pool.isolation == "call":
+            slot.handle.kill_call.remote(token)  # the call's process; its mates run on
+            notes["killed"] = "process"
+            return "the call's process"
+        kill(slot.handle)
+        pool.replace_soon(slot, killed=True)
+        return "the worker"
+
     async def _settled(
         self, pool: PoolClient, slot: WorkerSlot, result: Any, ctx: ToolRunContext
-    ) -> tuple[Any, ...]:
+    ) -> CallOutcome:
         try:
-            return tuple(result.result())
+            outcome: CallOutcome = result.result()
         except Exception as raw:
             err = task_cause(raw)
             if is_cancelled(err) or isinstance(err, asyncio.CancelledError):
@@ -217,10 +228,16 @@ class RayBodyRunner:
                     "the call was not re-run"
                 ) from None
             raise err from None
+        if outcome.status == "lost":
+            self.stats.lost += 1
+            raise ToolWorkerLostError(
+                f'{outcome.detail} while running tool "{ctx.name}"; the call was not re-run'
+            )
+        return outcome
 
 
 async def _one(ref: Any, token: str) -> AsyncIterator[Chunk]:
-    yield [(token, tuple(await ref))]
+    yield [(token, await ref)]
 
 
 async def _many(stream: Any) -> AsyncIterator[Chunk]:
@@ -233,17 +250,19 @@ def _set(fut: asyncio.Future[None]) -> None:
         fut.set_result(None)
 
 
-def _unpack(outcome: tuple[Any, ...], ctx: ToolRunContext) -> Any:
-    status = outcome[0]
+def _unpack(outcome: CallOutcome, ctx: ToolRunContext) -> Any:
+    status = outcome.status
     if status == "missing":
         raise RuntimeError("the worker lost the tool definition twice")
-    _, payload, contexts, concludes = outcome
-    for message in contexts:
+    for message in outcome.contexts:
         ctx.defer_context(message)
-    if concludes:
+    if outcome.concludes:
         ctx.conclude_turn()
     if status == "ok":
-        return payload
+        return outcome.value
     if status == "not_json":
         return NOT_JSON
-    raise payload
+    if status == "killed":  # the kill step's own error was raised already; a late echo
+        raise AbortError("tool call aborted")
+    assert outcome.error is not None, outcome
+    raise outcome.error

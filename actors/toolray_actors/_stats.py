@@ -8,7 +8,15 @@ from typing import Literal
 
 import psutil
 
-__all__ = ("ActorKind", "ActorStats", "RuntimeStats", "actor_stats")
+__all__ = (
+    "ActorKind",
+    "ActorStats",
+    "ChildStats",
+    "PoolStats",
+    "RuntimeStats",
+    "WorkerStatus",
+    "actor_stats",
+)
 
 ActorKind = Literal["registry", "executor", "pool", "worker", "code"]
 
@@ -27,8 +35,79 @@ class ActorStats:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ChildStats:
+    """One worker's call processes (``isolation="call"``); counters since it started."""
+
+    in_flight: int = 0
+    """Calls this worker holds (running in a call process, or waiting for one)."""
+    runs: int = 0
+    live: int = 0
+    """Call processes alive now (busy or idle)."""
+    idle: int = 0
+    forks: int = 0
+    """Call processes forked from the template (warm ones, growth and replacements)."""
+    kills: int = 0
+    """Call processes killed by the cancellation ladder (a call that ignored its abort)."""
+    deaths: int = 0
+    """Call processes that died under their call (crash, signal, memory limit)."""
+    retired: int = 0
+    """Call processes ended by the worker: unclean after their call, or idle too long."""
+    replacements: int = 0
+    """Call processes forked to replace one that was killed, died or was retired."""
+    pids: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkerStatus:
+    """A snapshot of one worker."""
+
+    pid: int
+    in_flight: int
+    runs: int
+    cached_definitions: int
+    isolation: str = "shared"
+    children: ChildStats = ChildStats()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PoolStats:
+    """A snapshot of one pool: its workers and their call processes.
+
+    The call-process counters (``isolation="call"``) sum over every worker the pool has had.
+    """
+
+    name: str = ""
+    isolation: str = "call"
+    workers: int = 0
+    spares: int = 0
+    kills: int = 0
+    """Worker actors killed by the ladder (``"shared"``: a call ignored its abort)."""
+    deaths: int = 0
+    replacements: int = 0
+    """Worker actors replaced (promoted spares and new actors)."""
+    version: int = 0
+    child_kills: int = 0
+    """Call processes killed by the ladder (``"call"``)."""
+    child_deaths: int = 0
+    """Call processes that died under their call (``"call"``)."""
+    child_replacements: int = 0
+    """Call processes forked to replace one that ended (``"call"``)."""
+    children: int = 0
+    """Call processes alive now, across the pool's workers."""
+    children_busy: int = 0
+    """Call processes running a call now (or being killed)."""
+    child_pids: tuple[int, ...] = ()
+    """The pids of the call processes alive now."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RuntimeStats:
-    """Workers, in-flight calls, kills and restarts across the namespace, and every actor."""
+    """Workers, in-flight calls, kills and restarts across the namespace, and every actor.
+
+    ``kills`` counts the ladder's last step in every mode (a worker actor with
+    ``"shared"`` isolation, a call process with ``"call"``); ``child_kills`` and
+    ``child_replacements`` count call processes only; ``pools`` has one record per pool.
+    """
 
     workers: int
     spares: int
@@ -39,6 +118,10 @@ class RuntimeStats:
     registry_restarts: int
     executors: tuple[str, ...]
     actors: tuple[ActorStats, ...] = ()
+    child_kills: int = 0
+    child_deaths: int = 0
+    child_replacements: int = 0
+    pools: tuple[PoolStats, ...] = ()
 
 
 def _node_id() -> str:

@@ -7,7 +7,7 @@ from typing import Any
 
 from ._connection import Connection
 from ._handles import get_named, named_actors
-from ._stats import ActorStats, RuntimeStats
+from ._stats import ActorStats, PoolStats, RuntimeStats
 
 __all__ = ("collect_stats",)
 
@@ -31,7 +31,7 @@ async def collect_stats(conn: Connection) -> RuntimeStats:
     asks: list[Any] = []
     for name in pools:
         asks.append(_ask(handles[name].actor_stats.remote(name)))
-        asks.append(_ask(handles[name].stats.remote()))
+        asks.append(_ask(handles[name].stats.remote(name)))
     for name in executors:
         asks.append(_ask(handles[name].actor_stats.remote()))
         asks.append(_ask(handles[name].statistics.remote()))
@@ -42,6 +42,7 @@ async def collect_stats(conn: Connection) -> RuntimeStats:
     answers = await asyncio.gather(*asks)
     actors: list[ActorStats] = []
     workers = spares = replacements = in_flight = kills = lost = restarts = 0
+    pool_stats: list[PoolStats] = []
     pairs = iter(answers)
     for _ in pools:
         members, st = next(pairs), next(pairs)
@@ -49,6 +50,7 @@ async def collect_stats(conn: Connection) -> RuntimeStats:
         if st is not None:
             workers, spares = workers + st.workers, spares + st.spares
             replacements += st.replacements
+            pool_stats.append(st)
     for _ in executors:
         own, st = next(pairs), next(pairs)
         if own is not None:
@@ -74,4 +76,8 @@ async def collect_stats(conn: Connection) -> RuntimeStats:
         registry_restarts=restarts,
         executors=tuple(executors),
         actors=tuple(actors),
+        child_kills=sum(p.child_kills for p in pool_stats),
+        child_deaths=sum(p.child_deaths for p in pool_stats),
+        child_replacements=sum(p.child_replacements for p in pool_stats),
+        pools=tuple(pool_stats),
     )

@@ -16,6 +16,7 @@ from typing import Any, final
 import cloudpickle
 
 from toolray import AbortController, ExecutionToken, ToolExecution, ToolExecutionInput
+from toolray.isolation import RemoteToken
 from toolray.lowlevel import InvalidArguments, is_json
 
 from ._errors import wire_reason
@@ -66,17 +67,6 @@ def shippable_arguments(arguments: Any) -> Any:
     except Exception as exc:  # a value whose inspection raises: that error is the failure
         return InvalidArguments(error=_portable_error(exc))
     return arguments if ok else NOT_JSON_ARGUMENTS
-
-
-@final
-@dataclass(frozen=True, slots=True)
-class RemoteToken:
-    """An execution token as seen in another process: only its ``id`` crosses."""
-
-    id: str
-
-    def __repr__(self) -> str:
-        return f"<ExecutionToken {self.id}>"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

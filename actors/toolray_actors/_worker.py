@@ -1,163 +1,139 @@
 """``ToolWorker``: runs tool bodies only; serves aborts while a body runs.
 
 A plain class (testable without Ray); ``_handles`` turns it into an async actor whose
-``abort`` / ``interrupt`` / ``status`` / ``health`` run on a separate ``control`` lane, which
-is the only way to reach a busy worker in milliseconds (RAY-NOTES §3). Because that lane is
-another thread with its own loop, everything shared here is guarded by a lock, and the run
-loop is reached with ``call_soon_threadsafe``.
+``abort`` / ``interrupt`` / ``kill_call`` / ``status`` / ``health`` run on a separate
+``control`` lane, which is the only way to reach a busy worker in milliseconds. Because
+that lane is another thread with its own loop, everything it touches is thread-safe.
 
-Outcomes are tuples (cheap to ship): ``("ok", value, contexts, concludes)``,
-``("error", exc, contexts, concludes)``, ``("not_json", None, contexts, concludes)``,
-``("missing",)`` when the definition is not cached here and no blob came with the call.
+Where a body runs is the pool's isolation:
+
+- ``"call"`` — each call alone in a call process of this worker (:class:`CallProcesses`);
+  a crash, a memory blow-up or a kill ends that process, fails that call only, and the
+  worker lives on;
+- ``"shared"`` — every body in this process (:class:`toolray.isolation.BodyHost`): async
+  bodies as tasks of the worker's loop, sync bodies in its thread pool. Fastest; a body
+  that crashes the process takes every call of the worker with it.
+
+Every call's outcome is a :class:`toolray.isolation.CallOutcome`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import ctypes
 import functools
-import inspect
 import os
-import threading
-from collections import OrderedDict
-from collections.abc import AsyncIterator
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-import cloudpickle
+from toolray import AbortSignal, ToolRunContext
+from toolray.isolation import (
+    BodyHost,
+    CallOutcome,
+    NestedAnswer,
+    NestedRequest,
+    ToolInterrupted,
+    aborted,
+    body_limit,
+    shippable_error,
+)
 
-from toolray import AbortController, AbortError, HarnessError
-from toolray.lowlevel import is_json
-
-from ._nested_remote import worker_context
-from ._stats import ActorStats, actor_stats
+from ._children import CallProcesses
+from ._nested_remote import RemoteNested, worker_context
+from ._placement import WorkerSettings
+from ._stats import ActorStats, ChildStats, WorkerStatus, actor_stats
 
 __all__ = ("ToolInterrupted", "ToolWorker", "WorkerStatus", "body_limit")
 
 Request = tuple[str, str, bytes | None, Any, dict[str, Any]]
-Outcome = tuple[Any, ...]
 
-_INTERRUPTED = "the worker interrupted the tool's thread"
-
-_MAX_DEFS = 256
-"""Cached tool bodies per worker (least recently used go first; the executor resends)."""
-
-_MAX_EARLY = 4096
-"""Aborts remembered for calls not arrived yet (a call that never arrives is forgotten)."""
+_MANY = 8
+"""Calls still running in a message that make its next chunk wait a moment for company."""
+_CHUNK_STEP_S = 0.002
+_CHUNK_STEPS = 10
+"""A chunk of a wide message waits at most this many steps for an eighth of its mates."""
 
 
-_UNRESOLVED: Any = object()
-
-
-def body_limit(threads: int) -> int:
-    """How many bodies one worker runs at once (the worker actor's own concurrency)."""
-    return max(threads, 8) + 8
-
-
-def _outcome_of(token: str, task: asyncio.Task[Outcome]) -> tuple[str, Outcome]:
+def _outcome_of(token: str, task: asyncio.Task[CallOutcome]) -> tuple[str, CallOutcome]:
     if task.cancelled():  # cancelled before its body started (the message was abandoned)
-        stopped = AbortError("tool call aborted")
-        stopped.reason = "the call was cancelled before it started"
-        return token, ("error", stopped, (), False)
+        stopped = aborted("the call was cancelled before it started")
+        return token, CallOutcome(status="error", error=stopped)
     err = task.exception()
     if err is not None:  # a fault of the worker itself: this call's failure, not the message's
-        return token, ("error", _shippable(err), (), False)
+        return token, CallOutcome(status="error", error=shippable_error(err))
     return token, task.result()
 
 
-class ToolInterrupted(AbortError):
-    """Injected into a sync body's thread when cooperation did not stop it."""
-
-    def __init__(self) -> None:
-        super().__init__("tool call aborted")
-        self.reason = _INTERRUPTED
+def _context(signal: AbortSignal, ident: Mapping[str, Any]) -> ToolRunContext:
+    return worker_context(signal, dict(ident))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class WorkerStatus:
-    """A snapshot of one worker."""
+async def _nested(ident: Mapping[str, Any], request: NestedRequest) -> NestedAnswer:
+    """A call process's ``ctx.dispatch``, asked of the call's executor actor.
 
-    pid: int
-    in_flight: int
-    runs: int
-    cached_definitions: int
-
-
-@dataclass(eq=False)
-class _Running:
-    controller: AbortController
-    loop: asyncio.AbstractEventLoop
-    task: asyncio.Task[Any] | None
-    thread: int | None = None
-    done: bool = False
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-
-class RemoteHarnessError(HarnessError):
-    """Stands in for a coded error whose own class cannot travel; keeps its name and code."""
-
-    def __init__(self, message: str, code: str, name: str) -> None:
-        super().__init__(message, code)
-        self.original_name = name
-
-    @property
-    def name(self) -> str:
-        """The original error's class name (the ``info.name`` the executor reports)."""
-        return self.original_name
-
-
-def _shippable(exc: BaseException) -> BaseException:
-    """``exc`` if it survives the trip back (cloudpickle, like Ray), else a faithful stand-in."""
-    try:
-        cloudpickle.loads(cloudpickle.dumps(exc))
-    except Exception:
-        if isinstance(exc, HarnessError):
-            stand_in = RemoteHarnessError(exc.message, exc.code, exc.name)
-            stand_in.reason = exc.reason
-            return stand_in
-        return RuntimeError(str(exc) or type(exc).__name__)
-    return exc
+    The request names its calling execution by token id, as a body in this process would:
+    the executor accepts only a live execution it issued.
+    """
+    ctx = worker_context(AbortSignal(), {**ident, "token": request.token})
+    home = ident.get("home")
+    if not home or not home[0]:
+        raise ValueError(
+            "this run context cannot dispatch nested calls (a toolray pipeline did not make it)"
+        )
+    result = await RemoteNested(tuple(home)).dispatch(
+        ctx, request.name, request.arguments, request.call_id
+    )
+    return NestedAnswer(id=request.id, result=result)
 
 
 class ToolWorker:
     """Runs ``execute(args, ctx)`` for the executor actors that dispatch to it."""
 
-    def __init__(self, threads: int = 64) -> None:
-        self._defs: OrderedDict[str, Any] = OrderedDict()  # LRU, at most _MAX_DEFS
-        self._running: dict[str, _Running] = {}
-        self._early_aborts: OrderedDict[str, Any] = OrderedDict()  # at most _MAX_EARLY
-        self._lock = threading.Lock()
-        self._pool = ThreadPoolExecutor(max(1, threads), thread_name_prefix="toolray-body")
-        self._slots = asyncio.Semaphore(body_limit(threads))
-        self._runs = 0
+    def __init__(
+        self,
+        threads: int = 64,
+        settings: WorkerSettings | None = None,
+        *,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.settings = settings or WorkerSettings(threads=threads, isolation="shared")
+        limit = self.settings.max_bodies or body_limit(self.settings.threads)
+        self._host = BodyHost(_context, threads=self.settings.threads, max_bodies=limit)
+        self._procs: CallProcesses | None = None
+        if self.settings.isolation == "call":
+            self._procs = CallProcesses(
+                memory_mb=self.settings.memory_mb,
+                warm=self.settings.warm_children,
+                limit=limit,
+                nested=_nested,
+                env=env or {},
+            )
 
     # ------------------------------------------------------------------ default lane
-    async def run(self, request: Request) -> Outcome:
+    async def run(self, request: Request) -> CallOutcome:
         """Run one body; never raises for the body's own faults.
 
         ``request`` is ``(token, key, blob, arguments, ident)`` packed in one argument (one
         serialized value per call is measurably cheaper for the executor than five).
         """
-        return await self._run_one(request)
+        token, key, blob, arguments, ident = request
+        if self._procs is not None:
+            return await self._procs.run(token, key, blob, arguments, ident)
+        return await self._host.run(token, key, blob, arguments, ident)
 
-    async def run_many(self, requests: list[Request]) -> AsyncIterator[list[tuple[str, Outcome]]]:
-        """Run a coalesced message: each body in its own task; outcomes as they settle.
+    async def run_many(
+        self, requests: list[Request]
+    ) -> AsyncIterator[list[tuple[str, CallOutcome]]]:
+        """Run a coalesced message: each call in its own task; outcomes as they settle.
 
         Yields ``[(token, outcome), …]`` chunks: the outcomes that settled in the same loop
-        tick travel together. Definitions are resolved in request order before any body
-        starts, so the first request of a key carries its blob for its mates. Each call
-        stays addressable on the control lane by its token (abort, interrupt) without
-        touching its mates.
+        tick travel together. The first request of a key carries its blob for its mates
+        (started in request order). Each call stays addressable on the control lane by its
+        token (abort, interrupt, kill) without touching its mates.
         """
-        settled: asyncio.Queue[tuple[str, asyncio.Task[Outcome]]] = asyncio.Queue()
+        settled: asyncio.Queue[tuple[str, asyncio.Task[CallOutcome]]] = asyncio.Queue()
         tasks = []
         for request in requests:
-            try:
-                execute = self._resolve(request)
-            except Exception as exc:  # a blob that does not load fails its own call only
-                execute = exc
-            task = asyncio.ensure_future(self._run_one(request, execute))
+            task = asyncio.ensure_future(self._first(request))
             task.add_done_callback(functools.partial(_settle, settled, request[0]))
             tasks.append(task)
         left = len(tasks)
@@ -165,6 +141,10 @@ class ToolWorker:
             while left:
                 chunk = [_outcome_of(*await settled.get())]
                 await asyncio.sleep(0)  # outcomes settling in this tick join the chunk
+                if self._procs is not None and left - 1 - settled.qsize() >= _MANY:
+                    # outcomes from call processes trickle in one by one: a moment's wait
+                    # makes far fewer (costly) stream items of a wide message
+                    await _company(settled, max(_MANY, left // 8))
                 while not settled.empty():
                     chunk.append(_outcome_of(*settled.get_nowait()))
                 left -= len(chunk)
@@ -174,112 +154,29 @@ class ToolWorker:
                 if not task.done():
                     task.cancel()
 
-    def _resolve(self, request: Request) -> Any:
-        """The cached body of the request's key (loading its blob), or ``None``."""
-        _, key, blob, _, _ = request
-        execute = self._defs.get(key)
+    async def _first(self, request: Request) -> CallOutcome:
+        """:meth:`run`, resolving the definition before the first await (request order)."""
+        token, key, blob, arguments, ident = request
+        if self._procs is not None:
+            return await self._procs.run(token, key, blob, arguments, ident)
+        try:
+            execute = self._host.resolve(key, blob)
+        except Exception as exc:  # a blob that does not load fails its own call only
+            return CallOutcome(status="error", error=shippable_error(exc))
         if execute is None:
-            if blob is None:
-                return None
-            execute = cloudpickle.loads(blob).execute
-            self._defs[key] = execute
-            if len(self._defs) > _MAX_DEFS:
-                self._defs.popitem(last=False)
-        else:
-            self._defs.move_to_end(key)
-        return execute
+            return CallOutcome(status="missing")
+        return await self._host.run_resolved(token, execute, arguments, ident)
 
-    async def _run_one(self, request: Request, execute: Any = _UNRESOLVED) -> Outcome:
-        token, _, _, arguments, ident = request
-        if execute is _UNRESOLVED:
-            execute = self._resolve(request)
-        if execute is None:
-            return ("missing",)
-        if isinstance(execute, Exception):
-            return ("error", _shippable(execute), (), False)
-        running = _Running(AbortController(), asyncio.get_running_loop(), asyncio.current_task())
-        with self._lock:
-            self._running[token] = running
-            early = self._early_aborts.pop(token, None)
-            self._runs += 1
-        if early is not None:
-            running.controller.abort(early)
-        ctx = worker_context(running.controller.signal, ident)  # nested calls: its executor
-        try:
-            async with self._slots:  # the per-worker body limit (many bodies per message)
-                value = await self._body(running, execute, arguments, ctx)
-        except asyncio.CancelledError:
-            contexts, concludes = ctx.collect()
-            stopped = AbortError("tool call aborted")
-            stopped.reason = "the worker interrupted the tool's task"
-            return ("error", stopped, contexts, concludes)
-        except Exception as exc:
-            contexts, concludes = ctx.collect()
-            return ("error", _shippable(exc), contexts, concludes)
-        finally:
-            with self._lock:
-                running.done = True
-                self._running.pop(token, None)
-        contexts, concludes = ctx.collect()
-        if not is_json(value):
-            return ("not_json", None, contexts, concludes)
-        return ("ok", value, contexts, concludes)
-
-    async def _body(self, running: _Running, execute: Any, arguments: Any, ctx: Any) -> Any:
-        if inspect.iscoroutinefunction(execute):
-            return await execute(arguments, ctx)
-        thread_future = running.loop.run_in_executor(
-            self._pool, self._run_sync, running, execute, arguments, ctx
-        )
-        try:
-            value = await asyncio.shield(thread_future)
-        except asyncio.CancelledError:
-            await self._stop_thread(running, thread_future)
-            raise
-        if inspect.isawaitable(value):
-            value = await value
-        return value
-
-    async def _stop_thread(self, running: _Running, thread_future: Any) -> None:
-        """A cancelled call whose body is a thread: interrupt it and wait (bounded)."""
-        if not thread_future.done():
-            self._inject(running)
-            await asyncio.wait({thread_future}, timeout=1.0)
-
-    def _inject(self, running: _Running) -> bool:
-        with running.lock:
-            thread = running.thread
-            if thread is None:
-                return False
-            ctypes.pythonapi.PyThreadState_SetAsyncExc(
-                ctypes.c_ulong(thread), ctypes.py_object(ToolInterrupted)
-            )
-            return True
-
-    def _run_sync(self, running: _Running, execute: Any, arguments: Any, ctx: Any) -> Any:
-        with running.lock:
-            running.thread = threading.get_ident()
-        try:
-            return execute(arguments, ctx)
-        finally:
-            try:
-                with running.lock:
-                    running.thread = None
-            except ToolInterrupted:  # an injection that landed after the body returned
-                pass
+    async def warm_up(self) -> int:
+        """Start the call processes (``"call"``); the number ready (0 when shared)."""
+        return await self._procs.warm_up() if self._procs is not None else 0
 
     # ------------------------------------------------------------------ control lane
     async def abort(self, token: str, reason: Any = None) -> bool:
         """Fire the body's signal (cooperative step); ``False`` if the call is not here yet."""
-        with self._lock:
-            running = self._running.get(token)
-            if running is None:  # the call is on its way: it starts aborted
-                self._early_aborts[token] = reason
-                if len(self._early_aborts) > _MAX_EARLY:
-                    self._early_aborts.popitem(last=False)
-                return False
-        running.controller.abort(reason)
-        return True
+        if self._procs is not None:
+            return self._procs.abort(token, reason)
+        return self._host.abort(token, reason)
 
     async def abort_many(self, items: list[tuple[str, Any]]) -> int:
         """:meth:`abort` for several calls at once (a batch aborted as a whole)."""
@@ -290,26 +187,27 @@ class ToolWorker:
 
     async def interrupt(self, token: str) -> str:
         """Stronger step: cancel an awaiting body's task, or inject into a sync body's thread."""
-        with self._lock:
-            running = self._running.get(token)
-        if running is None or running.done:
-            return "gone"
-        if self._inject(running):
-            return "injected"
-        if running.task is not None:
-            running.loop.call_soon_threadsafe(running.task.cancel)
-            return "cancelled"
-        return "gone"
+        if self._procs is not None:
+            return self._procs.interrupt(token)
+        return self._host.interrupt(token)
+
+    async def kill_call(self, token: str) -> bool:
+        """Last step (``"call"`` only): kill the call's process; its mates run on."""
+        return self._procs.kill(token) if self._procs is not None else False
 
     async def status(self) -> WorkerStatus:
         """Counters for the pool and the runtime statistics."""
-        with self._lock:
-            return WorkerStatus(
-                pid=os.getpid(),
-                in_flight=len(self._running),
-                runs=self._runs,
-                cached_definitions=len(self._defs),
-            )
+        host = self._host.stats()
+        children = self._procs.stats() if self._procs is not None else None
+        return WorkerStatus(
+            pid=os.getpid(),
+            in_flight=host.in_flight,
+            runs=host.runs,
+            cached_definitions=host.cached_definitions,
+            isolation=self.settings.isolation,
+            children=children
+            or ChildStats(live=0, idle=0, forks=0, kills=0, deaths=0, retired=0, replacements=0),
+        )
 
     async def actor_stats(self) -> ActorStats:
         """This worker's identity and footprint."""
@@ -318,6 +216,14 @@ class ToolWorker:
     async def health(self) -> int:
         """The worker's pid (it answers even while bodies run)."""
         return os.getpid()
+
+
+async def _company(settled: asyncio.Queue[Any], wanted: int) -> None:
+    """Wait (a few milliseconds at most) until ``wanted`` outcomes are ready to travel."""
+    for _ in range(_CHUNK_STEPS):
+        if settled.qsize() + 1 >= wanted:
+            return
+        await asyncio.sleep(_CHUNK_STEP_S)
 
 
 def _settle(settled: Any, token: str, task: asyncio.Task[Any]) -> None:

@@ -6,7 +6,7 @@ import inspect
 import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ._content import ContentBlock
 from .errors import ToolArgsError
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from .presentation import ToolCallView, ToolResult, ToolResultView
 
 __all__ = (
+    "ISOLATION_MODES",
     "RESERVED_TOOL_NAME",
     "Placement",
     "ToolDefinition",
@@ -33,6 +34,9 @@ __all__ = (
 )
 
 RESERVED_TOOL_NAME = "run_code"
+
+ISOLATION_MODES = ("call", "shared")
+"""How far a body's fault reaches on Ray: its own call only, or every call of its worker."""
 
 JsonSchema = dict[str, Any]
 ContentProjector = Callable[["ToolExecution", "ToolExecutionResult"], "list[ContentBlock] | None"]
@@ -57,6 +61,12 @@ class Placement:
     concurrency when not given); ``pool`` names a ``[pools.<name>]`` table of the runtime
     configuration, whose settings the other fields override.
 
+    ``isolation`` says how far a body's fault reaches: ``"call"`` runs each call alone in
+    a child process of the worker (a crash, a memory blow-up or a kill at the deadline
+    fails that call only), ``"shared"`` runs the bodies as threads and tasks of the worker
+    itself (fastest; a fault fails every call in that worker). ``None`` takes the pool's
+    setting: ``"call"`` for CPU pools, ``"shared"`` (one call at a time) for GPU pools.
+
     Example:
         >>> Placement(resources={"gpu_slot": 1}, size=2).spare is None
         True
@@ -70,8 +80,13 @@ class Placement:
     size: int | None = None
     spare: int | None = None
     max_concurrency: int | None = None
+    isolation: Literal["call", "shared"] | None = None
 
     def __post_init__(self) -> None:
+        if self.isolation not in (None, *ISOLATION_MODES):
+            raise ValueError(
+                f'Placement.isolation must be "call" or "shared", not {self.isolation!r}'
+            )
         for field, least in (("size", 1), ("spare", 0), ("max_concurrency", 1)):
             value = getattr(self, field)
             if value is None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 import tempfile
 import time
@@ -31,7 +32,9 @@ HEALTH = {
 
 def where_tool(directory: str) -> Any:
     def body(args: Any, ctx: Any) -> str:
-        node = ray.get_runtime_context().get_node_id()
+        # in a call process (isolation "call") the worker names its node; a Ray driver
+        # connection from there would report the node it attached to instead
+        node = os.environ.get("TOOLRAY_NODE_ID") or ray.get_runtime_context().get_node_id()
         if args.get("hold"):
             Path(directory, "running").write_text(node)
             ctx.signal.wait_sync(120)

@@ -11,15 +11,25 @@ import pytest
 _ids = itertools.count()
 
 
-@pytest.fixture
-def rt(ray_runtime: Any) -> Iterator[Any]:
-    """The session runtime; registrations made through ``rt.owned`` are lifted afterwards."""
+def _owning(runtime: Any) -> Iterator[Any]:
     owned: list[Any] = []
-    ray_runtime.owned = owned
-    yield ray_runtime
+    runtime.owned = owned
+    yield runtime
     for dispose in reversed(owned):
         dispose()
     owned.clear()
+
+
+@pytest.fixture
+def rt(ray_runtime: Any) -> Iterator[Any]:
+    """The session runtime; registrations made through ``rt.owned`` are lifted afterwards."""
+    yield from _owning(ray_runtime)
+
+
+@pytest.fixture
+def shared_rt(shared_runtime: Any) -> Iterator[Any]:
+    """:func:`rt` on the session namespace whose pools run ``isolation = "shared"``."""
+    yield from _owning(shared_runtime)
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from tests.actors._waits import stats_when
 from tests.tools import cooperative_tool, stubborn_tool
 from toolray import AbortController, TimeoutPolicy, ToolBatchInput, ToolCall
 
@@ -62,17 +63,41 @@ async def test_a_body_ignoring_its_deadline_is_stopped_as_tool_timeout(
     assert failure.error.message == "tool call timed out after 200ms"
     assert failure.error.info.code == "TOOL_TIMEOUT"
     assert any(part in failure.error.info.reason for part in reason_part)
-    if kind == "block":
-        after = await _stats_when(rt, lambda s: s.replacements > before.replacements)
+    if kind == "block":  # only a kill stopped it: the call's process, not the worker
+        assert "the call's process was terminated" in failure.error.info.reason
+        after = await stats_when(rt, lambda s: s.child_kills > before.child_kills)
         assert after.kills == before.kills + 1
-        assert after.workers == before.workers  # the pool was refilled (in the background)
+        assert after.child_kills == before.child_kills + 1
+        assert after.replacements == before.replacements  # no worker actor was replaced
 
 
-async def _stats_when(rt: Any, ready: Any) -> Any:
-    """``rt.stats()`` once ``ready(stats)`` holds (bounded: the replacement is asynchronous)."""
-    for _ in range(200):
-        stats = rt.stats()
-        if ready(stats):
-            return stats
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"the pool never caught up: {rt.stats()}")
+async def test_shared_a_body_ignoring_its_deadline_costs_its_worker(
+    shared_rt: Any, scope_key: str
+) -> None:
+    rt = shared_rt
+    rt.owned.append(
+        rt.registry.register(stubborn_tool("rt_stubborn_shared", "block", timeout_ms=200))
+    )
+    _install_timeouts(rt)
+    ex = rt.executor(scope_key)
+    await ex.execute_batch(  # the pool is up
+        ToolBatchInput(
+            [ToolCall("c0", "rt_stubborn_shared", '{"seconds": 0}')],
+            AbortController().signal,
+            scope=scope_key,
+        )
+    )
+    before = rt.stats()
+    result = await ex.execute_batch(
+        ToolBatchInput(
+            [ToolCall("c1", "rt_stubborn_shared", '{"seconds": 30}')],
+            AbortController().signal,
+            scope=scope_key,
+        )
+    )
+    failure = result.results[0].result
+    assert failure.error.info.code == "TOOL_TIMEOUT"
+    assert "the worker was terminated" in failure.error.info.reason
+    after = await stats_when(rt, lambda s: s.replacements > before.replacements)
+    assert after.kills == before.kills + 1
+    assert after.workers == before.workers  # the pool was refilled (in the background)

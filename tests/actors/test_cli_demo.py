@@ -41,9 +41,9 @@ def test_demo_shows_every_scenario_and_exits_cleanly() -> None:
     assert "== barrier 2: exclusive, call 4 alone" in out
     assert "-> wrote 20 bytes to PLAN.md" in out
     # 2. a timeout answered by kill-and-replace
-    assert "TOOL_TIMEOUT (worker killed)" in out
-    assert "reason: the worker was terminated" in out
-    assert "kills 0 -> 1, replacements 0 -> 1" in out
+    assert "TOOL_TIMEOUT (process killed)" in out  # the call's own process (isolation "call")
+    assert "reason: the call's process was terminated" in out
+    assert "kills 0 -> 1, replacements 0 -> 0, child_replacements 0 -> 1" in out
     # 3. a user cancellation
     assert out.count(" ABORTED ") >= 2
     assert "ABORTED_BEFORE_DISPATCH" in out

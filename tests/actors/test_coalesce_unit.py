@@ -14,6 +14,7 @@ import cloudpickle
 import pytest
 
 from toolray import ToolOutput, define_tool, text_block
+from toolray.isolation import CallOutcome
 from toolray_actors._coalesce import AbortQueue, Chunk, Outbox, Request, StreamEnded
 from toolray_actors._worker import ToolWorker
 
@@ -54,8 +55,8 @@ def req(token: str) -> Request:
     return (token, "def:1", None, {}, {})
 
 
-def ok(value: Any) -> tuple[Any, ...]:
-    return ("ok", value, (), False)
+def ok(value: Any) -> CallOutcome:
+    return CallOutcome(status="ok", value=value)
 
 
 async def test_requests_of_one_tick_travel_in_one_message_and_later_ones_in_the_next() -> None:
@@ -203,8 +204,8 @@ async def test_run_many_runs_each_body_in_its_own_task_and_interrupt_stops_only_
     assert await worker.interrupt("t1") == "cancelled"
     (token, outcome), *rest = await stream.__anext__()
     assert (token, rest) == ("t1", [])
-    assert outcome[0] == "error"
-    assert outcome[1].code == "ABORTED"
+    assert outcome.status == "error"
+    assert outcome.error.code == "ABORTED"
     with pytest.raises(StopAsyncIteration):
         await stream.__anext__()
     assert (await worker.status()).in_flight == 0
@@ -222,7 +223,7 @@ async def test_run_many_answers_missing_for_an_unknown_definition_only() -> None
     outcomes = {}
     async for chunk in worker.run_many(requests):
         outcomes.update(dict(chunk))
-    assert outcomes == {"t0": ("missing",), "t1": ok("ran")}
+    assert outcomes == {"t0": CallOutcome(status="missing"), "t1": ok("ran")}
 
 
 async def test_an_abort_that_arrives_before_its_message_starts_the_call_aborted() -> None:

@@ -107,24 +107,33 @@ async def test_an_interrupted_call_leaves_its_message_mates_running_to_their_res
             dispose()
 
 
-async def test_a_killed_worker_fails_only_the_calls_it_still_held(
-    rt: Any, scope_key: str, tmp_path: Path
-) -> None:
+KILL_SCENE = [
+    ToolCall("c0", "co_quick", '{"text": "done before the kill"}'),  # worker A
+    ToolCall("c1", "co_quick", '{"text": "other worker"}'),  # worker B
+    ToolCall("c2", "co_block", '{"seconds": 30}'),  # worker A: killed at its deadline
+    ToolCall("c3", "co_quick", '{"text": "other worker"}'),  # worker B
+    ToolCall("c4", "co_held", '{"key": "held"}'),  # worker A: still running then
+]
+"""Two workers alternate: c2 is killed at its deadline while c4 still runs beside it."""
+
+
+def _kill_scene(rt: Any, tmp_path: Path) -> None:
     rt.owned.append(rt.registry.register(text_echo_tool("co_quick")))
     rt.owned.append(rt.registry.register(stubborn_tool("co_block", "block", timeout_ms=1000)))
     rt.owned.append(rt.registry.register(gate_tool("co_held", str(tmp_path))))
     rt.owned.append(TimeoutPolicy().install(rt.registry))
+
+
+async def test_shared_a_killed_worker_fails_only_the_calls_it_still_held(
+    shared_rt: Any, scope_key: str, tmp_path: Path
+) -> None:
+    rt = shared_rt
+    _kill_scene(rt, tmp_path)
     ex = rt.executor(scope_key)
+    await ex.execute_batch(_batch([ToolCall("w", "co_quick", "{}")], scope_key))  # pool up
     before = await ex.statistics()
-    calls = [
-        ToolCall("c0", "co_quick", '{"text": "done before the kill"}'),  # worker A
-        ToolCall("c1", "co_quick", '{"text": "other worker"}'),  # worker B
-        ToolCall("c2", "co_block", '{"seconds": 30}'),  # worker A: killed at its deadline
-        ToolCall("c3", "co_quick", '{"text": "other worker"}'),  # worker B
-        ToolCall("c4", "co_held", '{"key": "held"}'),  # worker A: still running then
-    ]
     try:
-        out = await asyncio.wait_for(ex.execute_batch(_batch(calls, scope_key)), WAIT_S)
+        out = await asyncio.wait_for(ex.execute_batch(_batch(KILL_SCENE, scope_key)), WAIT_S)
     finally:
         _open(tmp_path, "held")
     workers = _workers(ex)
@@ -134,5 +143,32 @@ async def test_a_killed_worker_fails_only_the_calls_it_still_held(
     assert results[0].value["text"] == "done before the kill"  # its outcome had arrived
     assert results[1].value["text"] == results[3].value["text"] == "other worker"
     assert results[2].error.info.code == "TOOL_TIMEOUT"
-    assert "terminated" in results[2].error.info.reason
+    assert "the worker was terminated" in results[2].error.info.reason
     assert results[4].error.info.code == "WORKER_LOST"  # a mate the kill took with it
+
+
+async def test_a_killed_call_process_takes_no_mate_with_it(
+    rt: Any, scope_key: str, tmp_path: Path
+) -> None:
+    _kill_scene(rt, tmp_path)
+    ex = rt.executor(scope_key)
+    seen: dict[int, Any] = {}
+    try:
+        async with asyncio.timeout(WAIT_S):
+            async for index, item in ex.stream_batch(_batch(KILL_SCENE, scope_key)):
+                seen[index] = item.result
+                if index == 2:  # killed while its mate c4 still runs on the same worker
+                    assert 4 not in seen
+                    _open(tmp_path, "held")
+    finally:
+        _open(tmp_path, "held")
+    workers = _workers(ex)
+    assert workers[0] == workers[2] == workers[4] != workers[1]
+    assert seen[2].error.info.code == "TOOL_TIMEOUT"
+    assert "the call's process was terminated" in seen[2].error.info.reason
+    assert seen[4].value["key"] == "held"  # the mate ran on to its result
+    assert [seen[i].value["text"] for i in (0, 1, 3)] == [
+        "done before the kill",
+        "other worker",
+        "other worker",
+    ]

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 import ray
 
+from tests.actors._waits import stats_when
 from tests.tools import cooperative_tool, crash_tool, failing_tool, text_echo_tool
 from toolray import AbortController, ToolBatchInput, ToolCall
 
@@ -31,11 +32,42 @@ async def test_a_raising_body_is_one_failure_and_the_batch_goes_on(rt: Any, scop
     assert not out.results[1].result.is_error
 
 
-async def test_a_worker_that_dies_gives_worker_lost_and_is_replaced(
+def _worker_pids(rt: Any) -> set[int]:
+    return {a.pid for a in rt.stats().actors if a.kind == "worker"}
+
+
+async def test_a_crashing_body_fails_its_own_call_and_only_its_process_is_replaced(
     rt: Any, scope_key: str
 ) -> None:
     rt.owned.append(rt.registry.register(crash_tool("rt_crash")))
     rt.owned.append(rt.registry.register(text_echo_tool("rt_after_crash")))
+    ex = rt.executor(scope_key)
+    await ex.execute_batch(_batch([ToolCall("c0", "rt_after_crash", "{}")], scope_key))
+    before, workers = rt.stats(), _worker_pids(rt)
+    out = await ex.execute_batch(_batch([ToolCall("c1", "rt_crash", "{}")], scope_key))
+    lost = out.results[0].result
+    assert lost.error.info.code == "WORKER_LOST"
+    assert "the call's process exited with status 17" in lost.error.message
+    assert "not re-run" in lost.error.message
+    after = await stats_when(rt, lambda s: s.child_replacements > before.child_replacements)
+    assert after.child_deaths == before.child_deaths + 1
+    assert after.replacements == before.replacements  # no worker actor was replaced…
+    assert _worker_pids(rt) == workers  # …or restarted
+    again = await ex.execute_batch(
+        _batch([ToolCall("c2", "rt_after_crash", '{"text": "ok"}')], scope_key)
+    )
+    assert again.results[0].result.value["text"] == "ok"
+
+
+async def test_shared_a_worker_that_dies_gives_worker_lost_and_is_replaced(
+    shared_rt: Any, scope_key: str
+) -> None:
+    rt = shared_rt
+    rt.owned.append(rt.registry.register(crash_tool("rt_crash")))
+    rt.owned.append(rt.registry.register(text_echo_tool("rt_after_crash")))
+    await rt.executor(scope_key).execute_batch(  # the pool is up
+        _batch([ToolCall("c0", "rt_after_crash", "{}")], scope_key)
+    )
     before = rt.stats()
     out = await rt.executor(scope_key).execute_batch(
         _batch([ToolCall("c1", "rt_crash", "{}")], scope_key)
@@ -43,13 +75,7 @@ async def test_a_worker_that_dies_gives_worker_lost_and_is_replaced(
     lost = out.results[0].result
     assert lost.error.info.code == "WORKER_LOST"
     assert "not re-run" in lost.error.message
-    after = None
-    for _ in range(200):  # the replacement happens in the background: wait (bounded)
-        after = rt.stats()
-        if after.replacements > before.replacements:
-            break
-        await asyncio.sleep(0.05)
-    assert after is not None
+    after = await stats_when(rt, lambda s: s.replacements > before.replacements)
     assert after.replacements == before.replacements + 1
     assert after.workers == before.workers
     again = await rt.executor(scope_key).execute_batch(

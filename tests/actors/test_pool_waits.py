@@ -16,6 +16,7 @@ import pytest
 
 from toolray import AbortController, AbortError
 from toolray_actors import _pool
+from toolray_actors._placement import WorkerSettings
 from toolray_actors._pool import PoolClient, PoolManager
 
 
@@ -25,6 +26,10 @@ class _Call:
 
     def remote(self, *args: Any) -> Any:
         return asyncio.ensure_future(self._fn(*args))
+
+
+async def _no_processes() -> int:
+    return 0
 
 
 class _Worker:
@@ -37,6 +42,7 @@ class _Worker:
             return await asyncio.shield(self.started)  # type: ignore[no-any-return]
 
         self.health = _Call(health)
+        self.warm_up = _Call(_no_processes)
 
 
 class _Remote:
@@ -53,7 +59,7 @@ class _Remote:
 def workers(monkeypatch: pytest.MonkeyPatch) -> list[_Worker]:
     made: list[_Worker] = []
 
-    def create(options: dict[str, Any], threads: int) -> _Worker:
+    def create(options: dict[str, Any], settings: Any) -> _Worker:
         made.append(_Worker())
         return made[-1]
 
@@ -64,7 +70,7 @@ def workers(monkeypatch: pytest.MonkeyPatch) -> list[_Worker]:
 
 
 async def test_calls_wait_for_members_and_an_abort_ends_the_wait(workers: list[_Worker]) -> None:
-    manager = PoolManager(1, 0, {"resources": {"absent": 1}}, 8)
+    manager = PoolManager(1, 0, {"resources": {"absent": 1}}, WorkerSettings())
     assert await asyncio.wait_for(manager.ready(), 5) == 0  # no node offers it: no blocking
     client = PoolClient(_Remote(manager))
     ctrl = AbortController()
@@ -78,7 +84,7 @@ async def test_calls_wait_for_members_and_an_abort_ends_the_wait(workers: list[_
 
 
 async def test_a_worker_becomes_a_member_when_it_starts(workers: list[_Worker]) -> None:
-    manager = PoolManager(1, 0, {}, 8)
+    manager = PoolManager(1, 0, {}, WorkerSettings())
     client = PoolClient(_Remote(manager))
     picked = asyncio.ensure_future(client.pick(AbortController().signal))
     await asyncio.sleep(0)

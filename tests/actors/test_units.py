@@ -176,17 +176,17 @@ def test_a_worker_runs_bodies_caches_definitions_and_honours_early_aborts() -> N
         blob = cloudpickle.dumps(text_echo_tool("w"))
         ident = {"call_id": "c1", "name": "w", "root_call_id": None, "scope": None}
         first = await worker.run(("t1", "def:1", blob, {"text": "a"}, ident))
-        assert first[0] == "ok"
-        assert first[1]["text"] == "a"
+        assert first.status == "ok"
+        assert first.value["text"] == "a"
         cached = await worker.run(("t2", "def:1", None, {"text": "b"}, ident))
-        assert cached[0] == "ok"
-        assert cached[1]["text"] == "b"
-        assert await worker.run(("t3", "def:9", None, {}, ident)) == ("missing",)
+        assert cached.status == "ok"
+        assert cached.value["text"] == "b"
+        assert (await worker.run(("t3", "def:9", None, {}, ident))).status == "missing"
         assert await worker.abort("t4", "stop") is False  # not here yet: remembered
         waiting = cloudpickle.dumps(_signal_reader())
         early = await worker.run(("t4", "def:2", waiting, {}, ident))
-        assert early[0] == "ok"
-        assert early[1] == "aborted: stop"
+        assert early.status == "ok"
+        assert early.value == "aborted: stop"
         assert (await worker.status()).in_flight == 0
 
     asyncio.run(scenario())

@@ -2,8 +2,10 @@
 
 Each test gets a :class:`Backend` with one small interface (``register``, ``restrict``,
 ``guard``, ``install_timeouts``, ``run``); the ``ray`` parameter uses the session
-``ray_runtime`` (one executor actor per scope) and ``ray-sharded`` the session's
-``sharded_runtime`` (scopes hosted by 2 executor shards); both are marked ``ray``. Every
+``ray_runtime`` (one executor actor per scope), ``ray-sharded`` the session's
+``sharded_runtime`` (scopes hosted by 2 executor shards) — both running each call in its
+own process (isolation ``"call"``) — and ``ray-shared`` the session's ``shared_runtime``
+(bodies in the worker actors, isolation ``"shared"``); all are marked ``ray``. Every
 batch a test runs is projected (results' ``to_wire()``, values, contexts, conclusion, log
 events) and compared with the projection the first backend produced for the same test and
 batch number: a disagreement fails the later run with both projections, whatever the test
@@ -305,8 +307,15 @@ class ShardedRayBackend(RayBackend):
     kind = "ray-sharded"
 
 
+class SharedRayBackend(RayBackend):
+    """The session cluster's namespace whose pools run bodies in the workers themselves
+    (``isolation = "shared"``); the other Ray backends run each call in its own process."""
+
+    kind = "ray-shared"
+
+
 def _test_key(nodeid: str) -> str:
-    return re.sub(r"\[(?:inprocess|ray-sharded|ray)(?=[\]-])-?", "[", nodeid)
+    return re.sub(r"\[(?:inprocess|ray-sharded|ray-shared|ray)(?=[\]-])-?", "[", nodeid)
 
 
 @pytest.fixture(
@@ -314,13 +323,16 @@ def _test_key(nodeid: str) -> str:
         "inprocess",
         pytest.param("ray", marks=pytest.mark.ray),
         pytest.param("ray-sharded", marks=pytest.mark.ray),
+        pytest.param("ray-shared", marks=pytest.mark.ray),
     ]
 )
 def backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
     """The backend under test; registrations are lifted at teardown.
 
     ``ray`` runs one executor actor per scope; ``ray-sharded`` runs the same scenarios on a
-    second namespace of the same session cluster whose scopes share 2 executor shards.
+    second namespace of the same session cluster whose scopes share 2 executor shards —
+    both with the default per-call isolation (each call in its own process); ``ray-shared``
+    on a third namespace whose pools run ``isolation = "shared"`` (bodies in the workers).
     """
     key = _test_key(request.node.nodeid)
     made: Backend
@@ -328,6 +340,8 @@ def backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
         made = RayBackend(key, request.getfixturevalue("ray_runtime"))
     elif request.param == "ray-sharded":
         made = ShardedRayBackend(key, request.getfixturevalue("sharded_runtime"))
+    elif request.param == "ray-shared":
+        made = SharedRayBackend(key, request.getfixturevalue("shared_runtime"))
     else:
         made = InProcessBackend(key)
     try:

@@ -57,7 +57,8 @@ COMMANDS: tuple[Command, ...] = (
         "bench",
         "_bench",
         "parallel-group throughput and latency against raw Ray (--scopes: agent scopes "
-        "per executors mode)",
+        "per executors mode; --rollout: a rollout plan with faulty calls beside the peer "
+        "patterns)",
         ("0  the figures were measured and printed",),
         _always,
     ),
@@ -90,7 +91,7 @@ def parser() -> argparse.ArgumentParser:
 
     from toolray import __version__
 
-    from . import _scopes_cli
+    from . import _rollout, _scopes_cli
 
     top = argparse.ArgumentParser(
         prog="toolray",
@@ -118,13 +119,16 @@ def parser() -> argparse.ArgumentParser:
         command.set_defaults(run=module.run, spec=spec)
         if spec.name == "bench":  # --scopes N measures agent scopes per executors mode instead
             _scopes_cli.add_arguments(command)
+            _rollout.add_arguments(command)
             command.set_defaults(run=_bench_run)
     return top
 
 
 def _bench_run(args: argparse.Namespace) -> int:
-    from . import _bench, _scopes_cli
+    from . import _bench, _rollout, _scopes_cli
 
+    if args.rollout:
+        return _rollout.main_rollout(args)
     if args.scopes:
         return _scopes_cli.main_scopes(args)
     return _bench.run(args)

@@ -4,15 +4,20 @@ A cluster host (``toolray_actors.testing.cluster_host``: a head, plus worker nod
 ``--nodes``) runs the namespace. ``--drivers`` driver processes (``_chaos_driver.py``) each
 run ``--agents`` agents submitting ``--calls``-call batches of a ledger tool (every body
 appends its call id to a SQLite ledger in WAL mode on entry). For ``--seconds`` a fault
-injector SIGKILLs a random process of the namespace every ``--every`` seconds — tool
-workers, executors, pool managers, the registry — and, with ``--nodes``, removes a worker
-node (and adds a fresh one). Then the faults stop and every agent submits batches until one
+injector SIGKILLs a random process of the namespace every ``--every`` seconds — a call's
+process (``child``: with ``--isolation call``, the default, each call runs alone in one),
+tool workers, executors, pool managers, the registry — and, with ``--nodes``, removes a
+worker node (and adds a fresh one). Each kill remembers the pids it took (the victim, what
+ran below it and, for a pool manager, the worker actors it owns: Ray ends them with it).
+Then the faults stop and every agent submits batches until one
 fully succeeds.
 
 Checked at the end, printed as a table: every batch returned one result per call in model
 order (none raised); no call id ran twice; every success ran exactly once; every failure
-carries a fault code; every agent recovered; every JSONL log parses and holds a
-``tool/call`` and a ``tool/result`` for every call of every returned batch.
+carries a fault code; no collateral damage (a call that failed ``WORKER_LOST`` after its
+body started ran in a process the campaign killed: a fault fails only the calls of the
+process that died); every agent recovered; every JSONL log parses and holds a
+``tool/call`` and a ``tool/result`` for every call of every returned batch (``_chaos_check``).
 
 Usage: ``toolray chaos --seconds 300 --nodes 2`` (the campaign), ``toolray chaos
 --seconds 600 --kinds ""`` (the soak: no faults; RSS, open files and threads of every actor
@@ -23,6 +28,7 @@ run); ``benchmarks/chaos.py`` is the same program. Exit code 0 iff every invaria
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -33,12 +39,14 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ._chaos_check import check
+
 DRIVER = "toolray_actors.cli._chaos_driver"
-FAULT_CODES = {"WORKER_LOST", "EXECUTOR_LOST", "ABORTED", "TOOL_TIMEOUT"}
-KINDS = ("worker", "executor", "pool", "registry", "node")
+KINDS = ("child", "worker", "executor", "pool", "registry", "node")
 
 
 class Proc:
@@ -93,30 +101,68 @@ def inject(
     nodes: list[str],
     rng: random.Random,
     faults: Counter[str],
-    fault_log: list[tuple[float, str]],
+    killed: set[int],
 ) -> str | None:
-    """Inject one fault of a random kind; what was hit, or ``None`` (nothing to hit)."""
+    """Inject one fault of a random kind; what was hit, or ``None`` (nothing to hit).
+
+    Every pid the fault takes (the victim and what ran below it) is added to ``killed``.
+    """
     kind = rng.choice(args.kind_list)
+    try:
+        stats = rt.stats()
+    except Exception:  # the observer's view is itself recovering
+        return None
     if kind == "node":
         victim = nodes.pop(rng.randrange(len(nodes)))
+        killed.update(_below(a.pid for a in stats.actors if a.node_id == victim))
         host.send(f"remove {victim}")
         what = f"removed node {victim}"
         host.expect("REMOVED")
         host.send('add {"toolslot": 8}')
         nodes.append(host.expect("NODE "))
     else:
-        try:
-            actors = [a for a in rt.stats().actors if a.kind == kind]
-        except Exception:  # the observer's view is itself recovering
+        if kind == "child":
+            pids = [pid for pool in stats.pools for pid in pool.child_pids]
+        else:
+            pids = [a.pid for a in stats.actors if a.kind == kind]
+        if not pids:
             return None
-        if not actors:
-            return None
-        actor = rng.choice(actors)
-        os.kill(actor.pid, signal.SIGKILL)
-        what = f"SIGKILL {actor.name} (pid {actor.pid})"
+        pid = rng.choice(pids)
+        killed.update(_below([pid, *_owned_by(stats.actors, pid)]))
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        name = "a call's process" if kind == "child" else kind
+        what = f"SIGKILL {name} (pid {pid})"
     faults[kind] += 1
-    fault_log.append((time.time(), kind))
     return f"{kind}: {what}"
+
+
+def _owned_by(actors: Sequence[Any], pid: int) -> list[int]:
+    """The worker actors a pool manager ``pid`` owns: they die with it (Ray fate-sharing).
+
+    ``rt.stats().actors`` lists each pool manager followed by its workers and spares.
+    """
+    at = next((i for i, a in enumerate(actors) if a.pid == pid and a.kind == "pool"), None)
+    if at is None:
+        return []
+    owned = []
+    for actor in actors[at + 1 :]:
+        if actor.kind != "worker":
+            break
+        owned.append(actor.pid)
+    return owned
+
+
+def _below(pids: Iterable[int]) -> set[int]:
+    """``pids`` and every process below them now (what a kill of them takes along)."""
+    import psutil
+
+    found = set()
+    for pid in pids:
+        found.add(pid)
+        with contextlib.suppress(psutil.Error):
+            found.update(p.pid for p in psutil.Process(pid).children(recursive=True))
+    return found
 
 
 def sample(rt: Any) -> dict[str, Any]:
@@ -164,60 +210,6 @@ def drift(samples: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def check(records: list[dict[str, Any]], ledger: str, logs: Path) -> dict[str, Any]:
-    db = sqlite3.connect(ledger)
-    runs = Counter(cid for (cid,) in db.execute("SELECT call_id FROM runs"))
-    db.close()
-    raised = [r for r in records if "raised" in r]
-    returned = [r for r in records if "codes" in r]
-    misordered = [r for r in returned if r["result_ids"] != r["ids"]]
-    codes = Counter(c for r in returned for c in r["codes"])
-    successes = [
-        cid for r in returned for cid, c in zip(r["ids"], r["codes"], strict=False) if c is None
-    ]
-    failures = [
-        (cid, c) for r in returned for cid, c in zip(r["ids"], r["codes"], strict=False) if c
-    ]
-    lost = len(raised) + len(misordered) + sum(1 for _, c in failures if c not in FAULT_CODES)
-    rerun = sum(1 for n in runs.values() if n > 1)
-    success_not_once = sum(1 for cid in successes if runs.get(cid) != 1)
-    log_problems = 0
-    for path in logs.glob("*.jsonl"):
-        seen: Counter[tuple[str, str]] = Counter()
-        for line in path.read_text().splitlines():
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                log_problems += 1
-                continue
-            seen[(rec["type"], rec["callId"])] += 1
-        for r in (r for r in returned if path.stem == r["agent"]):
-            for cid in r["ids"]:
-                if seen[("tool/call", cid)] != 1 or seen[("tool/result", cid)] != 1:
-                    log_problems += 1
-    agents = {r["agent"] for r in records}
-    recovered = {
-        r["agent"]: r["since_stop"]
-        for r in records
-        if r["phase"] == "recovery" and "codes" in r and not any(r["codes"])
-    }
-    return {
-        "batches": len(records),
-        "raised": len(raised),
-        "misordered": len(misordered),
-        "calls": sum(len(r["ids"]) for r in returned),
-        "successes": len(successes),
-        "failures_by_code": dict(codes - Counter({None: codes[None]})),
-        "lost": lost,
-        "re_run": rerun,
-        "success_not_exactly_once": success_not_once,
-        "log_problems": log_problems,
-        "agents": len(agents),
-        "agents_recovered": len(recovered),
-        "recovery_s": sorted(recovered.values()),
-    }
-
-
 def _pct(values: list[float], q: float) -> float:
     if not values:
         return 0.0
@@ -250,6 +242,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="per_scope",
         choices=("per_scope", "sharded"),
         help="executors mode of the namespace (default per_scope)",
+    )
+    add(
+        "--isolation",
+        default="call",
+        choices=("call", "shared"),
+        help="isolation of the tool pool (default call: each call alone in a process)",
     )
     add("--seed", type=int, default=7, help="random seed of the fault plan (default 7)")
     add(
@@ -303,6 +301,7 @@ def run(args: argparse.Namespace) -> int:
                 *(str(work / f"driver{d}.jsonl"), str(work / "logs"), "--driver", str(d)),
                 *("--agents", str(args.agents), "--calls", str(args.calls)),
                 *("--seed", str(args.seed), "--mode", args.mode),
+                *("--isolation", args.isolation),
                 *(["--toolslot"] if args.nodes else []),
             ]
             drivers.append(Proc(argv, _env()))
@@ -315,13 +314,13 @@ def run(args: argparse.Namespace) -> int:
         baseline_end = time.time() + min(10.0, args.seconds / 4)
         time.sleep(max(0.0, baseline_end - time.time()))  # a fault-free stretch to compare
         faults: Counter[str] = Counter()
-        fault_log: list[tuple[float, str]] = []
+        killed: set[int] = set()
         chaos_start = time.time()
         samples: list[dict[str, Any]] = []
         next_sample = chaos_start
         while time.time() - chaos_start < args.seconds:
             time.sleep(args.every)
-            hit = inject(args, host, rt, nodes, rng, faults, fault_log) if args.kind_list else None
+            hit = inject(args, host, rt, nodes, rng, faults, killed) if args.kind_list else None
             if hit is not None:
                 at = time.time() - chaos_start
                 print(f"[{at:6.1f} s] fault {sum(faults.values())}: {hit}", flush=True)
@@ -349,7 +348,7 @@ def run(args: argparse.Namespace) -> int:
         for d in range(args.drivers)
         for line in (work / f"driver{d}.jsonl").read_text().splitlines()
     ]
-    out = check(records, ledger, work / "logs")
+    out = check(records, ledger, work / "logs", killed)
     calm = [r for r in records if r["phase"] == "chaos" and r["end"] < chaos_start]
     wild = [r for r in records if r["phase"] == "chaos" and chaos_start <= r["end"] <= chaos_end]
 
@@ -362,6 +361,7 @@ def run(args: argparse.Namespace) -> int:
         drivers=args.drivers,
         agents_per_driver=args.agents,
         mode=args.mode,
+        isolation=args.isolation,
         faults=dict(faults),
         faults_total=sum(faults.values()),
         calls_per_s_calm=round(rate(calm, chaos_start - t_start), 1),
@@ -376,6 +376,7 @@ def run(args: argparse.Namespace) -> int:
     ok = (
         out["lost"] == 0
         and out["re_run"] == 0
+        and out["collateral"] == 0
         and out["success_not_exactly_once"] == 0
         and out["log_problems"] == 0
         and out["agents_recovered"] == out["agents"]

@@ -128,6 +128,7 @@ async def run(args: argparse.Namespace, stop: threading.Event) -> list[dict[str,
                 "max_concurrency": 64,
                 # with worker nodes, tool workers live there (so a lost node costs calls)
                 "resources": {"toolslot": 1} if args.toolslot else {},
+                "isolation": args.isolation,
             },
             "executors": {"mode": args.mode, "shards": 2},
         }
@@ -166,6 +167,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--mode", default="per_scope")
     parser.add_argument("--toolslot", action="store_true")
+    parser.add_argument("--isolation", default="call", choices=("call", "shared"))
     args = parser.parse_args()
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     stop = threading.Event()

@@ -226,7 +226,7 @@ def _wrap(text: str) -> list[str]:
 
 
 def _stats_delta(before: Any, after: Any) -> str:
-    fields = ("workers", "kills", "replacements", "workers_lost")
+    fields = ("workers", "kills", "replacements", "child_replacements", "workers_lost")
     parts = [f"{f} {getattr(before, f)} -> {getattr(after, f)}" for f in fields]
     return "  rt.stats(): " + ", ".join(parts)
 
@@ -249,11 +249,16 @@ async def _timeout(s: DemoSession) -> None:
     batch = ToolBatchInput(timeout_calls(s.workspace), AbortController().signal)
     result, trace = await s.runner.run(batch)
     grace = s.rt.config.kill_grace_ms
+    killed = (
+        "the call's own process (the worker runs on; a fresh process replaces it)"
+        if s.rt.config.pool.isolation == "call"
+        else "the worker and promotes the spare"
+    )
     _show(
         "2. a timeout answered by kill-and-replace",
         f"stubborn blocks in C for 30 s and ignores its signal; at its "
         f"{_demo_tools.STUBBORN_TIMEOUT_MS}ms deadline the ladder forwards the abort, interrupts,"
-        f" and after {grace:g}ms kills the worker and promotes the spare.",
+        f" and after {grace:g}ms kills {killed}.",
         result,
         trace,
     )
@@ -261,10 +266,12 @@ async def _timeout(s: DemoSession) -> None:
 
 
 async def _replaced(s: DemoSession, before: Any) -> Any:
-    """``rt.stats()`` once the pool has replaced the killed worker (in the background)."""
+    """``rt.stats()`` once the pool has replaced what was killed (in the background)."""
     for _ in range(100):
         stats = s.rt.stats()
-        if stats.replacements > before.replacements:
+        if stats.replacements + stats.child_replacements > (
+            before.replacements + before.child_replacements
+        ):
             return stats
         await asyncio.sleep(0.05)
     return s.rt.stats()
@@ -287,8 +294,9 @@ async def _crash(s: DemoSession) -> None:
     result, trace = await s.runner.run(batch)
     _show(
         "4. a worker crash",
-        "crash calls os._exit in its worker: that call alone gets WORKER_LOST (never re-run),"
-        " the pool replaces the worker, and the other calls succeed.",
+        "crash calls os._exit in its process: that call alone gets WORKER_LOST (never re-run),"
+        " a fresh process (or, with shared isolation, worker) replaces it, and the other calls"
+        " succeed.",
         result,
         trace,
     )

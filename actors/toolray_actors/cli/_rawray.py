@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
+
+import cloudpickle
 
 from toolray import ToolOutput, define_tool, text_block
 
@@ -125,7 +128,12 @@ def _safe(args: Any) -> bool:
 
 
 def bench_tool(body: str) -> Any:
-    """The toolray tool ``bench_<body>`` (``exclusive: true`` makes a call a barrier)."""
+    """The toolray tool ``bench_<body>`` (``exclusive: true`` makes a call a barrier).
+
+    Its code travels by value, as a user's tool module would: a call process that loads it
+    imports neither this package nor Ray.
+    """
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
     return define_tool(
         name=f"bench_{body}",
         description=f"toolray bench body: {body}",

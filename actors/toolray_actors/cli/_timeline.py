@@ -37,9 +37,12 @@ def span_end(span: dict[str, Any]) -> float:
 
 
 def status_of(span: dict[str, Any]) -> str:
-    """``ok``, or the failure's code (``error`` without one), noting a killed worker."""
+    """``ok``, or the failure's code (``error`` without one), noting what the ladder killed."""
     status = span.get("code") or "error" if span.get("isError") else "ok"
-    return f"{status} (worker killed)" if span.get("killed") else status
+    killed = span.get("killed")
+    if not killed:
+        return status
+    return f"{status} ({'process' if killed == 'process' else 'worker'} killed)"
 
 
 def _ms(seconds: float) -> str:

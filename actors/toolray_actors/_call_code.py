@@ -1,0 +1,77 @@
+"""A worker's template and the tools' code it holds (``isolation="call"``).
+
+Every definition a worker receives (a cloudpickle blob under its key) is loaded into its
+template once (``toolray.procs`` ``Template.load``), so every call process forked after
+holds it — and the modules it imported. A template that restarted has lost its loads: they
+are sent again before its next fork. The blobs stay here too (least recently used go
+first), for call processes forked before their tool arrived.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Mapping
+
+from toolray.isolation import call_template
+from toolray.procs import Template
+
+__all__ = ("TemplateCode",)
+
+_MAX_BLOBS = 256
+
+
+class TemplateCode:
+    """The template of one worker, started on first use, and the code it holds."""
+
+    def __init__(self, env: Mapping[str, str] | None = None) -> None:
+        self._env = dict(env or {})
+        self._template: Template | None = None
+        self._pid: int | None = None
+        self._blobs: OrderedDict[str, bytes] = OrderedDict()
+        self._loaded: set[str] = set()
+
+    def template(self) -> Template:
+        """The running template, holding every known definition."""
+        if self._template is None:
+            self._template = call_template(self._env)
+        template = self._template
+        template.start()
+        if template.pid != self._pid:  # new, or restarted: it has lost its loads
+            self._pid = template.pid
+            self._loaded = set()
+            for key, blob in self._blobs.items():
+                self._load(key, blob)
+        return template
+
+    def _load(self, key: str, blob: bytes) -> None:
+        assert self._template is not None
+        try:
+            self._template.load(key, blob)
+        except OSError:  # it died: the next fork restarts it and loads everything again
+            return
+        self._loaded.add(key)
+
+    def learn(self, key: str, blob: bytes) -> None:
+        """A definition arrived: keep its blob; the template loads it (once)."""
+        self._blobs[key] = blob
+        self._blobs.move_to_end(key)
+        if len(self._blobs) > _MAX_BLOBS:
+            self._loaded.discard(self._blobs.popitem(last=False)[0])
+        if key not in self._loaded and self._template is not None:
+            self._load(key, blob)
+
+    def blob(self, key: str) -> bytes | None:
+        """The blob of ``key`` (``None`` if it never came, or went out of the cache)."""
+        blob = self._blobs.get(key)
+        if blob is not None:
+            self._blobs.move_to_end(key)
+        return blob
+
+    def loaded(self) -> set[str]:
+        """The keys the template holds now (a process forked now holds them too)."""
+        return set(self._loaded)
+
+    def stop(self) -> None:
+        """Stop the template, its processes killed and reaped first (blocks briefly)."""
+        if self._template is not None:
+            self._template.stop()

@@ -1,0 +1,80 @@
+"""How many call processes a worker keeps: when to fork more, when to let idle ones go.
+
+Pure (a clock reading is passed in), so the policy is tested alone:
+
+- calls that wait for a process make more be forked once they have waited
+  :data:`GROW_AFTER_S` — if the bodies seen lately are long (a median of :data:`LONG_CALL_S`
+  or more, as timed inside their processes — a median, so a loaded machine's preemptions do
+  not count, and without the loading of their tool's code): such calls hold their
+  process, and more processes let the waiting calls start now;
+- short calls free their process again at once: a burst of them is CPU-bound, and more
+  processes would only add forks and wake-ups, so none are forked — unless no process has
+  come free for :data:`STUCK_S` (every one held by a slow or stuck call);
+- never more than the worker's body limit; idle processes beyond the warm ones go after
+  :data:`IDLE_S`.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import deque
+from dataclasses import dataclass, field
+
+__all__ = ("GROW_AFTER_S", "IDLE_S", "LONG_CALL_S", "STUCK_S", "Sizing")
+
+GROW_AFTER_S = 0.002
+"""How long calls wait for a free process before more may be forked."""
+LONG_CALL_S = 0.001
+"""An average call length from which more processes help waiting calls."""
+STUCK_S = 1.0
+"""No process free for this long: more are forked whatever the calls' length."""
+IDLE_S = 10.0
+"""Idle processes beyond the warm ones exit after this long."""
+_SAMPLES = 32
+
+
+@dataclass
+class Sizing:
+    """The sizing state of one worker's call processes."""
+
+    warm: int
+    limit: int
+    recent: deque[float] = field(default_factory=lambda: deque(maxlen=_SAMPLES))
+    """How long the latest bodies ran (seconds, timed in their processes)."""
+    released_at: float = 0.0
+
+    def released(self, now: float) -> None:
+        """A process came free."""
+        self.released_at = now
+
+    def took(self, seconds: float) -> None:
+        """A body ran this long (timed in its process, its tool's loading not counted)."""
+        self.recent.append(seconds)
+
+    @property
+    def call_s(self) -> float | None:
+        """How long a body runs, typically (the median of the latest); ``None``: none yet."""
+        return statistics.median(self.recent) if self.recent else None
+
+    def forks_wanted(
+        self, now: float, waiting: int, live: int, forking: int, waiting_since: float
+    ) -> int | None:
+        """How many to fork for ``waiting`` calls now; ``None``: look again later.
+
+        ``waiting_since``: when the oldest of them began to wait.
+        """
+        if not waiting:
+            return 0
+        stuck = now - max(self.released_at, waiting_since) >= STUCK_S
+        typical = self.call_s
+        short = typical is None or typical < LONG_CALL_S  # unknown: wait and see
+        if live and short and not stuck:
+            return None
+        return max(0, min(waiting - forking, self.limit - live - forking))
+
+    def trim(self, now: float, idle_since: list[float]) -> int:
+        """How many of the longest-idle processes (``idle_since``, oldest first) to let go."""
+        extra = 0
+        while len(idle_since) - extra > self.warm and now - idle_since[extra] > IDLE_S:
+            extra += 1
+        return extra

@@ -1,0 +1,374 @@
+"""Call processes of one worker (``isolation="call"``): each call alone in its own process.
+
+A :class:`CallProcesses` owns the worker's template and the call processes forked from it.
+A call takes an idle process (or waits for one: when calls have waited a moment, more are
+forked, up to the worker's body limit), sends it the call, and gets its :class:`CallDone`.
+A process whose call ended cleanly takes the next call; an unclean one is retired. A
+process that dies under its call fails that call only (``lost``, saying how it died), and
+one killed on request (the ladder's last step) fails it as ``killed``; either way a
+replacement is forked at once. The worker actor never runs a body itself, so it survives
+all of that.
+
+Everything runs on the worker's event loop except :meth:`CallProcesses.abort`,
+:meth:`~CallProcesses.interrupt` and :meth:`~CallProcesses.kill`, which the worker's
+control lane calls from its own thread. Plain asyncio and sockets, no Ray: nested dispatch
+is injected (:data:`Nested`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+from collections import OrderedDict, deque
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from toolray.errors import ToolrayError
+from toolray.isolation import (
+    MISSING,
+    AbortCall,
+    CallDone,
+    CallOutcome,
+    InterruptCall,
+    Message,
+    NestedAnswer,
+    NestedRequest,
+    ProcessLink,
+    RunCall,
+    aborted,
+    describe_exit,
+)
+from toolray.procs import Child, Template
+
+from ._call_code import TemplateCode
+from ._call_sizing import GROW_AFTER_S, Sizing
+from ._stats import ChildStats
+
+__all__ = ("CallProcesses", "Nested")
+
+Nested = Callable[[Mapping[str, Any], NestedRequest], Awaitable[NestedAnswer]]
+"""Runs a call process's nested request for the call whose identity is given."""
+
+_EXIT_WAIT_S = 2.0
+"""How long a dead process's call waits for the template to say how it ended."""
+_MAX_EARLY = 4096
+
+
+@dataclass(eq=False)
+class _Call:
+    token: str
+    key: str
+    arguments: Any
+    ident: Mapping[str, Any]
+    done: asyncio.Future[CallOutcome]
+    aborts: list[Any] = field(default_factory=list)
+    queued: float = 0.0
+    proc: ProcessLink | None = None
+
+
+def _settle(call: _Call, outcome: CallOutcome) -> None:
+    if not call.done.done():
+        call.done.set_result(outcome)
+
+
+class CallProcesses:
+    """The call processes of one worker and the calls running in them."""
+
+    def __init__(
+        self,
+        *,
+        memory_mb: int,
+        warm: int,
+        limit: int,
+        nested: Nested,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self._memory_mb = memory_mb
+        self._nested = nested
+        self._code = TemplateCode(env)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._lock = threading.Lock()
+        self._calls: dict[str, _Call] = {}
+        self._early: OrderedDict[str, list[Any]] = OrderedDict()
+        self._procs: dict[int, ProcessLink] = {}
+        self._idle: deque[ProcessLink] = deque()
+        self._waiters: deque[_Call] = deque()
+        self._forking = 0
+        self._grow_at: asyncio.TimerHandle | None = None
+        self._sizing = Sizing(warm=warm, limit=max(1, limit))
+        self._background: set[asyncio.Task[Any]] = set()
+        self._closed = False
+        self.forks = self.kills = self.deaths = self.retired = self.replacements = 0
+        self.runs = 0
+
+    # ------------------------------------------------------------------ the template
+    def _template_now(self) -> Template:
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop()
+        return self._code.template()
+
+    async def warm_up(self) -> int:
+        """Fork the warm processes now and wait for them; returns how many are idle."""
+        self._template_now()
+        forks = [self._fork(replacing=False) for _ in range(self._sizing.warm - len(self._procs))]
+        await asyncio.gather(*(f for f in forks if f is not None))
+        return len(self._idle)
+
+    def _fork(self, *, replacing: bool) -> asyncio.Task[None] | None:
+        if self._closed:
+            return None
+        self._forking += 1
+        self.replacements += replacing
+        task = asyncio.ensure_future(self._forked(self._template_now(), self._code.loaded()))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        return task
+
+    async def _forked(self, template: Template, known: set[str]) -> None:
+        try:
+            child = await template.fork_async({"memory_mb": self._memory_mb})
+        except (OSError, ToolrayError):
+            self._forking -= 1
+            if not self._procs and not self._forking:  # none alive and none coming
+                while self._waiters:
+                    _settle(self._waiters.popleft(), _lost("could not be started"))
+            return
+        self._forking -= 1
+        self.forks += 1
+        self._adopt(child, known)
+
+    def _adopt(self, child: Child, known: set[str]) -> None:
+        if self._closed:
+            child.kill()
+            child.close()
+            return
+        proc = ProcessLink(child, known=known, on_message=self._on_message, on_end=self._ended)
+        self._procs[proc.pid] = proc
+        self._release(proc)
+
+    # ------------------------------------------------------------------ assignment
+    async def run(
+        self, token: str, key: str, blob: bytes | None, arguments: Any, ident: Mapping[str, Any]
+    ) -> CallOutcome:
+        """Run one call in a process of its own; never raises for the body's faults."""
+        if self._loop is None:
+            self._template_now()
+        if blob is not None:
+            self._code.learn(key, blob)
+        elif self._code.blob(key) is None:
+            return MISSING
+        assert self._loop is not None
+        call = _Call(token, key, arguments, ident, self._loop.create_future())
+        self.runs += 1
+        with self._lock:
+            call.aborts = self._early.pop(token, [])
+            self._calls[token] = call
+        if self._idle:
+            self._start_on(self._idle.pop(), call)
+        else:
+            call.queued = time.monotonic()
+            self._waiters.append(call)
+            if self._grow_at is None:
+                self._grow_at = self._loop.call_later(GROW_AFTER_S, self._grow)
+        try:
+            return await call.done
+        finally:
+            with self._lock:
+                self._calls.pop(token, None)
+
+    def _grow(self) -> None:
+        self._grow_at = None
+        while self._waiters and self._waiters[0].done.done():  # settled while waiting
+            self._waiters.popleft()
+        since = self._waiters[0].queued if self._waiters else 0.0
+        wanted = self._sizing.forks_wanted(
+            time.monotonic(), len(self._waiters), len(self._procs), self._forking, since
+        )
+        if wanted is None:  # short calls keep freeing processes: look again later
+            assert self._loop is not None
+            self._grow_at = self._loop.call_later(GROW_AFTER_S, self._grow)
+            return
+        for _ in range(wanted):
+            self._fork(replacing=False)
+
+    def _release(self, proc: ProcessLink) -> None:
+        """``proc`` is free: the longest-waiting call takes it, else it waits idle."""
+        with self._lock:
+            proc.call = None
+        self._sizing.released(time.monotonic())
+        while self._waiters:
+            call = self._waiters.popleft()
+            if not call.done.done():
+                self._start_on(proc, call)
+                return
+        proc.idle_since = time.monotonic()
+        self._idle.append(proc)
+        for _ in range(self._sizing.trim(proc.idle_since, [p.idle_since for p in self._idle])):
+            self._retire(self._idle.popleft())
+
+    def _start_on(self, proc: ProcessLink, call: _Call) -> None:
+        ident = {k: v for k, v in call.ident.items() if k != "home"}
+        blob = None if call.key in proc.known else self._code.blob(call.key)
+        run = RunCall(
+            token=call.token, key=call.key, blob=blob, arguments=call.arguments, ident=ident
+        )
+        try:
+            proc.send(run)
+        except ValueError as err:  # its arguments cannot cross: its failure, not the process's
+            _settle(call, CallOutcome(status="error", error=RuntimeError(f"the call {err}")))
+            self._release(proc)
+            return
+        with self._lock:
+            proc.call, call.proc = call, proc
+        proc.known.add(call.key)
+        for reason in call.aborts:
+            proc.send(AbortCall(token=call.token, reason=reason))
+
+    def _on_message(self, proc: ProcessLink, message: Message) -> None:
+        call = proc.call
+        if isinstance(message, CallDone) and call is not None and message.token == call.token:
+            outcome = message.outcome
+            if outcome.status == "missing" and self._code.blob(call.key) is not None:
+                proc.known.discard(call.key)  # its template could not load it: resend
+                self._start_on(proc, call)
+                return
+            with self._lock:  # from here on a late kill of this call misses its process
+                proc.call = None
+            self._sizing.took(message.body_s)
+            _settle(call, outcome)
+            if message.clean:
+                self._release(proc)
+            else:
+                self._retire(proc)
+        elif isinstance(message, NestedRequest) and call is not None:
+            task = asyncio.ensure_future(self._answer(proc, call, message))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+
+    async def _answer(self, proc: ProcessLink, call: _Call, request: NestedRequest) -> None:
+        try:
+            answer = await self._nested(call.ident, request)
+        except Exception as exc:
+            answer = NestedAnswer(id=request.id, error=exc)
+        if proc.call is call:
+            proc.send(answer)
+
+    # ------------------------------------------------------------------ endings
+    def _retire(self, proc: ProcessLink) -> None:
+        """An idle or unclean process goes (its whole group); a fresh one if calls wait."""
+        self.retired += 1
+        proc.kill()
+
+    def _ended(self, proc: ProcessLink) -> None:
+        """``proc``'s socket closed (once): it died, was killed, or was retired."""
+        call = proc.call
+        self._procs.pop(proc.pid, None)
+        with contextlib.suppress(ValueError):
+            self._idle.remove(proc)
+        if call is not None and not call.done.done():
+            if proc.killed:
+                self.kills += 1
+            else:
+                self.deaths += 1
+            task = asyncio.ensure_future(self._settle_ended(proc, call))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+        if not self._closed and (call is not None or self._waiters):
+            self._fork(replacing=True)
+
+    async def _settle_ended(self, proc: ProcessLink, call: _Call) -> None:
+        if proc.killed:
+            _settle(call, CallOutcome(status="killed", detail="killed on request"))
+            return
+        status = await proc.wait_exit(_EXIT_WAIT_S)
+        _settle(call, _lost(describe_exit(status, self._memory_mb)))
+
+    # ------------------------------------------------------------------ control lane
+    def _call_of(self, token: str) -> _Call | None:
+        with self._lock:
+            return self._calls.get(token)
+
+    def abort(self, token: str, reason: Any) -> bool:
+        """Forward an abort to the call's process (remembered if the call is not here yet)."""
+        with self._lock:
+            call = self._calls.get(token)
+            if call is None:
+                self._early.setdefault(token, []).append(reason)
+                if len(self._early) > _MAX_EARLY:
+                    self._early.popitem(last=False)
+                return False
+        self._on_loop(self._forward, call, AbortCall(token=token, reason=reason))
+        return True
+
+    def interrupt(self, token: str) -> str:
+        """Forward an interrupt; a call still waiting for a process stops at once."""
+        call = self._call_of(token)
+        if call is None or call.done.done():
+            return "gone"
+        self._on_loop(self._forward, call, InterruptCall(token=token))
+        return "forwarded"
+
+    def kill(self, token: str) -> bool:
+        """Kill the call's process group (its call fails ``killed``); ``False`` if gone."""
+        with self._lock:
+            call = self._calls.get(token)
+            proc = call.proc if call is not None else None
+            if proc is not None and proc.call is call:
+                proc.killed = True
+                proc.signal_kill()
+                return True
+        if call is None or proc is not None:
+            return False  # settled already
+        self._on_loop(_settle, call, aborted_outcome("killed before it started"))
+        return True
+
+    def _on_loop(self, fn: Callable[..., Any], *args: Any) -> None:
+        if self._loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: the worker is going
+                self._loop.call_soon_threadsafe(fn, *args)
+
+    def _forward(self, call: _Call, message: AbortCall | InterruptCall) -> None:
+        proc = call.proc
+        if proc is not None and proc.call is call:
+            proc.send(message)
+        elif proc is None and isinstance(message, AbortCall):
+            call.aborts.append(message.reason)
+        elif proc is None:  # interrupted while waiting for a process: it never started
+            with contextlib.suppress(ValueError):
+                self._waiters.remove(call)
+            _settle(call, aborted_outcome("the worker interrupted the call before it started"))
+
+    # ------------------------------------------------------------------ statistics
+    def stats(self) -> ChildStats:
+        """A frozen snapshot of the counters."""
+        return ChildStats(
+            in_flight=len(self._calls),
+            runs=self.runs,
+            live=len(self._procs),
+            idle=len(self._idle),
+            forks=self.forks,
+            kills=self.kills,
+            deaths=self.deaths,
+            retired=self.retired,
+            replacements=self.replacements,
+            pids=tuple(self._procs),
+        )
+
+    def close(self) -> None:
+        """Kill every process and the template (the worker is shutting down)."""
+        self._closed = True
+        for proc in list(self._procs.values()):
+            proc.kill()
+        self._code.stop()
+
+
+def _lost(how: str) -> CallOutcome:
+    return CallOutcome(status="lost", detail=f"the call's process {how}")
+
+
+def aborted_outcome(reason: str) -> CallOutcome:
+    """An ``ABORTED`` error outcome for a call stopped before its body ran."""
+    return CallOutcome(status="error", error=aborted(reason))

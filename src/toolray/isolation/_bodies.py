@@ -1,0 +1,252 @@
+"""``BodyHost``: runs tool bodies in this process, each addressable by its token.
+
+The one body runner of both isolation modes: a worker actor with ``"shared"`` isolation
+runs every body of its calls here, and a call's own process (``"call"``) runs its one body
+here too. Async bodies run as tasks of the caller's loop; sync bodies in a thread pool, so
+the loop stays free to deliver aborts. Each running call is reachable by its token from any
+thread (a worker's control lane is another thread with its own loop):
+
+- :meth:`BodyHost.abort` fires the body's signal (the cooperative step); an abort for a
+  call not here yet is remembered and the call starts aborted;
+- :meth:`BodyHost.interrupt` cancels an awaiting body's task, or injects
+  :class:`ToolInterrupted` into a sync body's thread.
+
+Definitions arrive as cloudpickle blobs with a key and are cached (least recently used
+go first); a call whose key is unknown and carries no blob gets ``missing``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import inspect
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import cloudpickle
+
+from toolray import AbortController, AbortSignal, ToolRunContext
+from toolray.lowlevel import is_json
+
+from ._outcome import MISSING, CallOutcome, ToolInterrupted, aborted, shippable_error
+
+__all__ = ("BodyHost", "ContextFactory", "HostStats", "body_limit")
+
+ContextFactory = Callable[[AbortSignal, Mapping[str, Any]], ToolRunContext]
+"""Makes a body's run context from its signal and the call's identity (``ident``)."""
+
+_MAX_DEFS = 256
+"""Cached tool bodies (least recently used go first; the executor resends)."""
+
+_MAX_EARLY = 4096
+"""Aborts remembered for calls not arrived yet (a call that never arrives is forgotten)."""
+
+
+def body_limit(threads: int) -> int:
+    """How many bodies one worker runs at once (the worker actor's own concurrency)."""
+    return max(threads, 8) + 8
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HostStats:
+    """A snapshot of one body host."""
+
+    in_flight: int
+    runs: int
+    cached_definitions: int
+
+
+@dataclass(eq=False)
+class _Running:
+    controller: AbortController
+    loop: asyncio.AbstractEventLoop
+    task: asyncio.Task[Any] | None
+    thread: int | None = None
+    done: bool = False
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class BodyHost:
+    """Runs ``execute(args, ctx)`` bodies; aborts and interrupts them by token."""
+
+    def __init__(
+        self, context: ContextFactory, *, threads: int = 64, max_bodies: int | None = None
+    ) -> None:
+        self._context = context
+        self._defs: OrderedDict[str, Any] = OrderedDict()
+        self._running: dict[str, _Running] = {}
+        self._early: OrderedDict[str, Any] = OrderedDict()
+        self._lock = threading.Lock()
+        self._pool = ThreadPoolExecutor(max(1, threads), thread_name_prefix="toolray-body")
+        self._slots = asyncio.Semaphore(max_bodies or body_limit(threads))
+        self._runs = 0
+
+    # ------------------------------------------------------------------ definitions
+    def resolve(self, key: str, blob: bytes | None) -> Any:
+        """The cached body of ``key`` (loading ``blob`` when given), or ``None``.
+
+        Raises whatever unpickling ``blob`` raises (that call's failure, not the host's).
+        """
+        execute = self._defs.get(key)
+        if execute is None:
+            if blob is None:
+                return None
+            execute = cloudpickle.loads(blob).execute
+            self.remember(key, execute)
+        else:
+            self._defs.move_to_end(key)
+        return execute
+
+    def remember(self, key: str, execute: Any) -> None:
+        """Cache ``execute`` under ``key`` (a template preloads its children this way)."""
+        self._defs[key] = execute
+        self._defs.move_to_end(key)
+        if len(self._defs) > _MAX_DEFS:
+            self._defs.popitem(last=False)
+
+    def knows(self, key: str) -> bool:
+        """Whether ``key``'s body is cached here."""
+        return key in self._defs
+
+    # ------------------------------------------------------------------ running
+    async def run(
+        self,
+        token: str,
+        key: str,
+        blob: bytes | None,
+        arguments: Any,
+        ident: Mapping[str, Any],
+    ) -> CallOutcome:
+        """Run one body; never raises for the body's own faults."""
+        try:
+            execute = self.resolve(key, blob)
+        except Exception as exc:  # a blob that does not load fails its own call only
+            return CallOutcome(status="error", error=shippable_error(exc))
+        if execute is None:
+            return MISSING
+        return await self.run_resolved(token, execute, arguments, ident)
+
+    async def run_resolved(
+        self, token: str, execute: Any, arguments: Any, ident: Mapping[str, Any]
+    ) -> CallOutcome:
+        """:meth:`run` with the body already resolved."""
+        running = _Running(AbortController(), asyncio.get_running_loop(), asyncio.current_task())
+        with self._lock:
+            self._running[token] = running
+            early = self._early.pop(token, None)
+            self._runs += 1
+        if early is not None:
+            running.controller.abort(early)
+        ctx = self._context(running.controller.signal, ident)
+        try:
+            async with self._slots:
+                value = await self._body(running, execute, arguments, ctx)
+        except asyncio.CancelledError:
+            contexts, concludes = ctx.collect()
+            stopped = aborted("the worker interrupted the tool's task")
+            return CallOutcome(
+                status="error", error=stopped, contexts=contexts, concludes=concludes
+            )
+        except Exception as exc:
+            contexts, concludes = ctx.collect()
+            error = shippable_error(exc)
+            return CallOutcome(status="error", error=error, contexts=contexts, concludes=concludes)
+        finally:
+            with self._lock:
+                running.done = True
+                self._running.pop(token, None)
+        contexts, concludes = ctx.collect()
+        if not is_json(value):
+            return CallOutcome(status="not_json", contexts=contexts, concludes=concludes)
+        return CallOutcome(status="ok", value=value, contexts=contexts, concludes=concludes)
+
+    async def _body(self, running: _Running, execute: Any, arguments: Any, ctx: Any) -> Any:
+        if inspect.iscoroutinefunction(execute):
+            return await execute(arguments, ctx)
+        thread_future = running.loop.run_in_executor(
+            self._pool, self._run_sync, running, execute, arguments, ctx
+        )
+        try:
+            value = await asyncio.shield(thread_future)
+        except asyncio.CancelledError:
+            await self._stop_thread(running, thread_future)
+            raise
+        if inspect.isawaitable(value):
+            value = await value
+        return value
+
+    async def _stop_thread(self, running: _Running, thread_future: Any) -> None:
+        """A cancelled call whose body is a thread: interrupt it and wait (bounded)."""
+        if not thread_future.done():
+            self._inject(running)
+            await asyncio.wait({thread_future}, timeout=1.0)
+
+    def _inject(self, running: _Running) -> bool:
+        with running.lock:
+            thread = running.thread
+            if thread is None:
+                return False
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                ctypes.c_ulong(thread), ctypes.py_object(ToolInterrupted)
+            )
+            return True
+
+    def _run_sync(self, running: _Running, execute: Any, arguments: Any, ctx: Any) -> Any:
+        with running.lock:
+            running.thread = threading.get_ident()
+        try:
+            return execute(arguments, ctx)
+        finally:
+            try:
+                with running.lock:
+                    running.thread = None
+            except ToolInterrupted:  # an injection that landed after the body returned
+                pass
+
+    # ------------------------------------------------------------------ any thread
+    def abort(self, token: str, reason: Any = None) -> bool:
+        """Fire the body's signal; ``False`` if the call is not here yet (it starts aborted)."""
+        with self._lock:
+            running = self._running.get(token)
+            if running is None:
+                self._early[token] = reason
+                if len(self._early) > _MAX_EARLY:
+                    self._early.popitem(last=False)
+                return False
+        running.controller.abort(reason)
+        return True
+
+    def interrupt(self, token: str) -> str:
+        """Cancel an awaiting body's task, or inject into a sync body's thread.
+
+        Returns ``"injected"``, ``"cancelled"`` or ``"gone"`` (nothing to interrupt).
+        """
+        with self._lock:
+            running = self._running.get(token)
+        if running is None or running.done:
+            return "gone"
+        if self._inject(running):
+            return "injected"
+        if running.task is not None:
+            running.loop.call_soon_threadsafe(running.task.cancel)
+            return "cancelled"
+        return "gone"
+
+    def stats(self) -> HostStats:
+        """A frozen snapshot of the counters."""
+        with self._lock:
+            return HostStats(
+                in_flight=len(self._running), runs=self._runs, cached_definitions=len(self._defs)
+            )
+
+    def thread_count(self) -> int:
+        """How many body threads the host has (any other thread was started by a body)."""
+        return len(self._pool._threads)
+
+    def close(self) -> None:
+        """Stop the thread pool (running sync bodies finish in their threads)."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
