@@ -56,39 +56,67 @@ class ExecutorsConfig(_Strict):
 
 
 class CodeConfig(_Strict):
-    """Code Mode on Ray: the ``run_code`` runtime and its pool."""
+    """Code Mode on Ray: the ``run_code`` runtime (``toolray.code.PythonRuntime``) and its pool.
+
+    Every key but ``max_parallel_sub_calls`` and ``size`` is the runtime's argument of the
+    same name, with the same default.
+    """
 
     timeout_s: float | None = Field(
-        default=None,
+        default=30.0,
         gt=0,
-        description="Wall-clock limit of one run_code program in seconds (unset: none; "
-        "the call's own timeout still applies).",
-    )
-    memory_mb: int = Field(
-        default=512,
-        ge=16,
-        description="Memory limit of one program's process, in MiB.",
+        description="Wall-clock seconds a program may run once started (None: no limit).",
     )
     cpu_s: float | None = Field(
-        default=None,
+        default=10.0,
         gt=0,
-        description="CPU-time limit of one program in seconds (unset: none).",
+        description="CPU seconds a program may use; past them it fails with kind timeout.",
+    )
+    memory_mb: int = Field(
+        default=512, ge=16, description="The program process's address-space limit, in MiB."
+    )
+    scratch_mb: int = Field(
+        default=64,
+        ge=1,
+        description="Size of the program's scratch directory (its working directory, shared "
+        "with /dev/shm), in MiB; also the largest file it may write.",
     )
     allowed_imports: tuple[str, ...] | None = Field(
         default=None,
-        description="Modules a program may import (unset: the runtime's default "
-        "allow-list of pure standard-library modules).",
+        description="Top-level modules a program may import (None: the default allow-list).",
+    )
+    read_paths: tuple[str, ...] = Field(
+        default=(),
+        description="Absolute paths a program may also read (read-only), on every node.",
+    )
+    confinement: Literal["auto", "strict", "off"] = Field(
+        default="auto",
+        description='"auto": every confinement layer the host offers (the rest reported); '
+        '"strict": all of them or the runtime does not start; "off": limits and the '
+        "syscall filter only.",
+    )
+    warm_ttl_s: float = Field(
+        default=60.0,
+        gt=0,
+        description="Seconds a warm child waits for a program before it is replaced.",
+    )
+    max_outstanding_calls: int = Field(
+        default=64,
+        ge=1,
+        description="Binding calls one program may have in flight; the host stops reading "
+        "the program's process until one settles.",
+    )
+    max_run_bytes: int = Field(
+        default=64 * 2**20,
+        ge=1024,
+        description="Bytes the host reads from one program's process; past them the run "
+        "fails with kind protocol.",
     )
     max_parallel_sub_calls: int = Field(
-        default=10,
-        ge=1,
-        description="Concurrency-safe tool calls of one program that may run at once.",
+        default=10, ge=1, description="Sub-calls of one program that run at once."
     )
     size: int = Field(
-        default=1,
-        ge=1,
-        le=64,
-        description="Warm program processes kept ready per executor.",
+        default=1, ge=1, le=64, description="Children kept booted and confined ahead of runs."
     )
 
 
