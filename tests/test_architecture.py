@@ -496,17 +496,22 @@ def _plans_with_the_planner(module: str) -> bool:
 # ---------------------------------------------------------------- the product is self-contained
 SELF_CONTAINED = (
     "src",
+    "actors",
+    "tests",
+    "benchmarks",
+    "docs",
+    "examples",
+    "scripts",
+    "configs",
+    "README.md",
     "ARCHITECTURE.md",
-    "docs/reference",
-    "tests/core",
-    "tests/contract",
-    "tests/adapters",
-    "tests/conftest.py",
+    "CHANGELOG.md",
+    "pyproject.toml",
 )
-"""Paths that may cite no document outside the repository (add each place once it is clean)."""
+"""Paths that may cite no document outside the repository: all of it."""
 
-NOT_YET: tuple[str, ...] = ()
-"""Being rewritten on another branch this round; drop the entry once that work lands."""
+THE_CHECKS = ("tests/test_architecture.py", "tests/docs/test_site.py")
+"""The two checks themselves, which name what they look for."""
 
 UNSHIPPED = re.compile(
     r"API-v\d|API\.md|RAY-NOTES|ISOLATION-NOTES|BEHAVIOUR-|DESIGN\.md|STYLE\.md|shared/spec"
@@ -528,7 +533,7 @@ def _files(*roots: str) -> Iterator[Path]:
         candidates = [path] if path.is_file() else sorted(path.rglob("*"))
         for found in candidates:
             relative = found.relative_to(ROOT).as_posix()
-            if found.suffix in (".py", ".md", ".toml") and not relative.startswith(NOT_YET):
+            if found.suffix in (".py", ".md", ".toml") and not relative.startswith(THE_CHECKS):
                 yield found
 
 

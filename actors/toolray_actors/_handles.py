@@ -1,7 +1,7 @@
 """The one edge where Ray is applied: actor classes, options, names, kill.
 
 Actor classes elsewhere are plain typed classes; here they become Ray actors with the
-options DESIGN.md asks for: ``num_cpus=0`` for every runtime actor, ``max_task_retries=0``
+options the runtime needs: ``num_cpus=0`` for every runtime actor, ``max_task_retries=0``
 (a retried call would re-run a body's side effects), named actors in a namespace with
 ``get_if_exists`` so several drivers share them, and the worker's ``control`` lane.
 """
@@ -146,7 +146,7 @@ def control_options(control_resource: str | None) -> dict[str, Any]:
 
     Never the driver's node: a driver on a worker node that leaves the cluster must not
     take the namespace with it. Control actors are detached, so no driver owns them; the
-    registry's leases decide when a non-detached namespace ends (API-v2 §12).
+    registry's leases decide when a non-detached namespace ends.
     """
     resource = control_resource or HEAD_RESOURCE
     return {"num_cpus": 0, "resources": {resource: 0.001}, "lifetime": "detached"}

@@ -1,4 +1,4 @@
-"""Code Mode on Ray (API-v2 §14): ``run_code`` in a code scope, sub-calls on workers.
+"""Code Mode on Ray: ``run_code`` in a code scope, sub-calls on workers.
 
 A scope presenting ``code`` has a working ``run_code``: the program runs in a child process
 of the scope's executor actor, every binding call goes through that executor's pipeline —
