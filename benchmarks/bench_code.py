@@ -1,8 +1,14 @@
 """Code Mode runtime benchmark: a trivial run on a warm child, and the cost of a sub-call.
 
-Run: ``.venv/bin/python benchmarks/bench_code.py [--quick]`` (about 30 s; ``--quick`` about
-10 s). Figures are wall times on this machine, medians and 99th percentiles of ``N`` runs.
+Run: ``.venv/bin/python benchmarks/bench_code.py [--quick] [--confinement]``
+(about 60 s; ``--quick`` about 20 s). Figures are wall times on this machine, medians and
+99th percentiles of ``N`` runs.
 
+- confinement (``--confinement`` runs only this part): a trivial run ``1 + 1`` on a warm
+  child with ``confinement="auto"`` (every layer: namespaces, Landlock, seccomp) and with
+  ``"off"``, interleaved run by run so both see the same load: target p50 ≤ 15 ms with
+  ``"auto"``; the same cold (``warm=0``: fork, sandbox and run); how long a child takes
+  from the fork request to ready (its sandbox built); ``confinement()`` on a new runtime;
 - trivial run ``1``, warm child (the pool has booted before each run): target p50 ≤ 30 ms;
 - the same back to back (the next child boots while the previous run goes) and cold
   (``warm=0``: interpreter start-up plus the pre-imports in every run), for reference;
@@ -36,6 +42,7 @@ from toolray import (
     text_block,
 )
 from toolray.code import CodeRunOutcome, PythonRuntime
+from toolray.procs import Template, TemplateSpec
 
 QUICK = "--quick" in sys.argv
 N = 15 if QUICK else 50
@@ -71,6 +78,10 @@ def _p(values: list[float], q: float) -> float:
 
 def _p50_p99(values: list[float]) -> str:
     return f"{_p(values, 0.5):.1f} / {_p(values, 0.99):.1f}"
+
+
+def _p50_p95_p99(values: list[float]) -> str:
+    return " / ".join(f"{_p(values, q):.1f}" for q in (0.5, 0.95, 0.99))
 
 
 async def _nothing() -> None:
@@ -235,8 +246,77 @@ async def _registry_rows(runtime: PythonRuntime) -> list[tuple[str, str, str]]:
     return rows
 
 
+async def _ready_ms(runtime: PythonRuntime) -> float:
+    """From a fork request to the child's ready report (its sandbox built)."""
+    start = time.perf_counter()
+    await runtime.wait_warm()
+    return (time.perf_counter() - start) * 1000
+
+
+async def _procs_rows() -> list[tuple[str, str, str]]:
+    """The substrate alone: a bare child (``builtins:print``) forked, and its end reported."""
+    template = Template(TemplateSpec(entry="builtins:print", preload=("asyncio", "json")))
+    await asyncio.to_thread(template.wait_ready, 60)
+    forked, ended = [], []
+    for _ in range(N):
+        start = time.perf_counter()
+        child = await template.fork_async()
+        forked.append((time.perf_counter() - start) * 1000)
+        await child.wait_exit()
+        ended.append((time.perf_counter() - start) * 1000)
+        child.close()
+    template.stop()
+    return [
+        ("toolray.procs: fork request → child forked", _p50_p99(forked), "a few ms"),
+        ("toolray.procs: fork request → its exit reported", _p50_p99(ended), "—"),
+    ]
+
+
+async def _confinement_rows() -> list[tuple[str, str, str]]:
+    start = time.perf_counter()
+    auto, off = PythonRuntime(), PythonRuntime(confinement="off")
+    layers = auto.confinement().describe()
+    probe = (time.perf_counter() - start) * 1000
+    off.confinement()
+    warm: dict[str, list[float]] = {"auto": [], "off": []}
+    cold: dict[str, list[float]] = {"auto": [], "off": []}
+    ready: dict[str, list[float]] = {"auto": [], "off": []}
+    colds = {"auto": PythonRuntime(warm=0), "off": PythonRuntime(warm=0, confinement="off")}
+    for i in range(N):
+        for mode, runtime in (("auto", auto), ("off", off))[:: 1 if i % 2 else -1]:
+            await runtime.wait_warm()
+            warm[mode] += await _times(1, lambda r=runtime: r.run("1 + 1", {}, SIGNAL), _nothing)
+            ready[mode].append(await _ready_ms(runtime))
+            if i < max(5, N // 3):
+                one = colds[mode]
+                cold[mode] += await _times(1, lambda r=one: r.run("1 + 1", {}, SIGNAL), _nothing)
+    for runtime in (auto, off, *colds.values()):
+        runtime.close()
+    return [
+        (f"confinement: {layers}", "", ""),
+        ('trivial run, warm child, "auto" (p50 / p95 / p99)', _p50_p95_p99(warm["auto"]), "≤ 15"),
+        ('trivial run, warm child, "off" (p50 / p95 / p99)', _p50_p95_p99(warm["off"]), "—"),
+        ('trivial run, cold (warm=0), "auto"', _p50_p99(cold["auto"]), "—"),
+        ('trivial run, cold (warm=0), "off"', _p50_p99(cold["off"]), "—"),
+        ('fork request → child ready, "auto"', _p50_p99(ready["auto"]), "—"),
+        ('fork request → child ready, "off"', _p50_p99(ready["off"]), "—"),
+        ("confinement() on a new runtime (template boot + probe)", f"{probe:.0f} ms", "—"),
+        *await _procs_rows(),
+    ]
+
+
+def _print(rows: list[tuple[str, str, str]]) -> None:
+    width = max(len(r[0]) for r in rows)
+    print(f"{'figure':<{width}}  {'ms p50 / p99, or as shown':>26}  target")
+    for name, value, target in rows:
+        print(f"{name:<{width}}  {value:>26}  {target}")
+
+
 async def main() -> None:
-    rows: list[tuple[str, str, str]] = []
+    rows: list[tuple[str, str, str]] = await _confinement_rows()
+    if "--confinement" in sys.argv:
+        _print(rows)
+        return
     runtime = PythonRuntime(timeout_s=60)
     await runtime.wait_warm()
     await runtime.run("1", {}, SIGNAL)  # first use: caches warm
@@ -266,10 +346,7 @@ async def main() -> None:
     rows.extend(await _registry_rows(runtime))
     runtime.close()
     cold_rt.close()
-    width = max(len(r[0]) for r in rows)
-    print(f"{'figure':<{width}}  {'ms p50 / p99, or as shown':>26}  target")
-    for name, value, target in rows:
-        print(f"{name:<{width}}  {value:>26}  {target}")
+    _print(rows)
 
 
 if __name__ == "__main__":

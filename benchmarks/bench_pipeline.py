@@ -12,7 +12,7 @@ back-to-back calls on one asyncio loop, in µs per call:
 - **execute, 5 hooks**: the same with one pre-execute listener, one guard, one around
   wrapper, one post-execute listener and one (sync) result observer, each a pass-through.
 
-Targets (DESIGN.md §6): ≤ 25 µs per call without hooks (async no-op), ≤ 2× that with the
+Targets: ≤ 25 µs per call without hooks (async no-op), ≤ 2× that with the
 five hooks. The sync tool is reported separately (its floor is the thread hop).
 """
 

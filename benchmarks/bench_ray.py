@@ -1,4 +1,4 @@
-"""Ray layer benchmark: the DESIGN.md §6 Ray figures, side by side with raw Ray, one run.
+"""Ray layer benchmark: the Ray figures, side by side with raw Ray, one run.
 
 Run: ``.venv/bin/python benchmarks/bench_ray.py [--quick] [--scopes N] [--no-write]``
 (about 2 min, most of it starting 100 executor actors; ``--quick`` about 1 min). It starts

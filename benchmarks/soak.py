@@ -1,6 +1,6 @@
 """Soak: many created-and-disposed scopes and many calls; actor RSS before and after.
 
-API-v2 §12 "Bounded memory": creating and disposing 10,000 scopes and running 100,000 calls
+"Bounded memory" of the farm runtime: creating and disposing 10,000 scopes and running 100,000 calls
 grows no actor's RSS by more than 20 MB. Each scope gets a tool, a restriction and a
 ``schemas()`` view, then is disposed; every 100th scope also runs a batch on its own
 executor (which exits when the scope is disposed). The calls run in 50-call batches on a

@@ -21,7 +21,7 @@ def _type(annotation: Any) -> str:
     if typing.get_origin(annotation) is typing.Literal:
         return " or ".join(f'"{value}"' for value in typing.get_args(annotation))
     text = repr(annotation) if not isinstance(annotation, type) else annotation.__name__
-    for noise in ("typing.", "toolray_actors._config."):
+    for noise in ("typing.", "toolray_actors._config.", "toolray_actors._config_pool."):
         text = text.replace(noise, "")
     return text.replace("NoneType", "None").replace(" | ", " or ")
 

@@ -21,6 +21,7 @@ from ._config import CodeConfig as CodeConfig
 from ._config import ConfigError as ConfigError
 from ._config import ExecutorsConfig as ExecutorsConfig
 from ._config import PoolConfig as PoolConfig
+from ._config import RateLimitConfig as RateLimitConfig
 from ._config import RayInitConfig as RayInitConfig
 from ._config import RuntimeConfig as RuntimeConfig
 from ._config import load_config as load_config
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from ._remote_registry import RemoteScope as RemoteScope
     from ._runtime import RayRuntime as RayRuntime
     from ._stats import ActorStats as ActorStats
+    from ._stats import PoolStats as PoolStats
     from ._stats import RuntimeStats as RuntimeStats
     from ._stats import ToolStats as ToolStats
     from ._worker import ToolInterrupted as ToolInterrupted
@@ -46,6 +48,8 @@ __all__ = (
     "ExecutorStats",
     "ExecutorsConfig",
     "PoolConfig",
+    "PoolStats",
+    "RateLimitConfig",
     "RayInitConfig",
     "RayMissingError",
     "RayRuntime",
@@ -64,6 +68,7 @@ _NEEDS_RAY = {
     "ActorStats": "._stats",
     "ExecutorHandle": "._executor_handle",
     "ExecutorStats": "._executor_actor",
+    "PoolStats": "._stats",
     "RayRuntime": "._runtime",
     "RemoteRegistry": "._remote_registry",
     "RemoteScope": "._remote_registry",

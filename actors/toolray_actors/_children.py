@@ -117,6 +117,22 @@ class CallProcesses:
         await asyncio.gather(*(f for f in forks if f is not None))
         return len(self._idle)
 
+    async def prepare(self, key: str, blob: bytes) -> None:
+        """Hold ``key``'s code before its calls come.
+
+        The template loads it, and idle processes forked before it came are replaced by
+        ones forked after (which hold it).
+        """
+        self._template_now()
+        self._code.learn(key, blob)
+        stale = [proc for proc in self._idle if key not in proc.known]
+        forks = []
+        for proc in stale:
+            self._idle.remove(proc)
+            self._retire(proc)
+            forks.append(self._fork(replacing=False))
+        await asyncio.gather(*(f for f in forks if f is not None))
+
     def _fork(self, *, replacing: bool) -> asyncio.Task[None] | None:
         if self._closed:
             return None

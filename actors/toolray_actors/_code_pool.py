@@ -7,11 +7,13 @@ made by :func:`code_registry`: the deployment ``mode``, ``max_parallel_sub_calls
 
 Where programs run: the ``run_code`` body runs inside the scope's executor actor (it is
 not a mirrored definition, so the worker runner runs it inline), and the pool's
-``PythonRuntime`` starts each program in a fresh confined child process of that actor.
+``PythonRuntime`` runs each program in a fresh child forked from its template process (a
+child of that actor), confined as ``[code] confinement`` asks — the same layers wherever
+the actor runs.
 Every binding call is a nested call through the executor's own pipeline — the scope's
 policies, guards and hooks — and its body goes to a worker of its pool like any other
 call. Moving the program into a worker of a dedicated ``code`` pool, its bindings coming
-back over nested dispatch (API-v2 §13), needs only this module to change.
+back over nested dispatch, needs only this module to change.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from collections.abc import Mapping
 from typing import Any, ClassVar, final
 
 from toolray import AbortSignal, ToolRegistry
-from toolray.code import DEFAULT_ALLOWED_IMPORTS, CodeRunOutcome, PythonRuntime
+from toolray.code import DEFAULT_ALLOWED_IMPORTS, CodeRunOutcome, Confinement, PythonRuntime
+from toolray.farm import RateLimiter
 
 from ._config import CodeConfig, RuntimeConfig
 
@@ -53,15 +56,25 @@ class CodePool:
         return self._runtime is not None
 
     def runtime(self) -> PythonRuntime:
-        """The runtime, made now if needed (``size`` children are kept warm)."""
+        """The runtime, made now if needed (``size`` children are kept warm).
+
+        Raises:
+            SandboxUnavailableError: ``confinement = "strict"`` and a layer is missing here.
+        """
         if self._runtime is None:
             cfg = self._config
             self._runtime = PythonRuntime(
                 timeout_s=cfg.timeout_s,
-                memory_mb=cfg.memory_mb,
                 cpu_s=cfg.cpu_s,
+                memory_mb=cfg.memory_mb,
+                scratch_mb=cfg.scratch_mb,
                 allowed_imports=self.allowed_imports,
+                read_paths=cfg.read_paths,
+                confinement=cfg.confinement,
                 warm=cfg.size,
+                warm_ttl_s=cfg.warm_ttl_s,
+                max_outstanding_calls=cfg.max_outstanding_calls,
+                max_run_bytes=cfg.max_run_bytes,
             )
         return self._runtime
 
@@ -70,6 +83,10 @@ class CodePool:
     ) -> CodeRunOutcome:
         """Run one program (see ``toolray.code.CodeRuntime``)."""
         return await self.runtime().run(program, bindings, signal)
+
+    def confinement(self) -> Confinement | None:
+        """The layers confining this actor's programs (``None`` before the first program)."""
+        return None if self._runtime is None else self._runtime.confinement()
 
     def statistics(self) -> dict[str, int]:
         """The runtime's counters (zeros before the first program)."""
@@ -89,10 +106,19 @@ class CodePool:
             self._runtime.close()
 
 
-def code_registry(config: RuntimeConfig, pool: CodePool) -> ToolRegistry:
-    """A core registry for an actor: the config's mode and sub-call cap, ``pool`` mounted."""
+def code_registry(
+    config: RuntimeConfig, pool: CodePool, rate_limiter: RateLimiter | None = None
+) -> ToolRegistry:
+    """A core registry for an actor: the config's mode, caps, bounds and rate limiter.
+
+    ``pool`` is mounted as its Code Mode runtime; ``rate_limiter`` (an executor's) shares
+    the namespace's token buckets.
+    """
     return ToolRegistry(
         mode=config.mode,
         code_runtime=pool,
         max_parallel_sub_calls=config.code.max_parallel_sub_calls,
+        max_result_bytes=config.max_result_bytes,
+        max_content_chars=config.max_content_chars,
+        rate_limiter=rate_limiter,
     )

@@ -11,15 +11,20 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from toolray.errors import ToolrayError
+
+from ._config_pool import PoolConfig as PoolConfig
+from ._config_pool import RateLimitConfig as RateLimitConfig
+from ._config_pool import Strict as _Strict
 
 __all__ = (
     "CodeConfig",
     "ConfigError",
     "ExecutorsConfig",
     "PoolConfig",
+    "RateLimitConfig",
     "RayInitConfig",
     "RuntimeConfig",
     "config_file",
@@ -29,73 +34,6 @@ __all__ = (
 
 class ConfigError(ToolrayError, ValueError):
     """A configuration file that cannot be read or does not validate."""
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class PoolConfig(_Strict):
-    """The worker pool: its size, per-worker concurrency, isolation and actor options."""
-
-    size: int = Field(
-        default=2,
-        ge=1,
-        le=256,
-        description="Worker actors the pool keeps running (tool bodies run on them).",
-    )
-    max_concurrency: int = Field(
-        default=64,
-        ge=1,
-        description="Tool bodies one worker actor runs at once (threads or asyncio tasks; with "
-        'isolation = "call", each in its own call process).',
-    )
-    num_cpus: float = Field(
-        default=0,
-        ge=0,
-        description="CPUs Ray reserves for each worker actor (0: workers are placed "
-        "anywhere, even on a node whose CPUs are all taken).",
-    )
-    resources: dict[str, float] = Field(
-        default_factory=dict,
-        description="Custom Ray resources each worker actor needs, e.g. "
-        "{ toolslot = 1 } to keep workers on the nodes started with --resources.",
-    )
-    runtime_env: dict[str, Any] | None = Field(
-        default=None,
-        description="A Ray runtime_env for the worker actors only (pip, env_vars, "
-        "working_dir, py_modules...), merged over the job's [ray] runtime_env.",
-    )
-    spare: int = Field(
-        default=1,
-        ge=0,
-        le=8,
-        description="Warm spare workers kept started: a killed or crashed worker is "
-        "replaced by a spare at once, not after an actor start.",
-    )
-    isolation: Literal["call", "shared"] = Field(
-        default="call",
-        description='How far a tool body\'s fault reaches. "call": each call runs alone in a '
-        "child process of the worker (forked from a warm template holding the tools' code), "
-        "so a crash, a memory blow-up or a kill at the deadline fails that call only. "
-        '"shared": bodies run as threads and tasks of the worker itself (fastest; a fault '
-        "fails every call in that worker). A pool with GPUs (num_gpus > 0) that does not set "
-        'it explicitly runs "shared", one call at a time per worker.',
-    )
-    memory_mb: int = Field(
-        default=4096,
-        ge=16,
-        description='With isolation = "call": how much memory one call\'s process may allocate '
-        "beyond the template it was forked from (an rlimit on its data segment). A body that "
-        "allocates past it fails its own call with WORKER_LOST; the worker lives on.",
-    )
-    warm_children: int = Field(
-        default=2,
-        ge=0,
-        le=64,
-        description='With isolation = "call": idle call processes each worker keeps forked '
-        "ahead of demand (more are forked when calls wait; idle extras exit after a while).",
-    )
 
 
 class ExecutorsConfig(_Strict):
@@ -118,39 +56,67 @@ class ExecutorsConfig(_Strict):
 
 
 class CodeConfig(_Strict):
-    """Code Mode on Ray: the ``run_code`` runtime and its pool."""
+    """Code Mode on Ray: the ``run_code`` runtime (``toolray.code.PythonRuntime``) and its pool.
+
+    Every key but ``max_parallel_sub_calls`` and ``size`` is the runtime's argument of the
+    same name, with the same default.
+    """
 
     timeout_s: float | None = Field(
-        default=None,
+        default=30.0,
         gt=0,
-        description="Wall-clock limit of one run_code program in seconds (unset: none; "
-        "the call's own timeout still applies).",
-    )
-    memory_mb: int = Field(
-        default=512,
-        ge=16,
-        description="Memory limit of one program's process, in MiB.",
+        description="Wall-clock seconds a program may run once started (None: no limit).",
     )
     cpu_s: float | None = Field(
-        default=None,
+        default=10.0,
         gt=0,
-        description="CPU-time limit of one program in seconds (unset: none).",
+        description="CPU seconds a program may use; past them it fails with kind timeout.",
+    )
+    memory_mb: int = Field(
+        default=512, ge=16, description="The program process's address-space limit, in MiB."
+    )
+    scratch_mb: int = Field(
+        default=64,
+        ge=1,
+        description="Size of the program's scratch directory (its working directory, shared "
+        "with /dev/shm), in MiB; also the largest file it may write.",
     )
     allowed_imports: tuple[str, ...] | None = Field(
         default=None,
-        description="Modules a program may import (unset: the runtime's default "
-        "allow-list of pure standard-library modules).",
+        description="Top-level modules a program may import (None: the default allow-list).",
+    )
+    read_paths: tuple[str, ...] = Field(
+        default=(),
+        description="Absolute paths a program may also read (read-only), on every node.",
+    )
+    confinement: Literal["auto", "strict", "off"] = Field(
+        default="auto",
+        description='"auto": every confinement layer the host offers (the rest reported); '
+        '"strict": all of them or the runtime does not start; "off": limits and the '
+        "syscall filter only.",
+    )
+    warm_ttl_s: float = Field(
+        default=60.0,
+        gt=0,
+        description="Seconds a warm child waits for a program before it is replaced.",
+    )
+    max_outstanding_calls: int = Field(
+        default=64,
+        ge=1,
+        description="Binding calls one program may have in flight; the host stops reading "
+        "the program's process until one settles.",
+    )
+    max_run_bytes: int = Field(
+        default=64 * 2**20,
+        ge=1024,
+        description="Bytes the host reads from one program's process; past them the run "
+        "fails with kind protocol.",
     )
     max_parallel_sub_calls: int = Field(
-        default=10,
-        ge=1,
-        description="Concurrency-safe tool calls of one program that may run at once.",
+        default=10, ge=1, description="Sub-calls of one program that run at once."
     )
     size: int = Field(
-        default=1,
-        ge=1,
-        le=64,
-        description="Warm program processes kept ready per executor.",
+        default=1, ge=1, le=64, description="Children kept booted and confined ahead of runs."
     )
 
 
@@ -291,6 +257,26 @@ class RuntimeConfig(_Strict):
         default_factory=CodeConfig,
         description="Code Mode (programmatic tool calling) on Ray: the run_code runtime "
         "(the [code] table).",
+    )
+    rate_limits: dict[str, RateLimitConfig] = Field(
+        default_factory=dict,
+        description="Rate limits by tool name ([rate_limits.<tool>] tables with per_second, "
+        "burst, max_wait_ms), shared by every driver, executor and shard of the namespace; "
+        "a table overrides the definition's rate_limit.",
+    )
+    max_result_bytes: int | None = Field(
+        default=1 << 20,
+        ge=1,
+        description="The largest value a tool may return, in bytes of its JSON text "
+        "(default 1 MiB; a definition's own max_result_bytes wins). A larger value fails "
+        "RESULT_TOO_LARGE in the worker and never crosses the wire.",
+    )
+    max_content_chars: int | None = Field(
+        default=None,
+        ge=1,
+        description="Text blocks of a result longer than this are cut, keeping their start, "
+        'and end with "[… <n> characters truncated]" (unset: never; a definition\'s own '
+        "max_content_chars wins).",
     )
 
     @classmethod

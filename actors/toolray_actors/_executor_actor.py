@@ -21,28 +21,38 @@ import logging
 import os
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from typing import Any
 
 from toolray import (
     AbortController,
     BatchExecutor,
     LogStep,
+    RateLimit,
     ToolBatchInput,
-    ToolCall,
 )
 from toolray.lowlevel import TraceParent, observe
 
 from ._code_pool import CodePool, code_registry
 from ._config import RuntimeConfig
+from ._elastic import ElasticPolicy
 from ._errors import RuntimeUnavailableError
 from ._executor_calls import ExecutorCalls
-from ._farm_stats import FarmObserver, ScopeSample, ToolSample
-from ._handles import control_options, create_pool, get_named, kill_self, registry_name
+from ._executor_wire import BatchSpec, ExecutorStats
+from ._farm_stats import FarmObserver
+from ._handles import (
+    control_options,
+    create_bucket,
+    create_pool,
+    get_named,
+    kill_self,
+    registry_name,
+)
 from ._metrics import CallMetrics, PoolMetrics, flush_every
 from ._mirror import Mirror, Op
 from ._placement import pool_plan
-from ._pool import PoolClient, PoolManager
+from ._pool import PoolManager
+from ._pool_client import PoolClient
+from ._rate_client import RayRateLimiter
 from ._runner import RayBodyRunner
 from ._stats import ActorStats, actor_stats
 from ._store import Store
@@ -54,48 +64,6 @@ _log = logging.getLogger("toolray")
 
 _METRICS_FLUSH_S = 1.0
 """How often the calls counted here reach the Ray metrics (Ray exports on its own interval)."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class BatchSpec:
-    """A batch as it crosses to the executor actor (the signal stays with the driver)."""
-
-    batch_id: str
-    calls: tuple[ToolCall, ...]
-    scope: str | None = None
-    max_parallel_tool_calls: int | None = None
-    log: tuple[int, int] | None = None
-    aborted: bool = False
-    reason: Any = None
-    tool_set: Any = None
-    trace: str | None = None
-    """The W3C ``traceparent`` of the driver's batch span: the batch is traced."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ExecutorStats:
-    """A snapshot of one executor actor."""
-
-    scope: str | None
-    pid: int
-    rss_bytes: int
-    batches: int
-    calls: int
-    in_flight: int
-    aborts: int
-    interrupts: int
-    kills: int
-    workers_lost: int
-    registry_seq: int
-    contributions: int
-    scopes: int = 0
-    """Scopes this actor hosts (ran a batch here and were not disposed since)."""
-    messages: int = 0
-    """Actor messages that carried calls to workers; ``calls / messages`` is the coalescing."""
-    tools: tuple[ToolSample, ...] = ()
-    """Per tool: calls, in flight, failures by code, a latency sketch (merged by the driver)."""
-    scope_calls: tuple[ScopeSample, ...] = ()
-    """Per scope this actor ran calls for: calls, in flight, failures."""
 
 
 class _Sink:
@@ -132,6 +100,9 @@ class ExecutorActor(ExecutorCalls):
             on_kill=self._killed,
         )
         self.pool_metrics = PoolMetrics()
+        self.buckets: dict[str, Any] = {}
+        overrides = {t: RateLimit(**c.model_dump()) for t, c in self.config.rate_limits.items()}
+        self.limiter = RayRateLimiter(self._bucket_for, overrides)
         self._rebuild([])
         self.last_active = time.monotonic()
         self._attached = False
@@ -143,7 +114,7 @@ class ExecutorActor(ExecutorCalls):
 
     # ------------------------------------------------------------------ the mirror
     def _rebuild(self, ops: list[Op]) -> None:
-        self.mirror = Mirror(code_registry(self.config, self.code))
+        self.mirror = Mirror(code_registry(self.config, self.code, self.limiter))
         for op in ops:
             self.mirror.apply(op)
         self.executor = BatchExecutor(
@@ -151,6 +122,13 @@ class ExecutorActor(ExecutorCalls):
             max_parallel_tool_calls=self.config.max_parallel_tool_calls,
             runner=self.runner,
         )
+
+    def _bucket_for(self, tool: str) -> Any:
+        handle = self.buckets.get(tool)
+        if handle is None:
+            control = control_options(self.config.control_resource)
+            handle = self.buckets[tool] = create_bucket(tool, self.namespace, control)
+        return handle
 
     def _key_of(self, definition: Any) -> tuple[str, bytes] | None:
         return self.mirror.key_of(definition)
@@ -163,6 +141,14 @@ class ExecutorActor(ExecutorCalls):
         plan = pool_plan(placement, self.config)
         client = self.pools.get(plan.key)
         if client is None:
+            elastic = None
+            if plan.elastic:
+                elastic = ElasticPolicy(
+                    min_size=plan.min_size,
+                    max_size=plan.max_size,
+                    idle_s=plan.idle_s,
+                    per_worker=plan.max_concurrency,
+                )
             manager = create_pool(
                 PoolManager,
                 plan.key,
@@ -172,8 +158,12 @@ class ExecutorActor(ExecutorCalls):
                 plan.spare,
                 plan.options,
                 plan.worker,
+                elastic,
             )
-            client = self.pools[plan.key] = PoolClient(manager, plan.isolation)
+            client = PoolClient(
+                manager, plan.isolation, per_worker=plan.max_concurrency, elastic=plan.elastic
+            )
+            self.pools[plan.key] = client
         return client
 
     async def ready(self) -> dict[str, Any]:

@@ -4,7 +4,7 @@ Mixed into ``ExecutorActor``, which provides the mirror, the runner and the tabl
 cancellable operations (``batches``: key → ``AbortController``, the key reserved by the
 driver first, so a forwarded abort finds its operation).
 
-Nested dispatch is the trust boundary of API-v2 §13: a worker names its calling execution
+Nested dispatch is the trust boundary of the Ray layer: a worker names its calling execution
 by token id; the runner keeps the executions whose bodies are out on workers, and only
 those may dispatch. An unknown id (forged) or a settled one (stale) is rejected with
 ``ValueError``; a known one runs through the calling context itself, so the nested call

@@ -10,7 +10,7 @@ of executors per group, not per write; changes still reach each executor in sequ
 
 There is no give-up timeout: a write waits until each executor has applied the change or
 is known dead (Ray fails the call of a dead actor), because "a call that starts after a
-write returns sees it" is the consistency the registry promises (DESIGN.md §2). A slow
+write returns sees it" is the consistency the registry promises. A slow
 executor is logged at debug level every ``_SLOW_S`` while the write waits for it.
 """
 

@@ -1,7 +1,7 @@
 """The one edge where Ray is applied: actor classes, options, names, kill.
 
 Actor classes elsewhere are plain typed classes; here they become Ray actors with the
-options DESIGN.md asks for: ``num_cpus=0`` for every runtime actor, ``max_task_retries=0``
+options the runtime needs: ``num_cpus=0`` for every runtime actor, ``max_task_retries=0``
 (a retried call would re-run a body's side effects), named actors in a namespace with
 ``get_if_exists`` so several drivers share them, and the worker's ``control`` lane.
 """
@@ -15,12 +15,15 @@ from typing import Any, TypeVar, cast
 
 import ray
 
+from ._bucket_actor import BucketActor
 from ._placement import WorkerSettings
 from ._worker import ToolWorker, body_limit
 
 __all__ = (
     "HEAD_RESOURCE",
+    "bucket_name",
     "control_options",
+    "create_bucket",
     "create_executor",
     "create_pool",
     "create_registry",
@@ -57,6 +60,11 @@ def shard_name(index: int) -> str:
 def pool_name(pool: str) -> str:
     """The pool manager's name."""
     return f"toolray:pool:{pool}"
+
+
+def bucket_name(tool: str) -> str:
+    """The name of the actor holding ``tool``'s token bucket."""
+    return f"toolray:bucket:{tool}"
 
 
 # Ray's own stubs type ``ray.remote`` / ``ray.method`` for plain functions only; at this one
@@ -107,6 +115,10 @@ class _WorkerClass(ToolWorker):
         return await super().health()
 
     @_control
+    async def drain(self) -> int:
+        return await super().drain()
+
+    @_control
     async def actor_stats(self) -> Any:
         return await super().actor_stats()
 
@@ -134,7 +146,7 @@ def control_options(control_resource: str | None) -> dict[str, Any]:
 
     Never the driver's node: a driver on a worker node that leaves the cluster must not
     take the namespace with it. Control actors are detached, so no driver owns them; the
-    registry's leases decide when a non-detached namespace ends (API-v2 §12).
+    registry's leases decide when a non-detached namespace ends.
     """
     resource = control_resource or HEAD_RESOURCE
     return {"num_cpus": 0, "resources": {resource: 0.001}, "lifetime": "detached"}
@@ -181,6 +193,20 @@ def create_pool(cls: Any, pool: str, namespace: str, control: dict[str, Any], *a
     """The pool manager of one placement."""
     name = pool_name(pool)
     return _named(cls, name, namespace, control, max_restarts=-1, max_concurrency=256).remote(*args)
+
+
+class _BucketClass(BucketActor):
+    def __init__(self, tool: str) -> None:
+        # Ray runs __init__ again after a crash: a restarted bucket starts empty
+        restarted = bool(ray.get_runtime_context().was_current_actor_reconstructed)
+        super().__init__(tool, restarted)
+
+
+def create_bucket(tool: str, namespace: str, control: dict[str, Any]) -> Any:
+    """The namespace's token-bucket actor of ``tool`` (restarted if it dies)."""
+    return _named(
+        _BucketClass, bucket_name(tool), namespace, control, max_restarts=-1, max_concurrency=64
+    ).remote(tool)
 
 
 def named_actors(namespace: str, prefix: str = "toolray:") -> list[str]:

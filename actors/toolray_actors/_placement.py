@@ -32,6 +32,7 @@ _FIELDS = (
     "isolation",
     "pool",
 )
+_ELASTIC = ("min_size", "max_size", "idle_s")
 
 
 def placement_key(placement: Any) -> str:
@@ -43,6 +44,9 @@ def placement_key(placement: Any) -> str:
     if placement is None:
         return "default"
     fields = {name: getattr(placement, name, None) for name in _FIELDS}
+    for extra in _ELASTIC:  # only when set: the keys of fixed pools stay as they were
+        if getattr(placement, extra, None) is not None:
+            fields[extra] = getattr(placement, extra)
     name = fields.pop("pool")
     if name and not any(v is not None for v in fields.values()):
         return f"named-{name}"
@@ -79,11 +83,22 @@ class PoolPlan:
     max_concurrency: int
     options: dict[str, Any]
     worker: WorkerSettings = WorkerSettings()
+    min_size: int = 0
+    """The fewest workers (0: ``size``, a fixed pool)."""
+    max_size: int = 0
+    """The most workers (0: ``size``, a fixed pool)."""
+    idle_s: float = 60.0
+    """How long a worker of an elastic pool may stay idle before it is retired."""
 
     @property
     def isolation(self) -> Isolation:
         """How far a body's fault reaches in this pool."""
         return self.worker.isolation
+
+    @property
+    def elastic(self) -> bool:
+        """Whether the pool grows and shrinks (``max_size > min_size``)."""
+        return self.max_size > self.min_size
 
 
 def pool_plan(placement: Any, config: RuntimeConfig) -> PoolPlan:
@@ -91,7 +106,9 @@ def pool_plan(placement: Any, config: RuntimeConfig) -> PoolPlan:
 
     A named pool takes its ``[pools.<name>]`` table; otherwise the default pool's settings,
     overridden by the placement's own fields. A special placement keeps one worker and no
-    spare unless it says otherwise (``num_gpus=1`` must not ask for three GPUs).
+    spare unless it says otherwise (``num_gpus=1`` must not ask for three GPUs), and a GPU
+    pool keeps no spare unless ``spare`` is set. ``min_size`` and ``max_size`` default to
+    ``size`` (a fixed pool); an elastic pool starts with ``size`` clamped between them.
     """
     key = placement_key(placement)
     base: PoolConfig = config.pool
@@ -121,6 +138,8 @@ def pool_plan(placement: Any, config: RuntimeConfig) -> PoolPlan:
         size = own_size if own_size is not None else (1 if special else size)
         spare = own_spare if own_spare is not None else (0 if special else spare)
         conc = getattr(placement, "max_concurrency", None) or conc
+        if own_spare is None and options.get("num_gpus") and "spare" not in base.model_fields_set:
+            spare = 0  # a GPU pool keeps no spare unless asked
     isolation, one_at_a_time = _isolation(placement, base, options)
     if one_at_a_time:
         conc = 1
@@ -131,9 +150,26 @@ def pool_plan(placement: Any, config: RuntimeConfig) -> PoolPlan:
         warm_children=base.warm_children,
         max_bodies=1 if one_at_a_time else None,
     )
+    low = _own(placement, "min_size", base.min_size)
+    high = _own(placement, "max_size", base.max_size)
+    low, high = (low or size), (high or size)
+    low = min(low, high)
     return PoolPlan(
-        key=key, size=size, spare=spare, max_concurrency=conc, options=options, worker=worker
+        key=key,
+        size=max(low, min(size, high)),
+        spare=spare,
+        max_concurrency=conc,
+        options=options,
+        worker=worker,
+        min_size=low,
+        max_size=high,
+        idle_s=float(_own(placement, "idle_s", base.idle_s)),
     )
+
+
+def _own(placement: Any, field: str, default: Any) -> Any:
+    value = getattr(placement, field, None) if placement is not None else None
+    return value if value is not None else default
 
 
 def _isolation(placement: Any, base: PoolConfig, options: dict[str, Any]) -> tuple[Isolation, bool]:

@@ -1,12 +1,11 @@
-"""Worker pools: the manager actor (one per placement) and the executor-side client.
+"""Worker pools: the manager actor (one per placement; its client is ``_pool_client``).
 
 The manager owns the worker actors of one placement and one warm spare. Replacing a
 worker (killed by us, or found dead) promotes the spare at once — milliseconds instead of
 the 0.5–2 s of starting an actor — and starts the next spare in the background. With
 ``isolation="call"`` a worker is a member once its call processes are warm too, and the
-manager's statistics sum its workers' call-process counters. The client (in each executor
-actor) keeps the current worker list, its own in-flight counts for least-loaded dispatch,
-and which definitions it has already sent to which worker.
+manager's statistics sum its workers' call-process counters. An elastic pool
+(``max_size > min_size``) also grows and shrinks (``_elastic``).
 
 Only workers that have answered once are members: a pool whose workers cannot be scheduled
 yet (its resources are absent) has none, and its calls wait in the executor — each one
@@ -22,14 +21,14 @@ import contextlib
 import itertools
 import logging
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
-from toolray import AbortError, AbortSignal
-
+from ._elastic import ElasticPolicy, Resizer
 from ._handles import create_worker, kill, resources_offered
 from ._metrics import PoolMetrics
-from ._placement import Isolation, WorkerSettings
+from ._placement import WorkerSettings
+from ._pool_client import PoolClient as PoolClient
+from ._pool_client import WorkerSlot as WorkerSlot
 from ._stats import ActorStats, ChildStats, PoolStats, actor_stats
 
 __all__ = ("PoolClient", "PoolManager", "PoolStats", "WorkerSlot")
@@ -51,7 +50,12 @@ class PoolManager:
     """Creates, replaces and kills the workers of one placement."""
 
     def __init__(
-        self, size: int, spare: int, options: dict[str, Any], settings: WorkerSettings
+        self,
+        size: int,
+        spare: int,
+        options: dict[str, Any],
+        settings: WorkerSettings,
+        elastic: ElasticPolicy | None = None,
     ) -> None:
         self._options = options
         self._settings = settings
@@ -71,6 +75,7 @@ class PoolManager:
         self._watched: set[str] = set()
         self._changed: asyncio.Event | None = None
         self._metrics = PoolMetrics(lambda: len(self._members()[1]))
+        self.resizer = Resizer(self, elastic) if elastic is not None else None
         for _ in range(size):
             wid, handle = self._new_worker()
             self.workers[wid] = handle
@@ -84,6 +89,8 @@ class PoolManager:
     # ------------------------------------------------------------------ membership
     def _watch(self) -> None:
         """Learn when each worker and spare starts (a member only once it answered)."""
+        if self.resizer is not None:
+            self.resizer.start()  # on the actor's loop, at the first call that has one
         for wid, handle in [*self.workers.items(), *self.spares]:
             if wid not in self._watched:
                 self._watched.add(wid)
@@ -156,6 +163,15 @@ class PoolManager:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._changed.wait(), min(timeout_s, _MEMBERS_POLL_S))
         return self._members()
+
+    async def grow(self, waiting: int) -> int:
+        """``waiting`` calls of one executor wait for a worker: add some (elastic pools)."""
+        self._watch()
+        return self.resizer.grow(waiting) if self.resizer is not None else 0
+
+    async def was_retired(self, wid: str) -> bool:
+        """Whether this pool retired ``wid`` (a call that met it gone never ran there)."""
+        return self.resizer is not None and self.resizer.was_retired(wid)
 
     async def replace(
         self, wid: str, killed: bool
@@ -234,6 +250,7 @@ class PoolManager:
 
     async def stats(self, name: str = "") -> PoolStats:
         """Counters for ``RayRuntime.stats()`` (``workers``: started members only)."""
+        policy = self.resizer.policy if self.resizer is not None else None
         live = list(self.workers.items())
         found = await asyncio.gather(
             *(asyncio.wait_for(_as_future(h.status.remote()), _HEALTH_TIMEOUT_S) for _, h in live),
@@ -253,6 +270,11 @@ class PoolManager:
             deaths=self.deaths,
             replacements=self.replacements,
             version=self.version,
+            size=len(self.workers),
+            min_size=policy.min_size if policy is not None else self._size,
+            max_size=policy.max_size if policy is not None else self._size,
+            grown=self.resizer.grown if self.resizer is not None else 0,
+            retired=self.resizer.retired_count if self.resizer is not None else 0,
             child_kills=sum(c.kills for c in seen),
             child_deaths=sum(c.deaths for c in seen),
             child_replacements=sum(c.replacements for c in seen),
@@ -270,129 +292,7 @@ class PoolManager:
         self.spares.clear()
 
 
-@dataclass(eq=False)
-class WorkerSlot:
-    """One worker as an executor sees it."""
-
-    wid: str
-    handle: Any
-    in_flight: int = 0
-    sent: set[str] = field(default_factory=set)
-    killed: bool = False
-
-
-class PoolClient:
-    """The executor's view of one pool: least-loaded pick, replacement, definition cache."""
-
-    def __init__(self, manager: Any, isolation: Isolation = "call") -> None:
-        self.manager = manager
-        self.isolation: Isolation = isolation
-        self.version: tuple[int, int] = (0, 0)
-        self.slots: dict[str, WorkerSlot] = {}
-        self._poller: asyncio.Future[None] | None = None
-        self._background: set[asyncio.Task[None]] = set()
-        self.retired: set[str] = set()
-
-    def _update(self, version: tuple[int, int], members: list[tuple[str, Any]]) -> None:
-        version = (int(version[0]), int(version[1]))
-        if version < self.version:
-            return
-        self.version = version
-        self.slots = {
-            wid: self.slots.get(wid) or WorkerSlot(wid, handle)
-            for wid, handle in members
-            if wid not in self.retired
-        }
-        # a retired worker the manager no longer lists needs no remembering
-        self.retired &= {wid for wid, _ in members}
-
-    async def refresh(self) -> None:
-        """Fetch the current members."""
-        version, members = await self.manager.members.remote()
-        self._update(version, members)
-
-    async def _fetch(self) -> None:
-        version, members = await self.manager.wait_members.remote(self.version)
-        self._update(version, members)
-
-    def _poll(self) -> asyncio.Future[None]:
-        """The one membership long-poll every waiting call shares."""
-        if self._poller is None or self._poller.done():
-            self._poller = asyncio.ensure_future(self._fetch())
-        return self._poller
-
-    async def pick(self, signal: AbortSignal | None = None) -> WorkerSlot:
-        """The started worker with the fewest of this executor's calls in flight.
-
-        With none (the pool is starting, its resources are absent, or every member was
-        just retired), the call waits here for members; ``signal`` firing meanwhile raises
-        ``AbortError`` (nothing was sent to any worker).
-        """
-        delay = 0.01
-        while not self.slots:
-            if signal is not None and signal.aborted:
-                raise AbortError("tool call aborted")
-            poll = self._poll()
-            await _wait_or_abort(poll, signal)
-            if poll.done() and poll.exception() is not None:
-                # the manager is restarting (Ray brings it back with fresh workers): wait
-                _log.debug("toolray: pool manager unavailable: %r", poll.exception())
-                await _wait_or_abort(asyncio.ensure_future(asyncio.sleep(delay)), signal)
-                delay = min(delay * 2, 0.5)
-        return min(self.slots.values(), key=lambda s: s.in_flight)
-
-    async def replace(self, slot: WorkerSlot, *, killed: bool) -> None:
-        """Retire ``slot``'s worker (we killed it, or it died) and adopt the new members."""
-        self.retire(slot, killed=killed)
-        await self._renew(slot.wid, killed)
-
-    async def _renew(self, wid: str, killed: bool) -> None:
-        try:
-            version, members = await self.manager.replace.remote(wid, killed)
-        except Exception:  # the manager itself died: its restart brings a fresh pool
-            _log.debug("toolray: the pool manager could not replace %s", wid, exc_info=True)
-            self.slots = {}  # its workers died with it: the next pick waits for the new ones
-            return
-        self._update(version, members)
-
-    def retire(self, slot: WorkerSlot, *, killed: bool) -> None:
-        """Stop picking ``slot`` at once (the replacement arrives later)."""
-        slot.killed = slot.killed or killed
-        self.slots.pop(slot.wid, None)
-        self.retired.add(slot.wid)
-
-    def replace_soon(self, slot: WorkerSlot, *, killed: bool) -> None:
-        """Retire now; the manager replaces in the background (the result does not wait)."""
-        self.retire(slot, killed=killed)
-        task = asyncio.ensure_future(self._replace_quietly(slot, killed))
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
-
-    async def _replace_quietly(self, slot: WorkerSlot, killed: bool) -> None:
-        await self._renew(slot.wid, killed)
-
-
 async def _started(handle: Any) -> None:
     """A worker answers, and its call processes (``"call"``) are warm."""
     await handle.health.remote()
     await handle.warm_up.remote()
-
-
-async def _wait_or_abort(poll: asyncio.Future[None], signal: AbortSignal | None) -> None:
-    """Wait for ``poll`` or ``signal``, whichever comes first (``poll`` keeps running)."""
-    if signal is None:
-        await asyncio.wait({poll})
-        return
-    loop = asyncio.get_running_loop()
-    wake: asyncio.Future[None] = loop.create_future()
-
-    def fire() -> None:
-        if not wake.done():
-            wake.set_result(None)
-
-    remove = signal.add_listener(lambda: loop.call_soon_threadsafe(fire))
-    try:
-        await asyncio.wait({poll, wake}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        remove()
-        wake.cancel()

@@ -1,6 +1,6 @@
 """The read side of ``RemoteRegistry``: every section-6 read, answered by the registry actor.
 
-Arguments and results are the core's (API-v2 §13): ``get`` / ``executable`` /
+Arguments and results are the core's: ``get`` / ``executable`` /
 ``definitions`` return definitions (unpickled here from the blobs they were registered
 with, so equal but not identical to the driver's objects, R-REG-14 aside), ``schemas`` the
 detached projections, ``execution_mode`` the core classification, ``check_guards`` the

@@ -1,6 +1,6 @@
 """Driver-side facades of the registry actor: the remote registry and remote scopes.
 
-Writes are synchronous (they return once every executor has the change, DESIGN.md §2) and
+Writes are synchronous (they return once every executor has the change) and
 return ordinary :class:`toolray.Disposer` objects. Definitions, hooks, guards and
 executors travel as cloudpickle blobs; one that cannot be pickled fails at once with a
 ``TypeError`` naming it. Registration is idempotent across drivers: an identical

@@ -12,13 +12,17 @@ the call's own process (the worker and the call's mates run on), with ``"shared"
 worker actor, which is replaced. A killed call keeps its cause (``ABORTED``; the timeout
 policy turns a deadline into ``TOOL_TIMEOUT``) with ``info.reason`` saying what was
 terminated. A call whose process dies on its own gives ``WORKER_LOST`` (the call's
-process, or with ``"shared"`` the worker). Nothing is ever re-run.
+process, or with ``"shared"`` the worker). Nothing is re-run here (the pipeline retries an
+idempotent tool by its retry policy). Where the body ran — the call's process, or the
+worker — its value is checked against the call's ``max_result_bytes`` before it leaves
+(``RESULT_TOO_LARGE``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import uuid
 import weakref
 from collections.abc import AsyncIterator, Callable
@@ -31,9 +35,14 @@ from toolray.lowlevel import Entry, run_body_inline, thaw_json
 from ._coalesce import AbortQueue, Chunk, Outbox, Request, Transport
 from ._errors import is_actor_death, is_cancelled, task_cause, wire_reason
 from ._handles import kill
-from ._pool import PoolClient, WorkerSlot
+from ._pool_client import PoolClient, WorkerSlot
 
 __all__ = ("NOT_JSON", "RayBodyRunner", "RunnerStats")
+
+_SENDS = 4
+"""How often a call is sent again that a worker did not start (no definition, retired)."""
+
+_log = logging.getLogger("toolray")
 
 NOT_JSON = object()
 """Stands for a worker value that was not lossless JSON (the executor reports it)."""
@@ -73,6 +82,7 @@ class RayBodyRunner:
         self.stats = RunnerStats()
         self._prefix = f"{uuid.uuid4().hex[:12]}-"
         self._tokens = itertools.count(1)
+        self._preparing: dict[tuple[str, str], asyncio.Future[bool]] = {}
         self._lanes: weakref.WeakKeyDictionary[WorkerSlot, tuple[Outbox, AbortQueue]] = (
             weakref.WeakKeyDictionary()
         )
@@ -97,6 +107,38 @@ class RayBodyRunner:
 
         return send
 
+    async def prepare(self, call: Any) -> None:
+        """Before a rate-limited call takes its token: its pool's members hold its code.
+
+        A tool's first call on a worker loads its code there (in the worker, or in the
+        template its call processes fork from). After the token, that load would delay the
+        start, and a late start bunches with the punctual ones that follow. Best effort
+        (once per worker and tool): what fails here, the call's own dispatch reports.
+        """
+        definition = call.definition
+        found = self._key_of(definition)
+        if found is None:
+            return
+        key, blob = found
+        pool = self._pools(definition.placement)
+        try:
+            if not pool.slots:
+                await pool.pick(call.input.signal)
+            await asyncio.gather(*(self._prepared(s, key, blob) for s in list(pool.slots.values())))
+        except Exception:  # aborted meanwhile, or the pool is recovering: dispatch will tell
+            _log.debug("toolray: preparing %s failed", key, exc_info=True)
+
+    async def _prepared(self, slot: WorkerSlot, key: str, blob: bytes) -> None:
+        if key in slot.sent:
+            return
+        task = self._preparing.get((slot.wid, key))
+        if task is None:
+            task = asyncio.ensure_future(slot.handle.prepare.remote(key, blob))
+            self._preparing[(slot.wid, key)] = task
+            task.add_done_callback(lambda _: self._preparing.pop((slot.wid, key), None))
+        if await task:
+            slot.sent.add(key)
+
     async def __call__(self, call: Any, entry: Entry, ctx: ToolRunContext) -> Any:
         """Run the body remotely; return its value or raise its (or the ladder's) error."""
         definition = entry.definition
@@ -114,6 +156,7 @@ class RayBodyRunner:
             "token": live_id,
             "parent": ctx.parent.id if ctx.parent is not None else None,
             "home": self._home,
+            "max_result_bytes": call.registry.farm.result_bytes(definition),
         }
         observed = call.observed
         if observed is not None and observed.trace is not None:  # the body runs in its span
@@ -123,7 +166,7 @@ class RayBodyRunner:
         self.stats.calls += 1
         self.live[live_id] = ctx  # nested calls from the body map back to it (and only it)
         try:
-            for _ in range(2):
+            for _ in range(_SENDS):
                 slot = await pool.pick(ctx.signal)
                 call.notes["worker"] = slot.wid
                 try:
@@ -132,9 +175,12 @@ class RayBodyRunner:
                     )
                 finally:  # what the ladder killed under this call, for its trace
                     call.notes["killed"] = slot.killed or call.notes.get("killed", False)
-                if outcome.status != "missing":
+                if outcome.status == "missing":
+                    slot.sent.discard(key)
+                elif outcome.status == "retired":  # an elastic pool retired it: not started
+                    pool.retire(slot, killed=False)
+                else:
                     break
-                slot.sent.discard(key)
         finally:
             self.live.pop(live_id, None)
         return _unpack(outcome, ctx)
@@ -158,6 +204,7 @@ class RayBodyRunner:
         finally:
             slot.in_flight -= 1
             self.stats.in_flight -= 1
+            pool.released(slot)
 
     async def _await(
         self,
@@ -222,6 +269,9 @@ class RayBodyRunner:
                 aborted.reason = "ray.cancel stopped the tool"
                 raise aborted from None
             if is_actor_death(err):
+                if await pool.was_retired(slot):  # retired by its pool: the call never ran
+                    pool.retire(slot, killed=False)
+                    return CallOutcome(status="retired")
                 if slot.killed and ctx.signal.aborted:
                     killed = AbortError("tool call aborted")
                     killed.reason = "the worker was terminated"
@@ -259,8 +309,8 @@ def _set(fut: asyncio.Future[None]) -> None:
 
 def _unpack(outcome: CallOutcome, ctx: ToolRunContext) -> Any:
     status = outcome.status
-    if status == "missing":
-        raise RuntimeError("the worker lost the tool definition twice")
+    if status in ("missing", "retired"):
+        raise RuntimeError(f"no worker took the call after {_SENDS} tries ({status})")
     for message in outcome.contexts:
         ctx.defer_context(message)
     if outcome.concludes:

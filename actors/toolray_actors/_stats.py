@@ -21,7 +21,7 @@ __all__ = (
     "actor_stats",
 )
 
-ActorKind = Literal["registry", "executor", "pool", "worker", "code"]
+ActorKind = Literal["registry", "executor", "pool", "worker", "code", "bucket"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -70,6 +70,8 @@ class WorkerStatus:
     cached_definitions: int
     isolation: str = "shared"
     children: ChildStats = ChildStats()
+    idle_s: float = 0.0
+    """Seconds since the worker last started or finished a call (0 while one runs)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -101,6 +103,14 @@ class PoolStats:
     """Call processes running a call now (or being killed)."""
     child_pids: tuple[int, ...] = ()
     """The pids of the call processes alive now."""
+    size: int = 0
+    """Workers the pool holds now (members and workers still starting)."""
+    min_size: int = 0
+    max_size: int = 0
+    grown: int = 0
+    """Workers an elastic pool added because calls waited."""
+    retired: int = 0
+    """Workers an elastic pool retired because they were idle."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -127,6 +137,7 @@ class RuntimeStats:
     child_deaths: int = 0
     child_replacements: int = 0
     pools: tuple[PoolStats, ...] = ()
+    """One record per pool (its ``name``, current ``size``, ``min_size`` / ``max_size``)."""
 
 
 def _node_id() -> str:

@@ -50,13 +50,15 @@ async def gather(namespace: str) -> Gathered:
     handles = {n: h for n in names if (h := get_named(n, namespace)) is not None}
     pools = [n for n in handles if n.startswith("toolray:pool:")]
     executors = [n for n in handles if n.startswith("toolray:executor:")]
+    buckets = [n for n in handles if n.startswith("toolray:bucket:")]
     asks: list[Any] = []
     for name in pools:
         asks.append(_ask(handles[name].actor_stats.remote(name)))
-        asks.append(_ask(handles[name].stats.remote(name)))
+        asks.append(_ask(handles[name].stats.remote(name.removeprefix("toolray:pool:"))))
     for name in executors:
         asks.append(_ask(handles[name].actor_stats.remote()))
         asks.append(_ask(handles[name].statistics.remote()))
+    asks.extend(_ask(handles[name].actor_stats.remote()) for name in buckets)
     registry = handles.get("toolray:registry")
     if registry is not None:
         asks.append(_ask(registry.actor_stats.remote()))
@@ -74,6 +76,10 @@ async def gather(namespace: str) -> Gathered:
             found.actors.append(own)
         if st is not None:
             found.executors.append((name, st))
+    for _ in buckets:
+        bucket = next(answers)
+        if bucket is not None:
+            found.actors.append(bucket)
     if registry is not None:
         own, info = next(answers), next(answers)
         if own is not None:

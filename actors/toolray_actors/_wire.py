@@ -2,7 +2,7 @@
 
 The driver never decides a call's outcome, and never fails where the core would give a
 result: arguments travel as they are when they are lossless JSON, and otherwise as a
-marker the executor's pipeline rejects exactly as the core rejects the original (the
+marker the executor's pipeline rejects exactly as the core rejects the unencodable value (the
 P-ARGS-4 failure, with hooks and observers running as in-process). A step's admitted set
 travels by value (:class:`~toolray_actors._toolset.RemoteToolSet`), a parent execution as
 its token id, which the executor maps back to a live execution it issued.

@@ -15,6 +15,10 @@ Where a body runs is the pool's isolation:
   that crashes the process takes every call of the worker with it.
 
 Every call's outcome is a :class:`toolray.isolation.CallOutcome`.
+
+For an elastic pool the worker keeps the time of its last call's start or end (``status``
+reports how long it has been idle), and once *drained* it starts no more calls: each is
+answered ``retired`` and its executor sends it to another worker, unstarted.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
+import threading
+import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
@@ -45,6 +51,8 @@ from ._stats import ActorStats, ChildStats, WorkerStatus, actor_stats
 __all__ = ("ToolInterrupted", "ToolWorker", "WorkerStatus", "body_limit")
 
 Request = tuple[str, str, bytes | None, Any, dict[str, Any]]
+
+_RETIRED = CallOutcome(status="retired")
 
 _MANY = 8
 """Calls still running in a message that make its next chunk wait a moment for company."""
@@ -107,6 +115,24 @@ class ToolWorker:
                 nested=_nested,
                 env=env or {},
             )
+        self._lock = threading.Lock()  # the control lane reads these from another thread
+        self._active = 0
+        self._last = time.monotonic()  # the last start or end of a call
+        self._draining = False
+
+    def _enter(self) -> bool:
+        """Count a call in; ``False`` once drained (the call must go elsewhere)."""
+        with self._lock:
+            if self._draining:
+                return False
+            self._active += 1
+            self._last = time.monotonic()
+            return True
+
+    def _leave(self) -> None:
+        with self._lock:
+            self._active -= 1
+            self._last = time.monotonic()
 
     # ------------------------------------------------------------------ default lane
     async def run(self, request: Request) -> CallOutcome:
@@ -116,9 +142,14 @@ class ToolWorker:
         serialized value per call is measurably cheaper for the executor than five).
         """
         token, key, blob, arguments, ident = request
-        if self._procs is not None:
-            return await self._procs.run(token, key, blob, arguments, ident)
-        return await self._host.run(token, key, blob, arguments, ident)
+        if not self._enter():
+            return _RETIRED
+        try:
+            if self._procs is not None:
+                return await self._procs.run(token, key, blob, arguments, ident)
+            return await self._host.run(token, key, blob, arguments, ident)
+        finally:
+            self._leave()
 
     async def run_many(
         self, requests: list[Request]
@@ -157,15 +188,31 @@ class ToolWorker:
     async def _first(self, request: Request) -> CallOutcome:
         """:meth:`run`, resolving the definition before the first await (request order)."""
         token, key, blob, arguments, ident = request
-        if self._procs is not None:
-            return await self._procs.run(token, key, blob, arguments, ident)
+        if not self._enter():
+            return _RETIRED
         try:
-            execute = self._host.resolve(key, blob)
-        except Exception as exc:  # a blob that does not load fails its own call only
-            return CallOutcome(status="error", error=shippable_error(exc))
-        if execute is None:
-            return CallOutcome(status="missing")
-        return await self._host.run_resolved(token, execute, arguments, ident)
+            if self._procs is not None:
+                return await self._procs.run(token, key, blob, arguments, ident)
+            try:
+                execute = self._host.resolve(key, blob)
+            except Exception as exc:  # a blob that does not load fails its own call only
+                return CallOutcome(status="error", error=shippable_error(exc))
+            if execute is None:
+                return CallOutcome(status="missing")
+            return await self._host.run_resolved(token, execute, arguments, ident)
+        finally:
+            self._leave()
+
+    async def prepare(self, key: str, blob: bytes) -> bool:
+        """Hold ``key``'s code before its calls come (``False``: its blob does not load)."""
+        try:
+            if self._procs is not None:
+                await self._procs.prepare(key, blob)
+            else:
+                self._host.resolve(key, blob)
+        except Exception:  # its calls will fail with the cause
+            return False
+        return True
 
     async def warm_up(self) -> int:
         """Start the call processes (``"call"``); the number ready (0 when shared)."""
@@ -199,6 +246,8 @@ class ToolWorker:
         """Counters for the pool and the runtime statistics."""
         host = self._host.stats()
         children = self._procs.stats() if self._procs is not None else None
+        with self._lock:
+            idle = 0.0 if self._active else time.monotonic() - self._last
         return WorkerStatus(
             pid=os.getpid(),
             in_flight=host.in_flight,
@@ -207,7 +256,14 @@ class ToolWorker:
             isolation=self.settings.isolation,
             children=children
             or ChildStats(live=0, idle=0, forks=0, kills=0, deaths=0, retired=0, replacements=0),
+            idle_s=idle,
         )
+
+    async def drain(self) -> int:
+        """Start no more calls (each is answered ``retired``); the calls still running."""
+        with self._lock:
+            self._draining = True
+            return self._active
 
     async def actor_stats(self) -> ActorStats:
         """This worker's identity and footprint."""

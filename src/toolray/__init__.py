@@ -92,7 +92,6 @@ from ._signals import AbortController as AbortController
 from ._signals import AbortSignal as AbortSignal
 from ._signals import TimeoutReason as TimeoutReason
 from .batch._executor import BatchExecutor as BatchExecutor
-from .batch._executor import BatchStatistics as BatchStatistics
 from .batch._types import LogStep as LogStep
 from .batch._types import ToolBatchInput as ToolBatchInput
 from .batch._types import ToolBatchResult as ToolBatchResult
@@ -116,6 +115,8 @@ from .errors import ToolOutputError as ToolOutputError
 from .errors import ToolrayError as ToolrayError
 from .errors import ToolTimeoutError as ToolTimeoutError
 from .errors import ToolWorkerLostError as ToolWorkerLostError
+from .farm._values import RateLimit as RateLimit
+from .farm._values import RetryPolicy as RetryPolicy
 from .policies import TimeoutPolicy as TimeoutPolicy
 from .registry._admission import ResolvedToolSet as ResolvedToolSet
 from .registry._registry import ToolRegistry as ToolRegistry
@@ -147,7 +148,6 @@ __all__ = (
     "ApprovalService",
     "Ask",
     "BatchExecutor",
-    "BatchStatistics",
     "Block",
     "Cancel",
     "Clock",
@@ -243,6 +243,7 @@ _MOVED: dict[str, str] = {
     "plan_stages": "toolray.lowlevel",
     "parse_arguments": "toolray.lowlevel",
     "SystemClock": "toolray.lowlevel",
+    "BatchStatistics": "toolray.lowlevel",
     "assert_object_json_schema": "toolray.schema",
     "assert_supported_json_schema": "toolray.schema",
     "compile_validator": "toolray.schema",

@@ -35,6 +35,7 @@ from ._content import ContentBlock, text_block
 from ._definition import Placement, ToolDefinition, ToolOutput
 from ._execution import ToolRunContext
 from .errors import ToolArgsError
+from .farm._values import RateLimit, RetryPolicy
 from .schema import assert_supported_json_schema, compile_validator
 from .schema._pydantic import output_json_schema, parameters_json_schema
 
@@ -63,6 +64,11 @@ class ToolOptions(TypedDict, total=False):
     project_content: Callable[[Any, Any], list[ContentBlock] | None] | None
     finalize_content: Callable[[Any, Any], list[ContentBlock] | None] | None
     placement: Placement | None
+    rate_limit: RateLimit | None
+    max_result_bytes: int | None
+    max_content_chars: int | None
+    idempotent: bool
+    retry: RetryPolicy | None
 
 
 @overload
@@ -86,7 +92,8 @@ def tool(
         TypeError: ``*args`` / ``**kwargs``, positional-only or unannotated parameters, a
             misplaced run-context parameter, a type pydantic cannot describe, or an
             unknown option.
-        ValueError: ``timeout_ms`` that is not a positive finite number.
+        ValueError: ``timeout_ms`` that is not a positive finite number, or a ``retry``
+            policy on a tool not declared ``idempotent=True``.
 
     Example:
         >>> @tool(timeout_ms=5_000)
@@ -138,6 +145,11 @@ def _build(fn: _Fn, options: ToolOptions) -> ToolDefinition:
         project_content=options.get("project_content"),
         finalize_content=options.get("finalize_content"),
         placement=options.get("placement"),
+        rate_limit=options.get("rate_limit"),
+        max_result_bytes=options.get("max_result_bytes"),
+        max_content_chars=options.get("max_content_chars"),
+        idempotent=options.get("idempotent", False),
+        retry=options.get("retry"),
     )
 
 

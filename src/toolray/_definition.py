@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ._content import ContentBlock
 from .errors import ToolArgsError
+from .farm._bounds import check_bound
+from .farm._values import RateLimit, RetryPolicy
 from .schema import (
     assert_supported_json_schema,
     compile_validator,
@@ -67,6 +69,10 @@ class Placement:
     itself (fastest; a fault fails every call in that worker). ``None`` takes the pool's
     setting: ``"call"`` for CPU pools, ``"shared"`` (one call at a time) for GPU pools.
 
+    ``min_size`` / ``max_size`` (default ``size`` for both: a fixed pool) and ``idle_s``
+    (default 60) make the pool elastic: it adds workers while calls wait for one, up to
+    ``max_size``, and retires workers idle for ``idle_s``, down to ``min_size``.
+
     Example:
         >>> Placement(resources={"gpu_slot": 1}, size=2).spare is None
         True
@@ -80,6 +86,9 @@ class Placement:
     size: int | None = None
     spare: int | None = None
     max_concurrency: int | None = None
+    min_size: int | None = None
+    max_size: int | None = None
+    idle_s: float | None = None
     isolation: Literal["call", "shared"] | None = None
 
     def __post_init__(self) -> None:
@@ -87,13 +96,21 @@ class Placement:
             raise ValueError(
                 f'Placement.isolation must be "call" or "shared", not {self.isolation!r}'
             )
-        for field, least in (("size", 1), ("spare", 0), ("max_concurrency", 1)):
+        fields = (("size", 1), ("spare", 0), ("max_concurrency", 1), ("min_size", 1))
+        for field, least in (*fields, ("max_size", 1)):
             value = getattr(self, field)
             if value is None:
                 continue
             if isinstance(value, bool) or not isinstance(value, int) or value < least:
                 kind = "a positive integer" if least else "a non-negative integer"
                 raise ValueError(f"Placement.{field} must be {kind}, not {value!r}")
+        if self.idle_s is not None and not _is_positive_finite(self.idle_s):
+            raise ValueError(f"Placement.idle_s must be a positive number, not {self.idle_s!r}")
+        low, high = self.min_size, self.max_size
+        if low is not None and high is not None and low > high:
+            raise ValueError(
+                f"Placement.min_size ({self.min_size}) must not exceed max_size ({self.max_size})"
+            )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -112,6 +129,33 @@ class ToolDefinition:
     project_content: ContentProjector | None = None
     finalize_content: ContentProjector | None = None
     placement: Placement | None = None
+    rate_limit: RateLimit | None = None
+    max_result_bytes: int | None = None
+    max_content_chars: int | None = None
+    idempotent: bool = False
+    retry: RetryPolicy | None = None
+
+    def __post_init__(self) -> None:
+        check_farm_controls(self)
+
+
+def check_farm_controls(definition: ToolDefinition) -> None:
+    """The farm controls' register-time checks: types, bounds, retries only if idempotent."""
+    name = definition.name
+    if definition.rate_limit is not None and not isinstance(definition.rate_limit, RateLimit):
+        raise TypeError(f'tool "{name}": rate_limit must be a RateLimit or None')
+    check_bound(f'tool "{name}"', "max_result_bytes", definition.max_result_bytes)
+    check_bound(f'tool "{name}"', "max_content_chars", definition.max_content_chars)
+    retry = definition.retry
+    if retry is None:
+        return
+    if not isinstance(retry, RetryPolicy):
+        raise TypeError(f'tool "{name}": retry must be a RetryPolicy or None')
+    if definition.idempotent is not True:
+        raise ValueError(
+            f'tool "{name}": a retry policy needs idempotent=True (toolray never re-runs a '
+            "tool that did not declare itself safe to run twice)"
+        )
 
 
 def _is_positive_finite(value: object) -> bool:
@@ -134,6 +178,11 @@ def define_tool(
     project_content: ContentProjector | None = None,
     finalize_content: ContentProjector | None = None,
     placement: Placement | None = None,
+    rate_limit: RateLimit | None = None,
+    max_result_bytes: int | None = None,
+    max_content_chars: int | None = None,
+    idempotent: bool = False,
+    retry: RetryPolicy | None = None,
 ) -> ToolDefinition:
     """Build a :class:`ToolDefinition` from DSL specs, validating arguments in the body.
 
@@ -142,6 +191,11 @@ def define_tool(
     (R-DSL-27..31). The wrapped body raises ``ToolArgsError`` on invalid arguments and
     otherwise passes the same argument object to ``execute``; the classifier and presenters
     see only valid arguments.
+
+    The farm controls: ``rate_limit`` (a :class:`~toolray.RateLimit` shared by every caller),
+    ``max_result_bytes`` / ``max_content_chars`` (override the registry's bounds),
+    ``idempotent`` and ``retry`` (a :class:`~toolray.RetryPolicy`; ``ValueError`` unless the
+    tool is idempotent).
 
     Example:
         >>> echo = define_tool(
@@ -158,6 +212,11 @@ def define_tool(
     """
     if timeout_ms is not None and not _is_positive_finite(timeout_ms):
         raise ValueError(f"define_tool({name}): timeout_ms must be a positive finite number")
+    if retry is not None and idempotent is not True:
+        raise ValueError(
+            f"define_tool({name}): a retry policy needs idempotent=True (toolray never "
+            "re-runs a tool that did not declare itself safe to run twice)"
+        )
     compiled_parameters = compile_parameters(parameters, parameter_schema_to_json_schema)
     compiled_output = value_schema_to_json_schema(output.schema)
     check = compile_validator(compiled_parameters, "")
@@ -195,6 +254,11 @@ def define_tool(
         project_content=project_content,
         finalize_content=finalize_content,
         placement=placement,
+        rate_limit=rate_limit,
+        max_result_bytes=max_result_bytes,
+        max_content_chars=max_content_chars,
+        idempotent=idempotent,
+        retry=retry,
     )
 
 

@@ -44,6 +44,10 @@ read a registry's private state:
   outcome (``"ok"`` or its code, :data:`TOOL_ERROR` without one);
 - trace context: :class:`TraceParent` is a span's W3C ``traceparent``, as it travels with a
   call, and :func:`activated` runs a body with it as the current OpenTelemetry span.
+- :class:`BatchStatistics` is what ``BatchExecutor.stats()`` returns.
+
+The farm controls' parts a runtime needs to enforce them across processes (the rate
+limiter seam, the token schedule, the result bound) are the public ``toolray.farm``.
 """
 
 from __future__ import annotations
@@ -60,6 +64,7 @@ from ._normalize import failure_from as failure_from
 from ._trace import TraceParent as TraceParent
 from ._trace import activated as activated
 from ._trace import register_local_spans as register_local_spans
+from .batch._executor import BatchStatistics as BatchStatistics
 from .pipeline._call import Call as Call
 from .pipeline._dispatch import BodyRunner as BodyRunner
 from .pipeline._dispatch import current_runner as current_runner
@@ -96,6 +101,7 @@ __all__ = (
     "OPEN_ENDED",
     "TOOL_ERROR",
     "BatchStart",
+    "BatchStatistics",
     "BodyRunner",
     "Call",
     "CallEnd",

@@ -1,4 +1,4 @@
-"""The cancellation ladder on real worker actors (DESIGN.md §4, API.md §8)."""
+"""The cancellation ladder on real worker actors."""
 
 from __future__ import annotations
 

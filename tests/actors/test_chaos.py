@@ -1,6 +1,7 @@
 """The short chaos campaign (issue 15): random SIGKILLs of call processes, workers,
-executors, pool managers and the registry under load from two drivers; every invariant must
-hold (fixed seed), no collateral damage included."""
+executors, pool managers, the registry and token buckets under load from two drivers, with
+the farm controls in every batch; every invariant must hold (fixed seed), no collateral
+damage included."""
 
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ def test_a_short_chaos_campaign_loses_nothing_and_reruns_nothing(tmp_path: Path)
             "--seed",
             "7",
             "--kinds",
-            "child,worker,executor,pool,registry",
+            "child,worker,executor,pool,registry,bucket",
             "--json",
             out,
         ],
@@ -57,3 +58,8 @@ def test_a_short_chaos_campaign_loses_nothing_and_reruns_nothing(tmp_path: Path)
     assert figures["success_not_exactly_once"] == 0
     assert figures["log_problems"] == 0
     assert figures["agents_recovered"] == figures["agents"] == 4
+    # the farm controls in the same batches: retries on the record, limits held
+    assert figures["retries_unrecorded"] == 0
+    assert figures["retried_not_idempotent"] == 0
+    assert figures["rate_limited_starts"] > 0
+    assert figures["rate_windows_over"] == 0

@@ -118,7 +118,7 @@ def test_chaos_kinds_default_to_all_but_node_unless_there_are_nodes() -> None:
     from toolray_actors.cli._chaos import kinds_of
 
     args = parser().parse_args(["chaos"])
-    assert kinds_of(args) == ["child", "worker", "executor", "pool", "registry"]
+    assert kinds_of(args) == ["child", "worker", "executor", "pool", "registry", "bucket"]
     args = parser().parse_args(["chaos", "--nodes", "2"])
     assert kinds_of(args)[-1] == "node"
     assert kinds_of(parser().parse_args(["chaos", "--kinds", ""])) == []

@@ -1,4 +1,4 @@
-"""Coalesced dispatch on real worker actors (API-v2 §16): one message per worker per tick,
+"""Coalesced dispatch on real worker actors: one message per worker per tick,
 while timeouts, interrupts, kills and ``WORKER_LOST`` stay per call.
 
 The session pool has 2 workers and the least-loaded pick alternates, so calls 0 and 2 of a

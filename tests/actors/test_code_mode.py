@@ -1,4 +1,4 @@
-"""Code Mode on Ray (API-v2 §14): ``run_code`` in a code scope, sub-calls on workers.
+"""Code Mode on Ray: ``run_code`` in a code scope, sub-calls on workers.
 
 A scope presenting ``code`` has a working ``run_code``: the program runs in a child process
 of the scope's executor actor, every binding call goes through that executor's pipeline —
@@ -122,6 +122,35 @@ async def test_run_code_through_execute_and_a_failing_program(rt: Any, scope_key
         "Error: code run failed (exception): ZeroDivisionError: division by zero\n"
         "Captured output:\nso far"
     )
+
+
+async def test_a_program_on_ray_is_confined_like_a_local_one(rt: Any, scope_key: str) -> None:
+    scope = _code_scope(rt, scope_key)
+    rt.owned.append(scope.register(text_echo_tool("cm_conf")))
+    with tempfile.NamedTemporaryFile("w", prefix="toolray-cm-secret-") as secret:
+        secret.write("the executor's file")
+        secret.flush()
+        program = (
+            "import random\nos = random._os\n"
+            "def read():\n"
+            "    try:\n"
+            f"        return os.read(os.open({secret.name!r}, os.O_RDONLY), 100).decode()\n"
+            "    except OSError as err:\n"
+            "        return type(err).__name__\n"
+            "[os.getpid(), os.getuid(), read()]"
+        )
+        result = await rt.registry.execute(
+            ToolExecutionInput(
+                "c1",
+                "run_code",
+                {"code": program, "description": "confined?"},
+                AbortController().signal,
+                scope=scope_key,
+            )
+        )
+    pid, uid, read = result.value["result"]
+    assert (pid, uid) == (1, 65534)  # pid 1 of its own namespace, uid 65534 inside its own
+    assert read in ("FileNotFoundError", "PermissionError")
 
 
 async def test_an_outer_abort_reaches_the_sub_call_on_its_worker(rt: Any, scope_key: str) -> None:

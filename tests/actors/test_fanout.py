@@ -1,4 +1,4 @@
-"""The registry's fan-out never gives up (DESIGN.md §2; issue 12).
+"""The registry's fan-out never gives up (issue 12).
 
 "A write returns only after every executor has seen it": ``Fanout.wait`` waits for a slow
 executor however long it takes (logging at debug level every slow round), and the slow

@@ -1,4 +1,4 @@
-"""The farm runtime on the session cluster (API-v2 §12): executor crashes (real SIGKILLs),
+"""The farm runtime on the session cluster: executor crashes (real SIGKILLs),
 driver-side cancellation, blocking calls inside a running loop, recreation after a reap."""
 
 from __future__ import annotations
@@ -139,7 +139,7 @@ async def test_execute_batch_sync_works_inside_a_running_event_loop(
 async def test_mapping_arguments_run_and_bad_ones_fail_only_their_call_on_ray(
     rt: Any, scope_key: str
 ) -> None:
-    """P-ARGS-4 and API-v2 §12: a Mapping is parsed arguments; anything else is that call's
+    """P-ARGS-4 on Ray: a Mapping is parsed arguments; anything else is that call's
     INVALID_ARGS; non-JSON values in a Mapping fail the lossless check; the batch goes on."""
     rt.owned.append(rt.registry.register(text_echo_tool("farm_args")))
     calls = [

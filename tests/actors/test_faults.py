@@ -1,4 +1,4 @@
-"""Faults of DESIGN.md §5 with real actors: crashes, raising bodies, dead executors, restarts."""
+"""Faults with real actors: crashes, raising bodies, dead executors, restarts."""
 
 from __future__ import annotations
 

@@ -10,6 +10,7 @@ must not change. Then the extremes: 1 MB strings, 10,000-call batches.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from typing import Any
 
@@ -57,11 +58,16 @@ def _wire(out: Any) -> list[tuple[str, Any]]:
     return [(r.call_id, r.result.to_wire()) for r in out.results]
 
 
+def _echo() -> Any:
+    """The echo tool, bounded at 4 MiB: a 1 MiB string echoed back is over the default."""
+    return dataclasses.replace(raw_echo_tool("hostile_echo"), max_result_bytes=4 << 20)
+
+
 @pytest.fixture
 def hostile(rt: Any, scope_key: str) -> Any:
-    rt.owned.append(rt.registry.register(raw_echo_tool("hostile_echo")))
+    rt.owned.append(rt.registry.register(_echo()))
     local = ToolRegistry()
-    local.register(raw_echo_tool("hostile_echo"))
+    local.register(_echo())
     return rt.executor(scope_key), local, scope_key
 
 

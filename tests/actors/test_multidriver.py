@@ -1,4 +1,4 @@
-"""Many drivers, one namespace (API-v2 §12): leases, shutdown, death, teardown, recovery.
+"""Many drivers, one namespace: leases, shutdown, death, teardown, recovery.
 
 A head started by ``ray.cluster_utils.Cluster`` in a host subprocess (its own ports, shut
 down by the test) and driver subprocesses attaching to it, each driven line by line; every

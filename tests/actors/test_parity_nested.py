@@ -2,7 +2,7 @@
 
 - A worker names its calling execution by token id; the executor actor accepts only a
   live execution it issued: a forged id and a settled (stale) one are rejected with
-  ``ValueError`` (API-v2 §13, BEHAVIOUR-pipeline notes §2).
+  ``ValueError``.
 - ``execute(parent=token)`` from a driver: the executor never trusts a token it did not
   issue (a parent would bypass the Code Mode collapse, R-COND-09).
 - ``on_change``: a change committed by another driver reaches this driver's listener; a

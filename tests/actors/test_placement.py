@@ -1,4 +1,4 @@
-"""Placement on a simulated 2-node cluster, in a subprocess with its own Ray (API-v2 §13).
+"""Placement on a simulated 2-node cluster, in a subprocess with its own Ray.
 
 One scenario (``_placement_scenario.py``) checks: a ``Placement(resources={"special": 1})``
 tool runs on the node that offers ``special``; a tool whose resources no node has times out

@@ -1,4 +1,4 @@
-"""Pool membership without Ray: calls wait for started workers, abortably (API-v2 §13).
+"""Pool membership without Ray: calls wait for started workers, abortably.
 
 A pool whose workers cannot be scheduled yet (resources absent) has no members; its calls
 wait in the executor (``PoolClient.pick``) — an abort (a deadline) ends the wait at once

@@ -1,4 +1,4 @@
-"""Sharded executors on the session cluster (API-v2 §16): many scopes per executor actor,
+"""Sharded executors on the session cluster: many scopes per executor actor,
 per-scope semantics unchanged.
 
 ``sharded_runtime`` is a second namespace of the session cluster with ``[executors] mode =

@@ -13,14 +13,26 @@ from toolray.errors import CodeRunFailedError
 
 
 def child_pids() -> set[int]:
-    """Pids of this process's code-runtime children (zombies included: they still exist)."""
+    """Pids of this process's code-runtime children (zombies included: they still exist).
+
+    Only processes below this process's own Code Mode templates count: a session's Ray
+    cluster is a descendant too, and its workers come and go (a worker dying is a zombie
+    whose command line is gone) whatever a test does.
+    """
     found = set()
-    for proc in psutil.Process().children(recursive=True):
+    for template in psutil.Process().children():
         try:
-            if any(part.endswith("_child.py") for part in proc.cmdline()):
-                found.add(proc.pid)
+            if not any(part.endswith("_zygote.py") for part in template.cmdline()):
+                continue
+            below = template.children(recursive=True)
         except (psutil.NoSuchProcess, psutil.ZombieProcess):
-            found.add(proc.pid)
+            continue  # a template that is gone has no children left to count
+        for proc in below:
+            try:
+                if any(part.endswith("_child.py") for part in proc.cmdline()):
+                    found.add(proc.pid)
+            except (psutil.NoSuchProcess, psutil.ZombieProcess):
+                found.add(proc.pid)
     return found
 
 

@@ -8,6 +8,7 @@ from toolray import ToolRegistry
 
 EXPECTED = {
     "OPEN_ENDED",
+    "BatchStatistics",
     "BodyRunner",
     "Call",
     "Entry",

@@ -266,3 +266,19 @@ def test_a_template_is_not_forked_from_the_caller() -> None:
         assert "_zygote.py" in " ".join(psutil.Process(template.pid).cmdline())
     finally:
         template.stop()
+
+
+def test_an_importable_entry_with_toolray_preloaded(make_template) -> None:
+    # The per-call way: a module entry, the core and cloudpickle loaded once in the template.
+    root = str(ENTRIES.parents[2])
+    spec = TemplateSpec(
+        entry="tests.procs.entries:report", sys_path=(root,), preload=("toolray", "cloudpickle")
+    )
+    template = Template(spec)
+    try:
+        child = template.fork({"n": 1}, timeout=WAIT_S)
+        assert read_frame(child.channel)["args"] == {"n": 1}
+        child.close()
+        child.wait_exit_blocking(WAIT_S)
+    finally:
+        template.stop()

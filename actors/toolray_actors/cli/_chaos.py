@@ -6,18 +6,19 @@ run ``--agents`` agents submitting ``--calls``-call batches of a ledger tool (ev
 appends its call id to a SQLite ledger in WAL mode on entry). For ``--seconds`` a fault
 injector SIGKILLs a random process of the namespace every ``--every`` seconds — a call's
 process (``child``: with ``--isolation call``, the default, each call runs alone in one),
-tool workers, executors, pool managers, the registry — and, with ``--nodes``, removes a
-worker node (and adds a fresh one). Each kill remembers the pids it took (the victim, what
-ran below it and, for a pool manager, the worker actors it owns: Ray ends them with it).
-Then the faults stop and every agent submits batches until one
-fully succeeds.
+tool workers, executors, pool managers, the registry, token-bucket actors — and, with
+``--nodes``, removes a worker node (and adds a fresh one). Each kill remembers the pids it
+took (the victim, what ran below it and, for a pool manager, the worker actors it owns: Ray
+ends them with it). Then the faults stop and every agent submits batches until one fully
+succeeds.
 
-Checked at the end, printed as a table: every batch returned one result per call in model
-order (none raised); no call id ran twice; every success ran exactly once; every failure
-carries a fault code; no collateral damage (a call that failed ``WORKER_LOST`` after its
-body started ran in a process the campaign killed: a fault fails only the calls of the
-process that died); every agent recovered; every JSONL log parses and holds a
-``tool/call`` and a ``tool/result`` for every call of every returned batch (``_chaos_check``).
+Every batch mixes the farm controls: a plain ledger tool, an idempotent one with a retry
+policy, a rate-limited one (its bucket actor is a fault kind of its own) and one on an
+elastic pool (its manager is killed while it grows and shrinks). The invariants, checked at
+the end and printed as a table, are ``_chaos_check``'s: one result per call in model order,
+no call lost, no re-run or retry of a tool that is not idempotent, every retry on the log,
+no collateral damage (a fault fails only the calls of the process that died), rate windows
+within the limit plus one burst, every agent recovered, every log whole.
 
 Usage: ``toolray chaos --seconds 300 --nodes 2`` (the campaign), ``toolray chaos
 --seconds 600 --kinds ""`` (the soak: no faults; RSS, open files and threads of every actor
@@ -46,7 +47,7 @@ from typing import Any
 from ._chaos_check import check
 
 DRIVER = "toolray_actors.cli._chaos_driver"
-KINDS = ("child", "worker", "executor", "pool", "registry", "node")
+KINDS = ("child", "worker", "executor", "pool", "registry", "bucket", "node")
 
 
 class Proc:
@@ -380,6 +381,9 @@ def run(args: argparse.Namespace) -> int:
         and out["success_not_exactly_once"] == 0
         and out["log_problems"] == 0
         and out["agents_recovered"] == out["agents"]
+        and out["retries_unrecorded"] == 0
+        and out["retried_not_idempotent"] == 0
+        and out["rate_windows_over"] == 0
         and out.get("soak_max_rss_growth_mb", 0) <= 20
         and (out["faults_total"] > 0 or not args.kind_list)  # a campaign that injected nothing
     )

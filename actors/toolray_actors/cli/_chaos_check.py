@@ -1,9 +1,17 @@
-"""The chaos campaign's invariants, checked from the drivers' records, the ledger and the logs.
+"""The chaos campaign's invariants, checked over its records, ledger and event logs (pure).
 
-Every batch returned one result per call in model order (none raised); no call id ran
-twice; every success ran exactly once; every failure carries a fault code; every JSONL log
-holds a ``tool/call`` and a ``tool/result`` for every call of every returned batch; and no
-collateral damage — a call whose process survived never failed ``WORKER_LOST``.
+A call id ends with the kind of its tool (``_chaos_driver.TOOLS``): ``R`` idempotent with
+a retry policy, ``L`` rate-limited, ``E`` on an elastic pool, nothing for the plain tool.
+
+Every batch returned one result per call in model order (none raised); no call of a tool
+that is not idempotent ran twice, and no such call was retried; every run of an idempotent
+call beyond its first has its ``tool/retry`` on the log; every success ran (exactly once,
+unless retried); every failure carries a fault code; the rate-limited tool's starts stayed
+within its limit plus one burst over every window; every agent recovered; every JSONL log
+parses and holds a ``tool/call`` and a ``tool/result`` for every call of every returned
+batch. No collateral damage: a call that failed ``WORKER_LOST`` after its body started (its
+pid is in the ledger) must have run in a process the campaign killed — a fault fails only
+the calls of the process that died.
 """
 
 from __future__ import annotations
@@ -14,74 +22,106 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-__all__ = ("FAULT_CODES", "check")
+from toolray import RateLimit
+
+__all__ = ("FAULT_CODES", "RATE", "check", "rate_windows_over")
+
+RATE = RateLimit(20, burst=2)
+"""The rate-limited ledger tool's limit (the campaign checks it over its start times)."""
 
 FAULT_CODES = {"WORKER_LOST", "EXECUTOR_LOST", "ABORTED", "TOOL_TIMEOUT"}
 
 
-def check(
-    records: list[dict[str, Any]], ledger: str, logs: Path, killed: set[int] | None = None
-) -> dict[str, Any]:
-    """The invariants over every returned batch, the ledger and the logs.
+def rate_windows_over(starts: list[float], per_second: float, burst: int) -> int:
+    """Windows (from each start, at least 1 s long) holding more starts than the limit allows.
 
-    ``killed`` holds every pid the campaign killed (with what ran below it then): a call
-    that failed ``WORKER_LOST`` after its body started (its pid is in the ledger) must have
-    run in one of them — a fault fails only the calls of the process that died.
+    The bound is ``per_second × T`` (10 % slack for dispatch jitter) plus *two* bursts: the
+    bucket's own, and one more for a bucket actor killed and restarted meanwhile.
     """
-    db = sqlite3.connect(ledger)
-    rows = list(db.execute("SELECT call_id, pid FROM runs"))
-    db.close()
-    runs = Counter(cid for cid, _ in rows)
-    ran_in: dict[str, int] = dict(rows)
-    raised = [r for r in records if "raised" in r]
-    returned = [r for r in records if "codes" in r]
-    misordered = [r for r in returned if r["result_ids"] != r["ids"]]
-    codes = Counter(c for r in returned for c in r["codes"])
-    successes = [
-        cid for r in returned for cid, c in zip(r["ids"], r["codes"], strict=False) if c is None
-    ]
-    failures = [
-        (cid, c) for r in returned for cid, c in zip(r["ids"], r["codes"], strict=False) if c
-    ]
-    lost = len(raised) + len(misordered) + sum(1 for _, c in failures if c not in FAULT_CODES)
-    rerun = sum(1 for n in runs.values() if n > 1)
-    collateral = [
-        cid
-        for cid, code in failures
-        if code == "WORKER_LOST" and cid in ran_in and ran_in[cid] not in (killed or set())
-    ]
-    success_not_once = sum(1 for cid in successes if runs.get(cid) != 1)
-    log_problems = 0
+    ordered = sorted(starts)
+    over = 0
+    for i, first in enumerate(ordered):
+        for j in range(i, len(ordered)):
+            span = max(1.0, ordered[j] - first)
+            if j - i + 1 > per_second * span * 1.1 + 2 * burst + 1e-6:
+                over += 1
+                break
+    return over
+
+
+def _logs(logs: Path, returned: list[dict[str, Any]]) -> tuple[int, Counter[str]]:
+    """Log problems (unparsable lines, missing pairs) and the ``tool/retry`` count per call."""
+    problems = 0
+    retries: Counter[str] = Counter()
     for path in logs.glob("*.jsonl"):
         seen: Counter[tuple[str, str]] = Counter()
         for line in path.read_text().splitlines():
             try:
                 rec = json.loads(line)
             except ValueError:
-                log_problems += 1
+                problems += 1
                 continue
             seen[(rec["type"], rec["callId"])] += 1
+            if rec["type"] == "tool/retry":
+                retries[rec["callId"]] += 1
         for r in (r for r in returned if path.stem == r["agent"]):
             for cid in r["ids"]:
                 if seen[("tool/call", cid)] != 1 or seen[("tool/result", cid)] != 1:
-                    log_problems += 1
+                    problems += 1
+    return problems, retries
+
+
+def check(
+    records: list[dict[str, Any]], ledger: str, logs: Path, killed: set[int] | None = None
+) -> dict[str, Any]:
+    """Every invariant of the campaign as a figure (0 where it held).
+
+    ``killed`` holds every pid the campaign killed (with what ran below it then).
+    """
+    db = sqlite3.connect(ledger)
+    rows = list(db.execute("SELECT call_id, pid, at FROM runs ORDER BY rowid"))
+    db.close()
+    runs = Counter(cid for cid, _, _ in rows)
+    ran_in = {cid: pid for cid, pid, _ in rows}  # the last attempt's process
+    raised = [r for r in records if "raised" in r]
+    returned = [r for r in records if "codes" in r]
+    misordered = [r for r in returned if r["result_ids"] != r["ids"]]
+    codes = Counter(c for r in returned for c in r["codes"])
+    pairs = [(cid, c) for r in returned for cid, c in zip(r["ids"], r["codes"], strict=False)]
+    successes = [cid for cid, c in pairs if c is None]
+    failures = [(cid, c) for cid, c in pairs if c]
+    log_problems, retries = _logs(logs, returned)
+    allowed = {cid: 1 + (retries[cid] if cid.endswith("R") else 0) for cid in runs}
     agents = {r["agent"] for r in records}
     recovered = {
         r["agent"]: r["since_stop"]
         for r in records
         if r["phase"] == "recovery" and "codes" in r and not any(r["codes"])
     }
+    limited = [at for cid, _, at in rows if cid.endswith("L")]
+    collateral = [
+        cid
+        for cid, code in failures
+        if code == "WORKER_LOST" and cid in ran_in and ran_in[cid] not in (killed or set())
+    ]
     return {
         "batches": len(records),
         "raised": len(raised),
         "misordered": len(misordered),
-        "calls": sum(len(r["ids"]) for r in returned),
+        "calls": len(pairs),
         "successes": len(successes),
         "failures_by_code": dict(codes - Counter({None: codes[None]})),
-        "lost": lost,
-        "re_run": rerun,
+        "lost": len(raised) + len(misordered) + sum(1 for _, c in failures if c not in FAULT_CODES),
+        "re_run": sum(1 for cid, n in runs.items() if n > 1 and not cid.endswith("R")),
         "collateral": len(collateral),
-        "success_not_exactly_once": success_not_once,
+        "success_not_exactly_once": sum(
+            1 for cid in successes if not 1 <= runs.get(cid, 0) <= allowed.get(cid, 1)
+        ),
+        "retries": sum(retries.values()),
+        "retries_unrecorded": sum(1 for cid, n in runs.items() if n > allowed[cid]),
+        "retried_not_idempotent": sum(1 for cid in retries if not cid.endswith("R")),
+        "rate_limited_starts": len(limited),
+        "rate_windows_over": rate_windows_over(limited, RATE.per_second, RATE.burst),
         "log_problems": log_problems,
         "agents": len(agents),
         "agents_recovered": len(recovered),

@@ -29,6 +29,8 @@ from toolray import (
     AbortController,
     JsonlEventLog,
     LogStep,
+    Placement,
+    RetryPolicy,
     ToolBatchInput,
     ToolCall,
     ToolOutput,
@@ -36,9 +38,14 @@ from toolray import (
     text_block,
 )
 from toolray_actors import RayRuntime, RuntimeConfig
+from toolray_actors.cli._chaos_check import RATE
+
+TOOLS = {"": "ledger", "R": "ledger_retry", "L": "ledger_limited", "E": "ledger_elastic"}
+"""The campaign's tools by call-id suffix: plain, idempotent with retries, rate-limited,
+and on an elastic pool (which grows and shrinks under the campaign's bursts)."""
 
 
-def ledger_tool(path: str) -> Any:
+def ledger_tool(path: str, name: str = "ledger", **controls: Any) -> Any:
     """Appends its call id to the SQLite ledger on entry, then works for a few ms."""
 
     def body(args: Any, ctx: Any) -> Any:
@@ -54,13 +61,32 @@ def ledger_tool(path: str) -> Any:
         return {"n": args.get("n", 0)}
 
     return define_tool(
-        name="ledger",
+        name=name,
         description="Record the call and work a little",
         parameters={"n": {"type": "integer"}, "ms": {"type": "number"}},
         output=ToolOutput(schema={"type": "json"}, render=lambda a, v: [text_block(str(v))]),
         execute=body,
         is_concurrency_safe=lambda args: True,
+        **controls,
     )
+
+
+def farm_tools(path: str, toolslot: bool) -> list[Any]:
+    """The ledger tool and its farm-controlled twins (one per suffix of ``TOOLS``)."""
+    elastic = Placement(
+        min_size=1,
+        max_size=3,
+        idle_s=1.0,
+        max_concurrency=2,
+        spare=0,
+        resources={"toolslot": 1} if toolslot else None,
+    )
+    return [
+        ledger_tool(path),
+        ledger_tool(path, TOOLS["R"], idempotent=True, retry=RetryPolicy(backoff_ms=20)),
+        ledger_tool(path, TOOLS["L"], rate_limit=RATE),
+        ledger_tool(path, TOOLS["E"], placement=elastic),
+    ]
 
 
 class Agent:
@@ -75,10 +101,13 @@ class Agent:
     def _calls(self) -> list[ToolCall]:
         k = self.args.calls
         prefix = f"{self.name}-b{self.batches}"
-        return [
-            ToolCall(f"{prefix}-c{i}", "ledger", {"n": i, "ms": self.rng.choice((1, 5, 20))})
-            for i in range(k)
-        ]
+        kinds = list(TOOLS)
+        calls = []
+        for i in range(k):
+            kind = kinds[i % len(kinds)]
+            args = {"n": i, "ms": self.rng.choice((1, 5, 20))}
+            calls.append(ToolCall(f"{prefix}-c{i}{kind}", TOOLS[kind], args))
+        return calls
 
     async def one(self, phase: str) -> dict[str, Any]:
         calls = self._calls()
@@ -134,7 +163,8 @@ async def run(args: argparse.Namespace, stop: threading.Event) -> list[dict[str,
         }
     )
     rt = RayRuntime.start(config, address=args.address)
-    rt.registry.register(ledger_tool(args.ledger))
+    for definition in farm_tools(args.ledger, args.toolslot):
+        rt.registry.register(definition)
     agents = [Agent(args.driver, i, args, rt) for i in range(args.agents)]
     records: list[dict[str, Any]] = []
     print("READY", flush=True)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from toolray import AbortController, LogStep, MemoryEventLog, ToolBatchInput, ToolCall
+from toolray.code import PythonRuntime
 
 from ._timeline import render_results, render_timeline
 
@@ -64,6 +65,9 @@ async def code_scene(session: Any, say: Callable[..., None]) -> None:
             subsequent_indent="    ",
         )
     )
+    local = PythonRuntime(confinement=rt.config.code.confinement, warm=0)  # this machine's layers
+    say(f"  {local.confinement().describe()}")
+    local.close()
     say("", "  tools:sdk (the stubs):", *(f"    {line}" for line in stubs))
     say("", *render_timeline(list(handle.last_trace)), "", "  results:")
     say(*render_results(result.results))

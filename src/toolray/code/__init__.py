@@ -20,19 +20,21 @@ Failure kinds (``CodeRunFailedError.kind``): ``syntax``, ``exception`` (uncaught
 exceeds a frame), ``memory``, ``timeout`` (``cpu_s`` used up), ``worker-exit`` (the process
 died), ``protocol`` (the process broke the protocol).
 
-The protocol between host and child (``_child.py``, run by path as ``python -I -S -B``):
-each frame is a 4-byte big-endian length and that many bytes of UTF-8 JSON holding one
-object with an ``op`` (at most 16 MiB; NaN and infinities are rejected). The child keeps its
-protocol pipes on private descriptors and points fd 1 at stderr, so stray writes never
-reach the frame stream. Host → child, on the child's stdin::
+Each program runs in a child forked from the runtime's template process
+(:mod:`toolray.procs`), confined by the kernel before it is marked warm — namespaces, a
+read-only root, Landlock, a seccomp allow-list, resource limits; ``confinement()`` says
+which layers are active (see the "Code Mode security" page). The protocol between host and
+child (``_child.py``, loaded by path into the template, standard library only): each frame
+is a 4-byte big-endian length and that many bytes of UTF-8 JSON holding one object with an
+``op`` (at most 16 MiB; NaN and infinities are rejected), on the child's socket (fd 3; fd 1
+points at stderr, so stray writes never reach the frame stream). Host → child::
 
-    {"op": "run", "program", "bindings": [[name, parameter names | null]], "allowed",
-     "memory_bytes", "cpu_s"}
+    {"op": "run", "program", "bindings": [[name, parameter names | null]]}
     {"op": "reply", "id", "ok": true, "value"}  |  {"op": "reply", "id", "ok": false, "error"}
 
-Child → host, on its stdout::
+Child → host::
 
-    {"op": "ready"}                        booted (imports done); it then waits for "run"
+    {"op": "ready", "confinement"}         confined and waiting (the layers it entered)
     {"op": "started"}                      the program starts: the deadline starts here
     {"op": "log", "text"}                  one print()
     {"op": "call", "id", "name", "args"}   one binding call; ids are unique, many may be
@@ -46,11 +48,15 @@ JSON (C-CODE-11): the child rejects a non-JSON argument before sending anything 
 not dispatched), and the host checks both directions again. When the run settles the
 process group is killed, the process reaped and its directory removed; bindings still in
 flight then are not awaited and their results are discarded (the caller owns their
-lifecycle, C-CODE-12). Nothing runs after settlement, so no binding is called late.
+lifecycle, C-CODE-12). Nothing runs after settlement, so no binding is called late. The
+host is bounded against its child: at most ``max_outstanding_calls`` calls in flight (it
+stops reading until one settles), at most ``max_run_bytes`` read per run (past it: kind
+``protocol``), at most 200 characters of child-supplied text in any of its messages.
 """
 
 from __future__ import annotations
 
+from ._confinement import Confinement as Confinement
 from ._runtime import CodeRuntimeStatistics as CodeRuntimeStatistics
 from ._runtime import PythonRuntime as PythonRuntime
 from ._types import DEFAULT_ALLOWED_IMPORTS as DEFAULT_ALLOWED_IMPORTS
@@ -69,6 +75,7 @@ __all__ = (
     "CodeRunOutcome",
     "CodeRuntime",
     "CodeRuntimeStatistics",
+    "Confinement",
     "PythonRuntime",
     "code_run_failed",
 )

@@ -1,8 +1,10 @@
-"""The child side of ``toolray.code.PythonRuntime``: one program in one fresh process.
+"""The child side of ``toolray.code.PythonRuntime``: one program in one confined process.
 
-Run as a script (``python -I -S -B _child.py <preload json>``), standard library only: it
-never imports toolray, so the program cannot reach the host's objects. The frame protocol
-is described in ``toolray.code``; the sandbox pieces live in ``_child_guard.py`` beside it.
+Loaded by path into the Code Mode template (``toolray.procs``), standard library only: it
+never imports toolray, so the program cannot reach the host's objects. The template calls
+:func:`prepare` once; each child it forks runs :func:`serve`, which builds the sandbox
+(``_child_boot.py`` and its siblings), reports ``ready`` and serves one run. The frame
+protocol is described in ``toolray.code``.
 """
 
 from __future__ import annotations
@@ -10,11 +12,11 @@ from __future__ import annotations
 import ast
 import asyncio
 import builtins
-import gc
 import io
 import json
 import keyword
 import os
+import select
 import struct
 import sys
 import traceback
@@ -23,9 +25,11 @@ from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from toolray.code import _child_boot as boot
     from toolray.code import _child_guard as guard
-else:  # run as a script under -I: the sibling file is not on sys.path by itself
+else:  # loaded by path: the sibling files are not on sys.path by themselves
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import _child_boot as boot
     import _child_guard as guard
 
     del sys.path[0]
@@ -47,19 +51,19 @@ class ToolCallError(Exception):
         self.tool_name = tool_name
 
 
-class Wire:
-    """Length-prefixed JSON frames over two pipe descriptors."""
+ToolCallError.__module__ = "__main__"  # the program's own module: tracebacks say ToolCallError
 
-    def __init__(self) -> None:
-        # Keep the protocol pipes on private descriptors; fd 1 then points at stderr and
-        # fd 0 at /dev/null, so stray writes from the program cannot corrupt a frame.
-        self.in_fd = os.dup(0)
-        self.out_fd = os.dup(1)
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
-        os.close(null)
+
+class Wire:
+    """Length-prefixed JSON frames over the child's socket to the host."""
+
+    def __init__(self, channel: int) -> None:
+        # The protocol socket stays on its own descriptor; fd 1 points at stderr and fd 0
+        # at /dev/null, so stray writes from the program cannot corrupt a frame.
+        self.in_fd = self.out_fd = channel
         os.dup2(2, 1)
         self._buffer = bytearray()
+        self._early: list[dict[str, Any]] = []  # frames read with the one asked for
 
     def send(self, message: dict[str, Any], payload: bytes | None = None) -> None:
         if payload is None:
@@ -67,13 +71,16 @@ class Wire:
         data = HEADER.pack(len(payload)) + payload
         try:
             while data:
-                data = data[os.write(self.out_fd, data) :]
+                try:
+                    data = data[os.write(self.out_fd, data) :]
+                except BlockingIOError:  # the socket is non-blocking while the loop runs
+                    select.select([], [self.out_fd], [])
         except OSError:
             os._exit(guard.EXIT_HOST_GONE)
 
     def feed(self, data: bytes) -> list[dict[str, Any]]:
         self._buffer += data
-        frames: list[dict[str, Any]] = []
+        frames, self._early = self._early, []
         while len(self._buffer) >= HEADER.size:
             (size,) = HEADER.unpack_from(self._buffer)
             if len(self._buffer) < HEADER.size + size:
@@ -83,13 +90,19 @@ class Wire:
             frames.append(json.loads(payload))
         return frames
 
-    def read_blocking(self) -> dict[str, Any]:
+    def read_blocking(self, idle_s: float) -> dict[str, Any]:
+        if self._early:
+            return self._early.pop(0)
         while True:
+            readable, _, _ = select.select([self.in_fd], [], [], idle_s)
+            if not readable:
+                os._exit(guard.EXIT_EXPIRED)  # a warm child lives at most its time to live
             data = os.read(self.in_fd, 65536)
             if not data:
                 os._exit(guard.EXIT_HOST_GONE)
             frames = self.feed(data)
             if frames:
+                self._early = frames[1:]  # never dropped, whatever came with it
                 return frames[0]
 
 
@@ -129,7 +142,7 @@ class Program:
         self.wire = wire
         self.loop = loop
         self.source: str = run["program"]
-        self.allowed = frozenset(run["allowed"])
+        self.allowed = frozenset(boot.CONFIG["allowed"])
         self.pending: dict[int, asyncio.Future[Any]] = {}
         self.next_id = 1
         self.log_budget = LOG_BUDGET
@@ -316,19 +329,35 @@ def completion(value: Any) -> dict[str, Any]:
     return frame
 
 
-def main() -> None:
-    wire = Wire()
-    guard.die_with_parent()
-    guard.preload(json.loads(sys.argv[1]))
+def minimal_env(workdir: str) -> dict[str, str]:
+    """The program's whole environment: nothing inherited from the host, so no secrets."""
+    path = "/usr/local/bin:/usr/bin:/bin"
+    return {
+        "PATH": path,
+        "HOME": workdir,
+        "TMPDIR": workdir,
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+    }
+
+
+def prepare(config: dict[str, Any]) -> None:
+    """The template's init hook (see ``_child_boot.prepare``)."""
+    boot.prepare(config)
+
+
+def serve(ctx: Any) -> int:
+    """One child: confine, report ready, run one program, exit."""
+    workdir: str = ctx.args["workdir"]
+    ctx.set_title([sys.executable, "-I", "-S", "-B", "-X", "utf8", __file__], minimal_env(workdir))
+    wire = Wire(ctx.channel)
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
-    gc.collect()
-    wire.send({"op": "ready"})
-    run = wire.read_blocking()
+    report = boot.confine(workdir, ctx.pid_namespace_error)
+    wire.send({"op": "ready", "confinement": report})
+    run = wire.read_blocking(boot.CONFIG["warm_ttl_s"])
     if run.get("op") != "run":
         os._exit(guard.EXIT_HOST_GONE)
-    guard.preload(run["allowed"])
-    guard.confine(memory_bytes=run["memory_bytes"], cpu_s=run["cpu_s"])
     try:
         program = Program(wire, run, loop)
         outcome = program.execute()
@@ -337,7 +366,3 @@ def main() -> None:
         guard.release_reserve()
         wire.send(failed("memory", guard.memory_message()))
     os._exit(0)
-
-
-if __name__ == "__main__":
-    main()

@@ -1,31 +1,27 @@
-"""The child's confinement: resource limits, a syscall filter, the import guard, JSON checks.
+"""The child's containment in Python: resource limits, the import guard, JSON checks.
 
 Loaded by ``_child.py`` from the same directory, standard library only. None of this is a
-security boundary on its own (Python code can always reach ``os`` through object
-introspection); it is containment in depth: the process is fresh, killed with its whole
-group when the run settles, has no secrets in its environment, and the kernel enforces the
-limits and the syscall filter below whatever the program reaches.
+boundary on its own (Python code can always reach ``os`` through object introspection):
+the boundary is the kernel's — namespaces, Landlock and the syscall filter, beside this
+file — and these are the limits and the first line a well-behaved program meets.
 """
 
 from __future__ import annotations
 
 import builtins
 import contextlib
-import ctypes
-import errno
 import importlib
 import math
 import os
-import platform
 import resource
 import signal
-import struct
 from collections.abc import Callable
 from typing import Any
 
 EXIT_HOST_GONE = 85
 EXIT_MEMORY = 86
-MAX_FILE_BYTES = 64 * 1024 * 1024
+EXIT_CPU = 87
+EXIT_EXPIRED = 88
 MAX_OPEN_FILES = 32
 REMOVED_BUILTINS = ("open", "input", "breakpoint", "help", "exit", "quit")
 
@@ -36,17 +32,6 @@ _real_import = builtins.__import__
 
 class ModuleNotAllowedError(ImportError):
     """An import outside the runtime's ``allowed_imports``."""
-
-
-def die_with_parent() -> None:
-    """Ask the kernel to SIGKILL this process when the host that started it dies."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-    if os.getppid() == 1:
-        os._exit(EXIT_HOST_GONE)
 
 
 def preload(modules: list[str]) -> None:
@@ -68,22 +53,29 @@ def memory_message() -> str:
     return f"MemoryError: the program ran out of memory{limit}"
 
 
-def confine(*, memory_bytes: int | None, cpu_s: float | None) -> None:
-    """Apply the resource limits and the syscall filter to this process."""
+def confine(*, memory_bytes: int | None, cpu_s: float | None, file_bytes: int) -> None:
+    """Apply the resource limits to this process and forbid subprocesses in asyncio."""
     global _memory_bytes
     _memory_bytes = memory_bytes
     _limit(resource.RLIMIT_CORE, 0)
     _limit(resource.RLIMIT_NOFILE, MAX_OPEN_FILES)
     _limit(resource.RLIMIT_NPROC, 0)
-    _limit(resource.RLIMIT_FSIZE, MAX_FILE_BYTES)
+    _limit(resource.RLIMIT_FSIZE, file_bytes)
+    _limit(resource.RLIMIT_MEMLOCK, 0)
+    _limit(resource.RLIMIT_MSGQUEUE, 0)
     if cpu_s is not None:
         usage = resource.getrusage(resource.RUSAGE_SELF)
         soft = math.ceil(usage.ru_utime + usage.ru_stime + cpu_s)
         _limit(resource.RLIMIT_CPU, soft, soft + 1)
+        # As pid 1 of its namespace the process would ignore SIGXCPU's default action.
+        signal.signal(signal.SIGXCPU, _cpu_exhausted)
     if memory_bytes is not None:
         _limit(resource.RLIMIT_AS, memory_bytes)
     _forbid_subprocesses()
-    install_syscall_filter()
+
+
+def _cpu_exhausted(signum: int, frame: object) -> None:
+    os._exit(EXIT_CPU)
 
 
 def _limit(which: int, soft: int, hard: int | None = None) -> None:
@@ -108,53 +100,6 @@ def _forbid_subprocesses() -> None:
         setattr(owner, "create_subprocess_shell", _no_subprocess)  # noqa: B010
     asyncio.base_events.BaseEventLoop.subprocess_exec = _no_subprocess  # type: ignore[method-assign]
     asyncio.base_events.BaseEventLoop.subprocess_shell = _no_subprocess  # type: ignore[method-assign]
-
-
-# -- the syscall filter (seccomp-bpf, x86_64 only) ------------------------------------------
-_AUDIT_ARCH_X86_64 = 0xC000003E
-_CLONE, _CLONE_THREAD = 56, 0x10000
-# fork vfork execve execveat socket kill tkill tgkill setsid setpgid ptrace mount umount2
-# unshare setns reboot rt_sigqueueinfo rt_tgsigqueueinfo process_vm_writev pidfd_send_signal
-_DENIED_X86_64: tuple[int, ...] = (57, 58, 59, 322, 41, 62, 200, 234, 112, 109, 101, 165, 166)
-_DENIED_X86_64 += (272, 308, 169, 129, 297, 311, 424)
-_CLONE3 = 435  # answered ENOSYS, so the C library falls back to clone(), which is filtered
-
-
-def _bpf(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
-    return struct.pack("HBBI", code, jt, jf, k)
-
-
-def _filter_program() -> list[bytes]:
-    load, jeq, jset, ret = 0x20, 0x15, 0x45, 0x06
-    allow, deny = 0x7FFF0000, 0x00050000 | errno.EPERM
-    prog = [_bpf(load, 4), _bpf(jeq, _AUDIT_ARCH_X86_64, 1, 0), _bpf(ret, allow), _bpf(load, 0)]
-    for nr in _DENIED_X86_64:
-        prog += [_bpf(jeq, nr, 0, 1), _bpf(ret, deny)]
-    prog += [_bpf(jeq, _CLONE3, 0, 1), _bpf(ret, 0x00050000 | errno.ENOSYS)]
-    # clone() is allowed only for threads (CLONE_THREAD in the low word of its flags).
-    prog += [_bpf(jeq, _CLONE, 0, 3), _bpf(load, 16), _bpf(jset, _CLONE_THREAD, 1, 0)]
-    prog += [_bpf(ret, deny), _bpf(ret, allow)]
-    return prog
-
-
-class _SockFprog(ctypes.Structure):
-    _fields_ = (("len", ctypes.c_ushort), ("filter", ctypes.c_void_p))
-
-
-def install_syscall_filter() -> bool:
-    """Deny new processes, exec, sockets and signals to others; ``False`` where unsupported."""
-    if platform.system() != "Linux" or platform.machine() != "x86_64":
-        return False
-    prog = _filter_program()
-    buffer = ctypes.create_string_buffer(b"".join(prog))
-    fprog = _SockFprog(len(prog), ctypes.cast(buffer, ctypes.c_void_p))
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
-            return False
-        return bool(libc.prctl(22, 2, ctypes.byref(fprog), 0, 0) == 0)  # SECCOMP_MODE_FILTER
-    except (OSError, AttributeError):
-        return False
 
 
 # -- builtins and the import guard ---------------------------------------------------------

@@ -2,14 +2,28 @@
 
 from __future__ import annotations
 
-import contextlib
-import signal as signals
 from typing import Any
 
 from toolray import HarnessError
 from toolray.errors import AbortError
 
-__all__ = ("abort_error", "exit_status", "failure_message", "last_line", "memory_text", "seconds")
+__all__ = (
+    "ECHO_CHARS",
+    "abort_error",
+    "echo",
+    "failure_message",
+    "last_line",
+    "memory_text",
+    "seconds",
+)
+
+ECHO_CHARS = 200
+"""The most characters of child-supplied text any message of the host repeats."""
+
+
+def echo(text: str) -> str:
+    """``text`` as the host may repeat it: at most :data:`ECHO_CHARS` characters of it."""
+    return text if len(text) <= ECHO_CHARS else text[:ECHO_CHARS] + "…"
 
 
 def abort_error(reason: Any) -> AbortError:
@@ -38,15 +52,7 @@ def memory_text(memory_mb: int | None) -> str:
     return f"MemoryError: the program ran out of memory{limit}"
 
 
-def exit_status(status: int) -> str:
-    """``signal SIGSEGV`` or ``code 3`` for a ``Popen.returncode``."""
-    if status < 0:
-        with contextlib.suppress(ValueError):
-            return f"signal {signals.Signals(-status).name}"
-    return f"code {status}"
-
-
 def last_line(tail: bytearray) -> str:
     """``": <the last non-blank line>"`` of the child's stderr, or nothing."""
     lines = [line for line in bytes(tail).decode("utf-8", "replace").splitlines() if line.strip()]
-    return f": {lines[-1].strip()[:500]}" if lines else ""
+    return f": {echo(lines[-1].strip())}" if lines else ""

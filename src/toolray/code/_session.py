@@ -5,21 +5,29 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-import signal as signals
+import os
+from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, Final, final
 
 from toolray import AbortSignal, JsonValue, TimeoutReason, snapshot_json
 from toolray.errors import NotJsonError, ToolTimeoutError
+from toolray.procs import MAX_FRAME_BYTES, ExitStatus, FrameDecoder, ProtocolError, encode_frame
 
-from ._failures import abort_error, exit_status, failure_message, last_line, memory_text, seconds
-from ._frames import MAX_FRAME_BYTES, FrameDecoder, ProtocolError, encode_frame
-from ._process import ChildProcess
+from ._channel import (
+    EXIT_CPU,
+    EXIT_MEMORY,
+    ChildProtocol,
+    RunLimits,
+    ended,
+    field,
+    noop,
+    parameter_names,
+)
+from ._failures import abort_error, echo, failure_message
+from ._process import CodeChild
 from ._types import (
-    KIND_CPU,
     KIND_INVALID_OUTPUT,
-    KIND_MEMORY,
     KIND_OUTPUT_LIMIT,
     KIND_PROTOCOL,
     KIND_WORKER_EXIT,
@@ -28,50 +36,25 @@ from ._types import (
     code_run_failed,
 )
 
-__all__ = ("EXIT_MEMORY", "LOG_BUDGET", "RunLimits", "run_on_child")
+__all__ = ("BOOT_TIMEOUT_S", "EXIT_CPU", "EXIT_MEMORY", "LOG_BUDGET", "RunLimits", "run_on_child")
 
 LOG_BUDGET: Final = 1024 * 1024
 """Bytes of ``logs`` kept per run (the child stops sending at the same budget)."""
 LOG_MARKER: Final = f"[toolray.code] log capture truncated at {LOG_BUDGET} bytes"
 BOOT_TIMEOUT_S: Final = 30.0
 """How long a child may take to boot and start the program (a warm one has booted)."""
-EXIT_MEMORY: Final = 86
-"""The child's exit status when it could not even report a ``MemoryError``."""
+_WRITE_HIGH_WATER: Final = 1 << 20
+"""Replies buffered for a child that does not read them: past this, the host stops reading."""
 _CHILD_KINDS: Final = frozenset(
     {"syntax", "exception", "import", "invalid-output", "output-limit", "memory"}
 )
 _STDERR_TAIL: Final = 4096
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RunLimits:
-    """What the child is told to enforce, and the host's deadline."""
-
-    timeout_s: float | None
-    memory_mb: int | None
-    cpu_s: float | None
-    allowed_imports: frozenset[str]
-
-
-class _Pipe(asyncio.Protocol):
-    def __init__(self, on_data: Callable[[bytes], None], on_eof: Callable[[], None]) -> None:
-        self._on_data = on_data
-        self._on_eof = on_eof
-
-    def data_received(self, data: bytes) -> None:
-        self._on_data(data)
-
-    def eof_received(self) -> None:
-        self._on_eof()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._on_eof()
-
-
 @final
 class _Run:
     def __init__(
-        self, child: ChildProcess, bindings: Mapping[str, Binding], limits: RunLimits
+        self, child: CodeChild, bindings: Mapping[str, Binding], limits: RunLimits
     ) -> None:
         self.loop = asyncio.get_running_loop()
         self.child = child
@@ -80,33 +63,43 @@ class _Run:
         self.settled: asyncio.Future[CodeRunOutcome] = self.loop.create_future()
         self.logs: list[str] = []
         self.log_bytes = 0
+        self.read_bytes = 0
         self.call_ids: set[int] = set()
         self.calls: set[asyncio.Task[None]] = set()
+        self.running = 0
+        self.writing_paused = False
+        self.draining = False
+        self.backlog: deque[dict[str, Any]] = deque()
+        self.exit_status: ExitStatus | None = None
         self.decoder = FrameDecoder()
         self.stderr_tail = bytearray()
-        self.writer: asyncio.WriteTransport | None = None
-        self.transports: list[asyncio.BaseTransport] = []
+        self.channel: asyncio.Transport | None = None
+        self.stderr: asyncio.BaseTransport | None = None
         self.deadline: asyncio.TimerHandle | None = None
         self.eof_seen = False
         self.started = False
 
     async def connect(self, program: str) -> None:
-        stdin, stdout, stderr = self.child.pipes()
-        out, _ = await self.loop.connect_read_pipe(lambda: _Pipe(self.on_data, self.on_eof), stdout)
-        err, _ = await self.loop.connect_read_pipe(lambda: _Pipe(self.on_stderr, _noop), stderr)
-        self.writer, _ = await self.loop.connect_write_pipe(asyncio.Protocol, stdin)
-        self.transports = [out, err, self.writer]
-        names = [[name, _parameter_names(b)] for name, b in self.bindings.items()]
-        limits = self.limits
-        memory = None if limits.memory_mb is None else limits.memory_mb * 1024 * 1024
-        run: dict[str, Any] = {"op": "run", "program": program, "bindings": names}
-        run |= {"memory_bytes": memory, "cpu_s": limits.cpu_s}
-        run["allowed"] = sorted(limits.allowed_imports)
+        self.deadline = self.loop.call_later(BOOT_TIMEOUT_S, self.on_boot_timeout)
+        if self.child.report is not None:
+            self.check_confinement(self.child.report)
+        protocol = ChildProtocol(self.on_data, self.on_eof, self.on_writing)
+        self.channel, _ = await self.loop.create_unix_connection(
+            lambda: protocol, sock=self.child.channel
+        )
+        self.channel.set_write_buffer_limits(high=_WRITE_HIGH_WATER)
+        stderr, self.child.child.stderr = self.child.child.stderr, None  # the transport owns it
+        if stderr is not None:
+            pipe = os.fdopen(stderr, "rb", buffering=0)
+            err, _ = await self.loop.connect_read_pipe(
+                lambda: ChildProtocol(self.on_stderr, noop), pipe
+            )
+            self.stderr = err
+        names = [[name, parameter_names(b)] for name, b in self.bindings.items()]
         try:
-            self.writer.write(encode_frame(run))
+            self.channel.write(encode_frame({"op": "run", "program": program, "bindings": names}))
         except ValueError as err:
             self.fail(code_run_failed(KIND_OUTPUT_LIMIT, f"the program does not fit: {err}"))
-        self.deadline = self.loop.call_later(BOOT_TIMEOUT_S, self.on_boot_timeout)
 
     # -- settling -------------------------------------------------------------------------
     def succeed(self, outcome: CodeRunOutcome) -> None:
@@ -128,25 +121,69 @@ class _Run:
         if not self.settled.done():  # the host task was cancelled: nothing will read it
             self.settled.cancel()
         self.stop()
-        for transport in self.transports:
-            transport.close()
+        if self.channel is not None:
+            self.channel.abort()  # nothing more is owed to a settled child
+        if self.stderr is not None:
+            self.stderr.close()
+
+    # -- bounds: the host never lets a child make it hold unbounded work or bytes ----------
+    def count(self, data: bytes) -> bool:
+        self.read_bytes += len(data)
+        if self.read_bytes <= self.limits.max_run_bytes:
+            return True
+        message = f"the program sent more than {self.limits.max_run_bytes} bytes"
+        self.fail(code_run_failed(KIND_PROTOCOL, message, self.logs))
+        return False
+
+    def on_writing(self, paused: bool) -> None:
+        self.writing_paused = paused
+        self.flow()
+
+    def blocked(self) -> bool:
+        """Too many calls in flight, or too many replies unread: take no more frames."""
+        if self.exit_status is not None:  # a dead child's last frames are a bounded few
+            return False
+        return self.writing_paused or self.running >= self.limits.max_outstanding_calls
+
+    def flow(self) -> None:
+        """Take the child's frames, and read it, only while within bounds."""
+        channel = self.channel
+        if channel is None or channel.is_closing() or self.draining:
+            return
+        self.drain()
+        if self.blocked():
+            channel.pause_reading()
+        elif not channel.is_closing():
+            channel.resume_reading()
+
+    def drain(self) -> None:
+        self.draining = True
+        try:
+            while self.backlog and not self.blocked() and not self.settled.done():
+                self.on_frame(self.backlog.popleft())
+        except ProtocolError as err:
+            self.fail(code_run_failed(KIND_PROTOCOL, str(err), self.logs))
+        finally:
+            self.draining = False
+        if not self.backlog and self.exit_status is not None:
+            self.on_exited(self.exit_status)
 
     # -- the child's output ---------------------------------------------------------------
     def on_stderr(self, data: bytes) -> None:
+        if self.settled.done() or not self.count(data):
+            return
         self.stderr_tail += data
         del self.stderr_tail[:-_STDERR_TAIL]
 
     def on_data(self, data: bytes) -> None:
-        if self.settled.done():
+        if self.settled.done() or not self.count(data):
             return
         try:
-            frames = self.decoder.feed(data)
-            for frame in frames:
-                self.on_frame(frame)
-                if self.settled.done():
-                    return
+            self.backlog.extend(self.decoder.feed(data))
         except ProtocolError as err:
             self.fail(code_run_failed(KIND_PROTOCOL, str(err), self.logs))
+            return
+        self.flow()
 
     def on_eof(self) -> None:
         if not self.eof_seen and not self.settled.done():
@@ -155,24 +192,32 @@ class _Run:
             self.calls.add(task)  # kept referenced; the run awaits settlement, not this task
             task.add_done_callback(self.calls.discard)
 
+    def on_exited(self, status: ExitStatus) -> None:
+        if not self.settled.done():
+            self.fail(ended(status, self.limits, self.stderr_tail, self.logs))
+
     async def on_exit(self) -> None:
-        status = await self.child.wait_exit()
-        if self.settled.done():
-            return
-        if status == -signals.SIGXCPU:
-            message = f"CPU budget ({seconds(self.limits.cpu_s)}s) exhausted"
-            self.fail(code_run_failed(KIND_CPU, message, self.logs))
-        elif status == EXIT_MEMORY:
-            self.fail(code_run_failed(KIND_MEMORY, memory_text(self.limits.memory_mb), self.logs))
-        else:
-            message = f"python exited ({exit_status(status)}) before completing"
-            last = last_line(self.stderr_tail)
-            self.fail(code_run_failed(KIND_WORKER_EXIT, message + last, self.logs))
+        self.exit_status = await self.child.wait_exit()
+        self.drain()  # the frames it sent before it died come first
+
+    def check_confinement(self, report: Mapping[str, Any]) -> None:
+        """``strict``: refuse a child that reports a required layer missing."""
+        missing = report.get("missing")
+        if not isinstance(missing, dict):
+            missing = {}
+        lacking = [
+            f"{layer}: {echo(str(missing[layer]))}"
+            for layer in self.limits.required
+            if layer in missing
+        ]
+        if lacking:
+            message = "the sandbox is incomplete: " + "; ".join(lacking)
+            self.fail(code_run_failed(KIND_WORKER_EXIT, message, self.logs))
 
     def on_frame(self, frame: dict[str, Any]) -> None:
         handler = _HANDLERS.get(frame["op"])
         if handler is None:
-            raise ProtocolError(f'unknown frame op "{frame["op"]}"')
+            raise ProtocolError(f'unknown frame op "{echo(frame["op"])}"')
         handler(self, frame)
 
     def on_started(self, frame: dict[str, Any]) -> None:
@@ -194,14 +239,14 @@ class _Run:
         self.fail(ToolTimeoutError(f"code run {reason}"))
 
     def on_log(self, frame: dict[str, Any]) -> None:
-        text = _field(frame, "text", str)
+        text = field(frame, "text", str)
         if self.log_bytes > LOG_BUDGET:
             return
         self.log_bytes += len(text.encode("utf-8", "surrogatepass")) + 1
         self.logs.append(LOG_MARKER if self.log_bytes > LOG_BUDGET + len(LOG_MARKER) else text)
 
     def on_done(self, frame: dict[str, Any]) -> None:
-        has_result = _field(frame, "has_result", bool)
+        has_result = field(frame, "has_result", bool)
         result: JsonValue = frame.get("result")
         try:
             snapshot_json(result, "result")
@@ -213,22 +258,22 @@ class _Run:
         self.succeed(outcome)
 
     def on_failed(self, frame: dict[str, Any]) -> None:
-        kind = _field(frame, "kind", str)
+        kind = field(frame, "kind", str)
         if kind not in _CHILD_KINDS:
-            raise ProtocolError(f'unknown failure kind "{kind}"')
-        self.fail(code_run_failed(kind, _field(frame, "message", str), self.logs))
+            raise ProtocolError(f'unknown failure kind "{echo(kind)}"')
+        self.fail(code_run_failed(kind, field(frame, "message", str), self.logs))
 
     # -- binding calls --------------------------------------------------------------------
     def on_call(self, frame: dict[str, Any]) -> None:
-        call_id = _field(frame, "id", int)
-        name = _field(frame, "name", str)
-        args = _field(frame, "args", dict)
+        call_id = field(frame, "id", int)
+        name = field(frame, "name", str)
+        args = field(frame, "args", dict)
         if call_id in self.call_ids:
             raise ProtocolError(f"binding call id {call_id} was used twice")
         self.call_ids.add(call_id)
         binding = self.bindings.get(name)
         if binding is None:
-            self.reply(call_id, False, f'unknown tool "{name}"')
+            self.reply(call_id, False, f'unknown tool "{echo(name)}"')
             return
         try:
             pending: Any = binding(snapshot_json(args, "arguments"))
@@ -241,8 +286,16 @@ class _Run:
         task = self.loop.create_task(self.settle_call(call_id, pending))
         self.calls.add(task)
         task.add_done_callback(self.calls.discard)
+        self.running += 1
 
     async def settle_call(self, call_id: int, pending: Any) -> None:
+        try:
+            await self.settle_value(call_id, pending)
+        finally:
+            self.running -= 1
+            self.flow()
+
+    async def settle_value(self, call_id: int, pending: Any) -> None:
         try:
             value = snapshot_json(await pending if inspect.isawaitable(pending) else pending)
         except NotJsonError as err:
@@ -253,7 +306,7 @@ class _Run:
             self.reply(call_id, True, value)
 
     def reply(self, call_id: int, ok: bool, payload: Any) -> None:
-        if self.settled.done() or self.writer is None or self.writer.is_closing():
+        if self.settled.done() or self.channel is None or self.channel.is_closing():
             return  # the run is over: the result is discarded
         body = {"op": "reply", "id": call_id, "ok": ok, "value" if ok else "error": payload}
         try:
@@ -261,11 +314,17 @@ class _Run:
         except ValueError:
             message = f"tool result exceeds {MAX_FRAME_BYTES} bytes"
             frame = encode_frame({"op": "reply", "id": call_id, "ok": False, "error": message})
-        self.writer.write(frame)
+        self.channel.write(frame)
+
+    def on_ready(self, frame: dict[str, Any]) -> None:
+        if self.started or self.child.report is not None:
+            raise ProtocolError("the child reported ready twice")
+        self.child.report = field(frame, "confinement", dict)
+        self.check_confinement(self.child.report)
 
 
 _HANDLERS: Final[dict[str, Callable[[_Run, dict[str, Any]], None]]] = {
-    "ready": lambda run, frame: None,
+    "ready": _Run.on_ready,
     "started": _Run.on_started,
     "log": _Run.on_log,
     "call": _Run.on_call,
@@ -274,26 +333,8 @@ _HANDLERS: Final[dict[str, Callable[[_Run, dict[str, Any]], None]]] = {
 }
 
 
-def _field(frame: dict[str, Any], key: str, kind: type) -> Any:
-    value = frame.get(key)
-    if type(value) is not kind:
-        raise ProtocolError(f'frame "{frame["op"]}" has no {kind.__name__} "{key}"')
-    return value
-
-
-def _parameter_names(binding: Binding) -> list[str] | None:
-    names = getattr(binding, "parameter_names", None)
-    if names is None or isinstance(names, str):
-        return None
-    return [str(name) for name in names]
-
-
-def _noop() -> None:
-    pass
-
-
 async def run_on_child(
-    child: ChildProcess,
+    child: CodeChild,
     program: str,
     bindings: Mapping[str, Binding],
     signal: AbortSignal,

@@ -61,12 +61,12 @@ DEFAULT_ALLOWED_IMPORTS: Final[frozenset[str]] = frozenset(
         "unicodedata",
     }
 )
-"""Pure standard-library modules a program may import (API-v2 §14)."""
+"""Pure standard-library modules a program may import by default."""
 
-# The kind words. Where the original's Python runtime has a word for the same failure it is
-# used as is (``exception``, ``invalid-output``, ``output-limit``, ``worker-exit``, and
-# ``timeout`` for the kernel's CPU meter); the others name failures the original does not
-# tell apart (it reports a syntax error or a MemoryError as ``exception``).
+# The kind words. The common ones (``exception``, ``invalid-output``, ``output-limit``,
+# ``worker-exit``, and ``timeout`` for the kernel's CPU meter) are the usual words of Code
+# Mode runtimes; the others tell apart failures a coarser runtime reports as ``exception``
+# (a syntax error, a MemoryError).
 KIND_SYNTAX: Final = "syntax"
 """The program does not compile (``SyntaxError: invalid syntax (line 1)``)."""
 KIND_EXCEPTION: Final = "exception"
@@ -165,7 +165,7 @@ class Binding(Protocol):
 
 @runtime_checkable
 class CodeRuntime(Protocol):
-    """The seam ``run_code`` runs programs through (API-v2 §14).
+    """The seam ``run_code`` runs programs through.
 
     ``run`` returns the outcome of a program that settled normally, and raises
     ``CodeRunFailedError`` (see :func:`code_run_failed`) for a failed program,

@@ -220,6 +220,7 @@ class RunCodeDefinition(ToolDefinition):
         values = dict.fromkeys(_SLOTS)
         values.update(name=RESERVED_TOOL_NAME, output=_OUTPUT, execute=execute)
         values["present_call"] = _present_call
+        values["idempotent"] = False
         for name, slot in _SLOTS.items():
             if name not in ("description", "parameters"):
                 slot.__set__(self, values[name])

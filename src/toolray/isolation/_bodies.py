@@ -13,6 +13,8 @@ thread (a worker's control lane is another thread with its own loop):
 
 A call traced by OpenTelemetry carries its span's W3C ``traceparent`` in its identity: the
 body runs with that span as its current context (a span it starts is the call's child).
+A value is checked against the call's ``max_result_bytes`` (its ``ident``) here, where the
+body ran: an oversized value fails ``RESULT_TOO_LARGE`` and never travels.
 
 Definitions arrive as cloudpickle blobs with a key and are cached (least recently used
 go first); a call whose key is unknown and carries no blob gets ``missing``.
@@ -34,6 +36,7 @@ from typing import Any
 import cloudpickle
 
 from toolray import AbortController, AbortSignal, ToolRunContext
+from toolray.farm import oversized
 from toolray.lowlevel import activated, is_json
 
 from ._outcome import MISSING, CallOutcome, ToolInterrupted, aborted, shippable_error
@@ -167,6 +170,11 @@ class BodyHost:
         contexts, concludes = ctx.collect()
         if not is_json(value):
             return CallOutcome(status="not_json", contexts=contexts, concludes=concludes)
+        too_large = oversized(str(ident.get("name")), value, ident.get("max_result_bytes"))
+        if too_large is not None:  # an oversized value never leaves the process it came from
+            return CallOutcome(
+                status="error", error=too_large, contexts=contexts, concludes=concludes
+            )
         return CallOutcome(status="ok", value=value, contexts=contexts, concludes=concludes)
 
     async def _body(self, running: _Running, execute: Any, arguments: Any, ctx: Any) -> Any:

@@ -23,12 +23,13 @@ __all__ = (
     "shippable_error",
 )
 
-OutcomeStatus = Literal["ok", "error", "not_json", "missing", "lost", "killed"]
+OutcomeStatus = Literal["ok", "error", "not_json", "missing", "lost", "killed", "retired"]
 """``ok``: ``value`` is the body's value (lossless JSON). ``error``: the body raised
 ``error``. ``not_json``: the body returned a value that is not lossless JSON. ``missing``:
 the worker holds no definition for the call's key and none came with it. ``lost``: the
 call's process died under it (``detail`` says how). ``killed``: the call's process was
-killed on request (the last step of the cancellation ladder)."""
+killed on request (the last step of the cancellation ladder). ``retired``: the worker is
+leaving its elastic pool and did not start the call (its executor sends it elsewhere)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

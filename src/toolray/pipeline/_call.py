@@ -31,6 +31,7 @@ class Call:
     execution: ToolDispatchExecution
     finalizer: Any
     project: Any
+    definition: Any = None  # the definition visible at prepare (its farm controls)
     step: Step = "final"
     result: ToolExecutionResult | None = None
     body_invoked: bool = False
@@ -44,3 +45,9 @@ class Call:
         self.step = step
         self.result = result
         return self
+
+    def log(self, event: dict[str, Any]) -> None:
+        """Append ``event`` to the log of the call's batch step, if it has one."""
+        step = self.input.log
+        if step is not None:
+            step.sink.append({"turn": step.turn, "step": step.step, **event})

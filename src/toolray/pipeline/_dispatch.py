@@ -30,6 +30,7 @@ from toolray._outcomes import ToolExecutionFailure, ToolExecutionResult, ToolExe
 from toolray._signals import AbortSignal, detach_sources
 from toolray._trace import activated
 from toolray._waterfall import run_waterfall
+from toolray.farm._bounds import oversized
 from toolray.registry._layers import Entry
 
 from ._call import Call
@@ -67,18 +68,27 @@ def _nested_threads() -> ThreadPoolExecutor:
 def inline_runner(threads: Callable[[], Executor | None] = lambda: None) -> BodyRunner:
     """An in-process runner: await an async body, run a sync one in a thread.
 
+    A value over the definition's (else the registry's) ``max_result_bytes`` fails
+    ``RESULT_TOO_LARGE`` here, where the body ran.
+
     ``threads()`` gives the pool (``None``: the loop's default executor). A nested call's
     sync body runs on a separate pool: its caller may hold every thread of ``threads()``
     while it waits for the nested result.
     """
 
     async def run(call: Call, entry: Entry, ctx: ToolRunContext) -> Any:
-        fn = entry.definition.execute
+        definition = entry.definition
+        fn = definition.execute
         observed = call.observed
         if observed is not None and observed.trace is not None:
             with activated(observed.trace):  # the body runs in its call's span
-                return await body(call, fn, ctx, contextvars.copy_context().run)
-        return await body(call, fn, ctx, None)
+                value = await body(call, fn, ctx, contextvars.copy_context().run)
+        else:
+            value = await body(call, fn, ctx, None)
+        too_large = oversized(definition.name, value, call.registry.farm.result_bytes(definition))
+        if too_large is not None:  # checked where the body ran (a Ray worker checks its own)
+            raise too_large
+        return value
 
     async def body(call: Call, fn: Any, ctx: ToolRunContext, within: Any) -> Any:
         if inspect.iscoroutinefunction(fn):

@@ -16,6 +16,7 @@ from typing import Any
 from toolray._execution import ToolExecutionInput, freeze
 from toolray._normalize import failure_from, materialize, message_of
 from toolray._outcomes import ToolExecutionFailure, ToolExecutionResult
+from toolray.farm._bounds import truncate_blocks
 
 from ._call import Call
 
@@ -91,10 +92,21 @@ def _observer_done(call: Call, task: asyncio.Task[Any]) -> None:
         _warn(call, task.exception())  # type: ignore[arg-type]
 
 
+def _bound(call: Call, result: ToolExecutionResult) -> ToolExecutionResult:
+    """Each text block longer than the call's ``max_content_chars``, cut (its start kept)."""
+    limit = call.registry.farm.content_chars(call.definition)
+    if limit is None:
+        return result
+    blocks = truncate_blocks(result.content, limit)
+    if blocks is None:
+        return result
+    return materialize(dataclasses.replace(result, content=blocks))
+
+
 def finish(call: Call) -> ToolExecutionResult:
-    """Materialize the candidate, finalize it once, freeze the execution, notify observers."""
+    """Materialize, finalize once, bound the text blocks, freeze, notify observers."""
     assert call.result is not None
-    result = _finalize(call, materialize(call.result))
+    result = _bound(call, _finalize(call, materialize(call.result)))
     freeze(call.execution)
     call.result = result
     _observe(call, result)

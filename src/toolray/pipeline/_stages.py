@@ -29,10 +29,11 @@ from toolray.errors import NotJsonError
 from toolray.registry._lookup import ToolLookup
 
 from ._call import Call
-from ._dispatch import BodyRunner, run_dispatch
+from ._dispatch import BodyRunner
 from ._finish import finish, log_failure
 from ._observe import Observation, end_call, start_call
 from ._policy import run_post_execute, run_pre_execute
+from ._retry import run_attempts
 
 __all__ = (
     "ARGS_NOT_JSON",
@@ -98,7 +99,7 @@ async def _gate(registry: ToolLookup, inp: ToolExecutionInput, token: ExecutionT
         failure = failure_from(exc)
         return _unusable_arguments(registry, inp, token, failure, finalizer, project)
     execution = ToolDispatchExecution(inp, arguments, token, registry)
-    call = Call(registry, inp, execution, finalizer, project)
+    call = Call(registry, inp, execution, finalizer, project, visible)
     caller = inp.signal
     if registry.is_collapsed(inp.name, inp.scope, inp.parent):
         if caller.aborted:
@@ -117,10 +118,14 @@ async def _gate(registry: ToolLookup, inp: ToolExecutionInput, token: ExecutionT
 
 
 async def dispatch(call: Call, runner: BodyRunner | None = None) -> Call:
-    """Run the around-dispatch waterfall and the body (only for ``step == "dispatch"``)."""
+    """Take a rate-limit token, run around-dispatch and the body; retry idempotent tools.
+
+    Only for ``step == "dispatch"``; a retry policy runs the stage again for the failures
+    it names (see ``pipeline/_retry.py``).
+    """
     if call.step != "dispatch":
         return call
-    return await run_dispatch(call, runner, LocalNested.for_call)
+    return await run_attempts(call, runner, LocalNested.for_call)
 
 
 async def complete(call: Call) -> ToolExecutionResult:

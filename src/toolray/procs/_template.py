@@ -60,7 +60,8 @@ class _Generation:
         self.ready = threading.Event()
         self.dead = threading.Event()
         self.status: ExitStatus | None = None
-        self.dying = False
+        self.error: TemplateError | None = None
+        """Set once the template is gone: every later fork on it fails with this."""
         self.children: dict[int, Child] = {}
         self.pending: dict[int, tuple[concurrent.futures.Future[Child], Any, int | None]] = {}
         self.lock = threading.Lock()
@@ -131,7 +132,7 @@ class _Generation:
             f"the template exited ({self.status.describe()}){before}", self.status
         )
         with self.lock:
-            self.dying = True
+            self.error = error
             pending, self.pending = self.pending, {}
             children, self.children = self.children, {}
         for future, sock, stderr in pending.values():
@@ -268,12 +269,12 @@ class Template:
         read_end, write_end = os.pipe2(os.O_CLOEXEC) if capture_stderr else (None, None)
         future: concurrent.futures.Future[Child] = concurrent.futures.Future()
         with generation.lock:
-            if generation.dying:  # raced with its death: the next fork restarts it
+            if generation.error is not None:  # raced with its death: the next fork restarts it
                 _close(ours, read_end)
                 theirs.close()
                 if write_end is not None:
                     os.close(write_end)
-                future.set_exception(TemplateError("the template died", generation.status))
+                future.set_exception(generation.error)
                 return future
             generation.pending[request_id] = (future, ours, read_end)
         message = {"op": "fork", "id": request_id, "args": args}

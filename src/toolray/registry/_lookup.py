@@ -16,6 +16,7 @@ from toolray._approval import ApprovalService
 from toolray._clock import Clock
 from toolray._definition import ToolDefinition
 from toolray._execution import ExecutionHost, ToolExecution, ToolExecutionInput, ToolSet
+from toolray.farm._controls import FarmControls
 from toolray.scheduler._plan import ExecutionMode
 
 from ._layers import Entry, HookKind
@@ -29,6 +30,11 @@ class ToolLookup(ExecutionHost, Protocol):
     @property
     def clock(self) -> Clock:
         """The clock deadlines and traces run on."""
+        ...
+
+    @property
+    def farm(self) -> FarmControls:
+        """The rate limiter and default result bounds (farm controls) of every call."""
         ...
 
     @property

@@ -17,6 +17,7 @@ from toolray._definition import RESERVED_TOOL_NAME, ToolDefinition
 from toolray._execution import ToolExecution, ToolExecutionInput, ToolSet
 from toolray._json import snapshot_json, thaw_json
 from toolray.errors import NotJsonError
+from toolray.farm._controls import FarmControls
 from toolray.scheduler._plan import ExecutionMode
 from toolray.schema import compile_validator
 
@@ -56,6 +57,11 @@ class ReadSide:
     def clock(self) -> Clock:
         """The clock deadlines and traces run on."""
         return self._state.clock
+
+    @property
+    def farm(self) -> FarmControls:
+        """The rate limiter and default result bounds every call of this registry obeys."""
+        return self._state.farm
 
     @property
     def approval(self) -> ApprovalService | None:

@@ -29,6 +29,9 @@ from toolray.codemode._program import ProgramRuntime, code_run
 from toolray.codemode._prompt import ToolPromptSection, missing_runtime, prompt_sections
 from toolray.codemode._run_code import RunCodeDefinition
 from toolray.errors import CodeRunFailedError, ExecutorUnavailableError
+from toolray.farm._bounds import DEFAULT_MAX_RESULT_BYTES, check_bound
+from toolray.farm._controls import FarmControls
+from toolray.farm._limiter import LocalRateLimiter, RateLimiter
 from toolray.pipeline._stages import run_pipeline
 
 from ._admission import ResolvedToolSet, resolve_tool_set
@@ -71,7 +74,17 @@ class ToolRegistry(ReadSide, WriteSide):
         clock: Clock | None = None,
         code_runtime: ProgramRuntime | None = None,
         max_parallel_sub_calls: int = 10,
+        max_result_bytes: int | None = DEFAULT_MAX_RESULT_BYTES,
+        max_content_chars: int | None = None,
+        rate_limiter: RateLimiter | None = None,
     ) -> None:
+        """A registry; see the class docstring.
+
+        ``max_result_bytes`` (default 1 MiB; ``None``: unbounded) and ``max_content_chars``
+        (default ``None``) bound every call's result unless its definition sets its own.
+        ``rate_limiter`` is for runtimes that share buckets beyond this registry (the Ray
+        layer); by default each rate-limited tool has one bucket in this registry.
+        """
         if mode not in MODES:
             raise ValueError(f'mode must be one of "native", "code", "both" (got {mode!r})')
         self._max_parallel_sub_calls = check_cap(max_parallel_sub_calls, "max_parallel_sub_calls")
@@ -86,10 +99,19 @@ class ToolRegistry(ReadSide, WriteSide):
         self._code_runtime = code_runtime
         body = code_run(self, self._runtime, self._max_parallel_sub_calls, _no_runtime)
         run_code = RunCodeDefinition(execute=body, language=self._language)
+        check_bound("ToolRegistry", "max_result_bytes", max_result_bytes)
+        check_bound("ToolRegistry", "max_content_chars", max_content_chars)
+        clock = clock if clock is not None else system_clock
+        farm = FarmControls(
+            rate_limiter=rate_limiter if rate_limiter is not None else LocalRateLimiter(clock),
+            max_result_bytes=max_result_bytes,
+            max_content_chars=max_content_chars,
+        )
         state = RegistryState(
             mode=mode,
-            clock=clock if clock is not None else system_clock,
+            clock=clock,
             run_code=Entry(definition=run_code, when=None, layer_key=None),
+            farm=farm,
         )
         ReadSide.__init__(self, state)
         WriteSide.__init__(self, state, None)

@@ -22,6 +22,8 @@ from typing import Any, Literal, final
 
 from toolray._approval import ApprovalService
 from toolray._clock import Clock
+from toolray.farm._controls import FarmControls
+from toolray.farm._limiter import LocalRateLimiter
 
 from ._layers import Entry, Layer
 from ._view import build_view, restrictable_names
@@ -78,13 +80,17 @@ class RegistryState:
         "clock",
         "default_replaced",
         "epoch",
+        "farm",
         "mode",
         "run_code",
     )
 
-    def __init__(self, *, mode: str, clock: Clock, run_code: Entry) -> None:
+    def __init__(
+        self, *, mode: str, clock: Clock, run_code: Entry, farm: FarmControls | None = None
+    ) -> None:
         self.mode = mode
         self.clock = clock
+        self.farm = farm if farm is not None else FarmControls(rate_limiter=LocalRateLimiter(clock))
         self.run_code = run_code  # the reserved transport's one entry (R-COND-07)
         self.epoch = 0
         self.approvals: list[ApprovalService] = []  # mounted services; the last one answers

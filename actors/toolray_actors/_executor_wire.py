@@ -1,0 +1,54 @@
+"""The executor actor's wire records: a batch as it crosses to it, a snapshot of it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from toolray import ToolCall
+
+from ._farm_stats import ScopeSample, ToolSample
+
+__all__ = ("BatchSpec", "ExecutorStats")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BatchSpec:
+    """A batch as it crosses to the executor actor (the signal stays with the driver)."""
+
+    batch_id: str
+    calls: tuple[ToolCall, ...]
+    scope: str | None = None
+    max_parallel_tool_calls: int | None = None
+    log: tuple[int, int] | None = None
+    aborted: bool = False
+    reason: Any = None
+    tool_set: Any = None
+    trace: str | None = None
+    """The W3C ``traceparent`` of the driver's batch span: the batch is traced."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExecutorStats:
+    """A snapshot of one executor actor."""
+
+    scope: str | None
+    pid: int
+    rss_bytes: int
+    batches: int
+    calls: int
+    in_flight: int
+    aborts: int
+    interrupts: int
+    kills: int
+    workers_lost: int
+    registry_seq: int
+    contributions: int
+    scopes: int = 0
+    """Scopes this actor hosts (ran a batch here and were not disposed since)."""
+    messages: int = 0
+    """Actor messages that carried calls to workers; ``calls / messages`` is the coalescing."""
+    tools: tuple[ToolSample, ...] = ()
+    """Per tool: calls, in flight, failures by code, a latency sketch (merged by the driver)."""
+    scope_calls: tuple[ScopeSample, ...] = ()
+    """Per scope this actor ran calls for: calls, in flight, failures."""

@@ -1,0 +1,209 @@
+"""The executor's side of a worker pool: least-loaded pick, replacement, definition cache.
+
+Each executor actor keeps, per pool, the current worker list (from the manager), its own
+in-flight counts for least-loaded dispatch, and which definitions it has already sent to
+which worker. In an elastic pool a call waits here while every member already runs
+``max_concurrency`` of this executor's calls, and the manager is asked to grow.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from toolray import AbortError, AbortSignal
+
+from ._placement import Isolation
+
+__all__ = ("PoolClient", "WorkerSlot")
+
+_log = logging.getLogger("toolray")
+
+
+@dataclass(eq=False)
+class WorkerSlot:
+    """One worker as an executor sees it."""
+
+    wid: str
+    handle: Any
+    in_flight: int = 0
+    sent: set[str] = field(default_factory=set)
+    killed: bool = False
+
+
+class PoolClient:
+    """The executor's view of one pool: least-loaded pick, replacement, definition cache."""
+
+    def __init__(
+        self,
+        manager: Any,
+        isolation: Isolation = "call",
+        *,
+        per_worker: int = 0,
+        elastic: bool = False,
+    ) -> None:
+        self.manager = manager
+        self.isolation: Isolation = isolation
+        self.per_worker = per_worker
+        self.elastic = elastic
+        self.waiting = 0  # calls waiting for room on a member (elastic pools)
+        self._asking: asyncio.Future[Any] | None = None
+        self._freed = asyncio.Event()
+        self.version: tuple[int, int] = (0, 0)
+        self.slots: dict[str, WorkerSlot] = {}
+        self._poller: asyncio.Future[None] | None = None
+        self._background: set[asyncio.Task[None]] = set()
+        self.retired: set[str] = set()
+
+    def _update(self, version: tuple[int, int], members: list[tuple[str, Any]]) -> None:
+        version = (int(version[0]), int(version[1]))
+        if version < self.version:
+            return
+        self.version = version
+        self.slots = {
+            wid: self.slots.get(wid) or WorkerSlot(wid, handle)
+            for wid, handle in members
+            if wid not in self.retired
+        }
+        # a retired worker the manager no longer lists needs no remembering
+        self.retired &= {wid for wid, _ in members}
+
+    async def refresh(self) -> None:
+        """Fetch the current members."""
+        version, members = await self.manager.members.remote()
+        self._update(version, members)
+
+    async def _fetch(self) -> None:
+        version, members = await self.manager.wait_members.remote(self.version)
+        self._update(version, members)
+
+    def _poll(self) -> asyncio.Future[None]:
+        """The one membership long-poll every waiting call shares."""
+        if self._poller is None or self._poller.done():
+            self._poller = asyncio.ensure_future(self._fetch())
+        return self._poller
+
+    async def pick(self, signal: AbortSignal | None = None) -> WorkerSlot:
+        """The started worker with the fewest of this executor's calls in flight.
+
+        With none (the pool is starting, its resources are absent, or every member was
+        just retired), the call waits here for members; ``signal`` firing meanwhile raises
+        ``AbortError`` (nothing was sent to any worker).
+        """
+        delay = 0.01
+        while True:
+            if signal is not None and signal.aborted:
+                raise AbortError("tool call aborted")
+            if self.slots:
+                slot = min(self.slots.values(), key=lambda s: s.in_flight)
+                if not self.elastic or slot.in_flight < self.per_worker:
+                    return slot
+                await self._wait_for_room(signal)  # every member is full: grow the pool
+                continue
+            poll = self._poll()
+            await _wait_or_abort(poll, signal)
+            if poll.done() and poll.exception() is not None:
+                # the manager is restarting (Ray brings it back with fresh workers): wait
+                _log.debug("toolray: pool manager unavailable: %r", poll.exception())
+                await _wait_or_abort(asyncio.ensure_future(asyncio.sleep(delay)), signal)
+                delay = min(delay * 2, 0.5)
+
+    async def _wait_for_room(self, signal: AbortSignal | None) -> None:
+        """Ask the manager for workers, then wait for a freed slot or new members."""
+        self.waiting += 1
+        try:
+            if self._asking is None or self._asking.done():
+                self._asking = asyncio.ensure_future(self._ask_grow())
+            self._freed.clear()
+            freed = asyncio.ensure_future(self._freed.wait())
+            try:
+                await _wait_or_abort(_first(freed, self._poll()), signal)
+            finally:
+                freed.cancel()
+        finally:
+            self.waiting -= 1
+
+    async def _ask_grow(self) -> None:
+        try:
+            await self.manager.grow.remote(self.waiting)
+        except Exception:  # the manager is restarting: the next wait asks again
+            _log.debug("toolray: the pool manager could not grow", exc_info=True)
+
+    def released(self, slot: WorkerSlot) -> None:
+        """``slot`` finished one of this executor's calls (a waiting call may go now)."""
+        if self.elastic:
+            self._freed.set()
+
+    async def was_retired(self, slot: WorkerSlot) -> bool:
+        """Whether the pool retired ``slot``'s worker (then a call that met it dead never ran)."""
+        if not self.elastic:
+            return False
+        try:
+            return bool(await self.manager.was_retired.remote(slot.wid))
+        except Exception:
+            return False
+
+    async def replace(self, slot: WorkerSlot, *, killed: bool) -> None:
+        """Retire ``slot``'s worker (we killed it, or it died) and adopt the new members."""
+        self.retire(slot, killed=killed)
+        await self._renew(slot.wid, killed)
+
+    async def _renew(self, wid: str, killed: bool) -> None:
+        try:
+            version, members = await self.manager.replace.remote(wid, killed)
+        except Exception:  # the manager itself died: its restart brings a fresh pool
+            _log.debug("toolray: the pool manager could not replace %s", wid, exc_info=True)
+            self.slots = {}  # its workers died with it: the next pick waits for the new ones
+            return
+        self._update(version, members)
+
+    def retire(self, slot: WorkerSlot, *, killed: bool) -> None:
+        """Stop picking ``slot`` at once (the replacement arrives later)."""
+        slot.killed = slot.killed or killed
+        self.slots.pop(slot.wid, None)
+        self.retired.add(slot.wid)
+
+    def replace_soon(self, slot: WorkerSlot, *, killed: bool) -> None:
+        """Retire now; the manager replaces in the background (the result does not wait)."""
+        self.retire(slot, killed=killed)
+        task = asyncio.ensure_future(self._replace_quietly(slot, killed))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _replace_quietly(self, slot: WorkerSlot, killed: bool) -> None:
+        await self._renew(slot.wid, killed)
+
+
+def _first(*futures: asyncio.Future[Any]) -> asyncio.Future[None]:
+    """A future done when the first of ``futures`` is (they keep running)."""
+    done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def settle(_: Any) -> None:
+        if not done.done():
+            done.set_result(None)
+
+    for fut in futures:
+        fut.add_done_callback(settle)
+    return done
+
+
+async def _wait_or_abort(poll: asyncio.Future[None], signal: AbortSignal | None) -> None:
+    """Wait for ``poll`` or ``signal``, whichever comes first (``poll`` keeps running)."""
+    if signal is None:
+        await asyncio.wait({poll})
+        return
+    loop = asyncio.get_running_loop()
+    wake: asyncio.Future[None] = loop.create_future()
+
+    def fire() -> None:
+        if not wake.done():
+            wake.set_result(None)
+
+    remove = signal.add_listener(lambda: loop.call_soon_threadsafe(fire))
+    try:
+        await asyncio.wait({poll, wake}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        remove()
+        wake.cancel()
