@@ -174,9 +174,13 @@ async def test_a_call_runs_in_a_process_of_its_own_which_takes_the_next_call(wor
 async def test_a_process_that_dies_fails_its_own_call_only(worker, body: Any, detail: str) -> None:
     before = worker.procs.stats()
     mate = asyncio.ensure_future(worker.run("mate", _cooperative))
+    # the mate is the worker's before the faulty call comes (an abort sent earlier would be
+    # kept for it, and it would stop before the faulty one ended)
+    await _until(lambda: worker.procs.stats().in_flight == before.in_flight + 1)
     lost = await worker.run("faulty", body)
     assert (lost.status, lost.detail) == ("lost", detail)
-    await _until(lambda: worker.procs.abort("mate", "done"))
+    assert not mate.done()  # the faulty call's death did not end it
+    assert worker.procs.abort("mate", "done")
     assert (await mate).value == "stopped: done"  # its mate ran on, in its own process
     after = worker.procs.stats()
     assert (after.deaths - before.deaths, after.replacements - before.replacements) == (1, 1)
