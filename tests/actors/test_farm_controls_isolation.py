@@ -20,6 +20,7 @@ import cloudpickle
 import pytest
 
 from tests.actors import _farm_tools
+from tests.actors._blobs import tool_blob
 from tests.actors._farm_tools import attempts_of, dying_tool, stamped_tool, starts_of
 from tests.core._farm_helpers import code_of, windows_ok
 from toolray import (
@@ -30,9 +31,6 @@ from toolray import (
     RateLimit,
     ToolBatchInput,
     ToolCall,
-    ToolOutput,
-    define_tool,
-    text_block,
 )
 from toolray.errors import ResultTooLargeError
 from toolray_actors._placement import WorkerSettings, placement_key
@@ -41,17 +39,6 @@ from toolray_actors._worker import ToolWorker
 cloudpickle.register_pickle_by_value(_farm_tools)
 
 WAIT_S = 60.0
-
-
-def _blob(execute: Any) -> bytes:
-    definition = define_tool(
-        name="t",
-        description=None,
-        parameters={},
-        output=ToolOutput(schema={"type": "json"}, render=lambda a, v: [text_block(str(v))]),
-        execute=execute,
-    )
-    return bytes(cloudpickle.dumps(definition))
 
 
 def _long_text(args: Any, ctx: Any) -> Any:
@@ -83,7 +70,7 @@ async def test_an_oversized_value_fails_in_its_call_process() -> None:
 
 
 async def _oversized(worker: ToolWorker) -> None:
-    blob = _blob(_long_text)
+    blob = tool_blob(_long_text)
     run = worker.run(("t1", "k-long", blob, {"n": 5000}, _ident(1000)))
     over = await asyncio.wait_for(run, WAIT_S)
     assert over.status == "error"
@@ -101,7 +88,9 @@ async def test_a_drained_worker_starts_no_call_and_reports_its_idle_time() -> No
 
 
 async def _drained(worker: ToolWorker) -> None:
-    first = await asyncio.wait_for(worker.run(("t1", "k-pid", _blob(_pid), {}, _ident(None))), 60)
+    first = await asyncio.wait_for(
+        worker.run(("t1", "k-pid", tool_blob(_pid), {}, _ident(None))), 60
+    )
     assert first.status == "ok"
     assert first.value != os.getpid()  # it ran in a call process
     idle = (await worker.status()).idle_s

@@ -18,11 +18,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import cloudpickle
 import psutil
 import pytest
 
-from toolray import AbortError, ToolOutput, define_tool, text_block
+from tests.actors._blobs import tool_blob
+from toolray import AbortError
 from toolray.isolation import (
     AbortCall,
     CallDone,
@@ -37,17 +37,6 @@ from toolray_actors._children import CallProcesses
 
 WAIT_S = 30.0
 IDENT = {"call_id": "c1", "name": "t", "root_call_id": "c1", "scope": None, "token": "tok-1"}
-
-
-def _blob(execute: Any) -> bytes:
-    definition = define_tool(
-        name="t",
-        description=None,
-        parameters={},
-        output=ToolOutput(schema={"type": "json"}, render=lambda a, v: [text_block(str(v))]),
-        execute=execute,
-    )
-    return bytes(cloudpickle.dumps(definition))
 
 
 async def _pid(args: Any, ctx: Any) -> Any:
@@ -121,7 +110,7 @@ class _Worker:
 
     async def run(self, token: str, execute: Any, args: Any = None) -> CallOutcome:
         key = f"key-{execute.__name__}"
-        done = self.call(self.procs.run(token, key, _blob(execute), args or {}, IDENT))
+        done = self.call(self.procs.run(token, key, tool_blob(execute), args or {}, IDENT))
         outcome: CallOutcome = await asyncio.wait_for(asyncio.wrap_future(done), WAIT_S)
         return outcome
 
