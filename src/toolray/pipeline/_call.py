@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from toolray._execution import ToolDispatchExecution, ToolExecutionInput
+from toolray._normalize import normalize_value, unknown_tool
 from toolray._outcomes import ToolExecutionResult
 from toolray.registry._lookup import ToolLookup
 
@@ -51,3 +52,25 @@ class Call:
         step = self.input.log
         if step is not None:
             step.sink.append({"turn": step.turn, "step": step.step, **event})
+
+    def renormalize(
+        self, value: Any, contexts: tuple[Any, ...], concludes: bool
+    ) -> ToolExecutionResult:
+        """A value that replaces the body's, validated and rendered as the tool's own.
+
+        The tool is resolved again: if it is gone since, the call fails as an unknown tool.
+        """
+        inp = self.input
+        entry = self.registry.resolve_entry(inp.name, inp.scope, inp.tool_set, inp.parent)
+        if entry is None:
+            return unknown_tool(inp.name)
+        return normalize_value(
+            name=inp.name,
+            value=value,
+            arguments=self.execution.arguments,
+            output=entry.definition.output,
+            check=self.registry.output_check(entry),
+            top_level=inp.parent is None,
+            contexts=contexts,
+            concludes_turn=concludes,
+        )

@@ -173,20 +173,7 @@ def _renormalize(call: Call, result: Any, concluded: bool) -> tuple[str, ToolExe
         return "post", result
     if not isinstance(result, ToolExecutionSuccess):
         return "final", fail(NOT_LOSSLESS)
-    inp = call.input
-    entry = call.registry.resolve_entry(inp.name, inp.scope, inp.tool_set, inp.parent)
-    if entry is None:
-        return "final", unknown_tool(inp.name)
-    renormalized = normalize_value(
-        name=inp.name,
-        value=result.value,
-        arguments=call.execution.arguments,
-        output=entry.definition.output,
-        check=call.registry.output_check(entry),
-        top_level=inp.parent is None,
-        contexts=result.additional_contexts,
-        concludes_turn=concluded,
-    )
+    renormalized = call.renormalize(result.value, result.additional_contexts, concluded)
     return ("final" if renormalized.is_error else "post"), renormalized
 
 

@@ -19,8 +19,6 @@ from toolray._normalize import (
     block_message,
     fail,
     failure_from,
-    normalize_value,
-    unknown_tool,
 )
 from toolray._outcomes import ToolExecutionFailure, ToolExecutionResult, ToolExecutionSuccess
 from toolray._waterfall import maybe_await, run_waterfall
@@ -126,20 +124,8 @@ def _apply(call: Call, result: ToolExecutionResult, decision: Any) -> ToolExecut
     if isinstance(decision, ReplaceValue):
         if not isinstance(result, ToolExecutionSuccess):
             raise TypeError("tools/post-execute cannot replace the value of a failed result")
-        inp = call.input
-        entry = call.registry.resolve_entry(inp.name, inp.scope, inp.tool_set, inp.parent)
-        if entry is None:
-            return unknown_tool(inp.name)
-        return normalize_value(
-            name=inp.name,
-            value=decision.value,
-            arguments=call.execution.arguments,
-            output=entry.definition.output,
-            check=call.registry.output_check(entry),
-            top_level=inp.parent is None,
-            contexts=(*result.additional_contexts, *decision.additional_contexts),
-            concludes_turn=result.concludes_turn,
-        )
+        contexts = (*result.additional_contexts, *decision.additional_contexts)
+        return call.renormalize(decision.value, contexts, result.concludes_turn)
     raise TypeError(f"unreachable variant in PostToolDecision: {decision!r}")
 
 
