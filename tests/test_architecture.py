@@ -510,6 +510,8 @@ SELF_CONTAINED = (
     "ARCHITECTURE.md",
     "CHANGELOG.md",
     "pyproject.toml",
+    "mkdocs.yml",
+    "Makefile",
 )
 """Paths that may cite no document outside the repository: all of it."""
 
@@ -530,20 +532,27 @@ DEFINED = re.compile(r"^- \*\*([RPBC]-[A-Z]{2,6})-(\d+)\*\*", re.M)
 FAMILY_HEADING = re.compile(r"^### ([RPBC]-[A-Z]{2,6}) —", re.M)
 
 
-def _files(*roots: str) -> Iterator[Path]:
+SOURCE_SUFFIXES = (".py", ".md", ".toml")
+TEXT_SUFFIXES = (*SOURCE_SUFFIXES, ".yml", ".yaml", ".txt", ".cfg", ".json", ".sh", "")
+"""Every text file the product ships: sources, docs, configs, scripts without a suffix."""
+
+
+def _files(*roots: str, suffixes: tuple[str, ...] = SOURCE_SUFFIXES) -> Iterator[Path]:
     for root in roots:
         path = ROOT / root
         candidates = [path] if path.is_file() else sorted(path.rglob("*"))
         for found in candidates:
             relative = found.relative_to(ROOT).as_posix()
-            if found.suffix in (".py", ".md", ".toml") and not relative.startswith(THE_CHECKS):
+            if "__pycache__" in found.parts or not found.is_file():
+                continue
+            if found.suffix in suffixes and not relative.startswith(THE_CHECKS):
                 yield found
 
 
 def test_the_product_cites_no_document_it_does_not_ship() -> None:
     offenders = sorted(
         f"{path.relative_to(ROOT)}:{number}: {match.group(0)}"
-        for path in _files(*SELF_CONTAINED)
+        for path in _files(*SELF_CONTAINED, suffixes=TEXT_SUFFIXES)
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
         for match in UNSHIPPED.finditer(line)
     )
@@ -612,3 +621,96 @@ def test_the_citation_checker_reads_every_form() -> None:
     ids, families = _defined()
     assert ("R-REG", 14) in ids
     assert "C-CODE" in families
+
+
+# ---------------------------------------------------------------- the Ray layer's wire
+MAX_ANY = 471
+"""``Any`` in the Ray layer's code (names, not comments): a ratchet, lowered as handles get
+types; it never grows."""
+
+
+def _ray_trees() -> Iterator[tuple[str, ast.AST]]:
+    for module in ray_modules():
+        yield module, ast.parse(modules()[module].read_text(encoding="utf-8"))
+
+
+def _constant_index(node: ast.Subscript) -> bool:
+    index = node.slice
+    if isinstance(index, ast.UnaryOp) and isinstance(index.op, ast.USub):
+        index = index.operand
+    return (
+        isinstance(index, ast.Constant)
+        and isinstance(index.value, int)
+        and not isinstance(index.value, bool)
+    )
+
+
+def positional_reads(tree: ast.AST) -> list[str]:
+    """Subscripts with an integer constant (``item[0]``, ``rec[-1]``): positional reads."""
+    return [
+        f"line {node.lineno}: {ast.unparse(node)}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Subscript) and _constant_index(node)
+    ]
+
+
+def any_tuples(tree: ast.AST) -> list[str]:
+    """``tuple[Any, ...]`` annotations: a record with no names."""
+    return [
+        f"line {node.lineno}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Subscript) and ast.unparse(node) in ("tuple[Any, ...]",)
+    ]
+
+
+def any_uses(tree: ast.AST) -> int:
+    """``Any`` as a name or ``typing.Any`` (imports and comments do not count)."""
+    return sum(
+        1
+        for node in ast.walk(tree)
+        if (isinstance(node, ast.Name) and node.id == "Any")
+        or (isinstance(node, ast.Attribute) and node.attr == "Any")
+    )
+
+
+def test_the_ray_layer_reads_no_record_by_position() -> None:
+    offenders = [f"{m} {hit}" for m, tree in _ray_trees() for hit in positional_reads(tree)]
+    assert offenders == [], "name the record's fields (see toolray_actors._wire)"
+
+
+def test_the_ray_layer_has_no_unnamed_tuple_records() -> None:
+    offenders = [f"{m} {hit}" for m, tree in _ray_trees() for hit in any_tuples(tree)]
+    assert offenders == []
+
+
+def test_the_ray_layer_keeps_its_any_budget() -> None:
+    count = sum(any_uses(tree) for _, tree in _ray_trees())
+    assert count <= MAX_ANY, f"Any is used {count} times in the Ray layer (budget {MAX_ANY})"
+
+
+def test_the_wire_checkers_see_what_they_look_for() -> None:
+    tree = ast.parse(
+        "from typing import Any\n"
+        "def f(item: tuple[Any, ...], rows: list[int]) -> Any:\n"
+        "    first, *_ = rows\n"
+        "    return item[0], rows[-1], item['k'], item[first], typing.Any\n"
+    )
+    assert positional_reads(tree) == ["line 4: item[0]", "line 4: rows[-1]"]
+    assert any_tuples(tree) == ["line 2"]
+    assert any_uses(tree) == 3
+
+
+def test_wire_records_are_frozen_slotted_dataclasses_matched_exhaustively() -> None:
+    from dataclasses import fields, is_dataclass
+
+    from toolray_actors import _wire
+
+    for name in _wire.__all__:
+        value = getattr(_wire, name)
+        if isinstance(value, type) and is_dataclass(value):
+            params = value.__dataclass_params__  # type: ignore[attr-defined]
+            assert params.frozen, f"{name} is not frozen"
+            assert hasattr(value, "__slots__"), f"{name} is not slotted"
+            assert fields(value), name
+    with pytest.raises(TypeError, match="unknown wire record tuple"):
+        _wire.unknown(("end", 1), "a batch stream")

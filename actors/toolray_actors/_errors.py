@@ -15,10 +15,11 @@ from typing import Any
 import cloudpickle
 import ray.exceptions as rex
 
-from toolray.errors import HarnessError
+from toolray.errors import HarnessError, ToolrayError
 
 __all__ = (
     "RuntimeUnavailableError",
+    "WireRecordError",
     "is_actor_death",
     "is_cancelled",
     "is_ray_error",
@@ -37,6 +38,10 @@ class RuntimeUnavailableError(HarnessError):
     """
 
     default_code = "RUNTIME_UNAVAILABLE"
+
+
+class WireRecordError(ToolrayError, TypeError):
+    """A record on the Ray wire that its reader does not know: a bug, never ignored."""
 
 
 def wire_reason(reason: Any) -> Any:

@@ -16,6 +16,7 @@ from typing import Any, TypeVar, cast
 import ray
 
 from ._placement import WorkerSettings
+from ._wire import AbortOrder
 from .control._bucket_actor import BucketActor
 from .execution._worker import ToolWorker, body_limit
 
@@ -95,7 +96,7 @@ class _WorkerClass(ToolWorker):
         return await super().abort(token, reason)
 
     @_control
-    async def abort_many(self, items: list[tuple[str, Any]]) -> int:
+    async def abort_many(self, items: list[AbortOrder]) -> int:
         return await super().abort_many(items)
 
     @_control

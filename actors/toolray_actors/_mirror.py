@@ -43,6 +43,12 @@ class Op:
     """For ``register``: swap a different live registration of the name."""
 
 
+def _op_id(key: str) -> int:
+    """The contribution id in a worker cache key (``def:<id>``)."""
+    _, _, op_id = key.partition(":")
+    return int(op_id)
+
+
 def dumps_named(obj: Any, what: str) -> bytes:
     """Cloudpickle ``obj``, or a clear ``TypeError`` naming ``what``."""
     try:
@@ -147,7 +153,7 @@ class Mirror:
     def op_id_of(self, definition: Any) -> int | None:
         """The contribution id of a registered definition (``None`` for ``run_code``)."""
         key = self.keys.get(id(definition))
-        return int(key.split(":", 1)[1]) if key is not None else None
+        return _op_id(key) if key is not None else None
 
     def is_custom_executor(self, executor: Any) -> bool:
         """Whether ``executor`` came from a ``set_executor()`` contribution."""
@@ -158,4 +164,4 @@ class Mirror:
         key = self.keys.get(id(definition))
         if key is None:
             return None
-        return key, self.blobs[int(key.split(":", 1)[1])]
+        return key, self.blobs[_op_id(key)]

@@ -1,4 +1,7 @@
-"""What crosses between a driver, the registry actor and executor actors for one call.
+"""What crosses between a driver, the registry actor, executor actors and workers.
+
+Every record kind is one frozen, slotted dataclass defined here, read by name; a reader
+matches on the record's class and an unknown record is an error (:func:`unknown`).
 
 The driver never decides a call's outcome, and never fails where the core would give a
 result: arguments travel as they are when they are lossless JSON, and otherwise as a
@@ -11,23 +14,188 @@ its token id, which the executor maps back to a live execution it issued.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, final
+from typing import Any, NamedTuple, NoReturn, final
 
 import cloudpickle
 
-from toolray import AbortController, ExecutionToken, ToolExecution, ToolExecutionInput
-from toolray.isolation import RemoteToken
+from toolray import (
+    AbortController,
+    ExecutionToken,
+    ToolCallResult,
+    ToolExecution,
+    ToolExecutionInput,
+    UserMessage,
+)
+from toolray.isolation import CallOutcome, RemoteToken
 from toolray.lowlevel import InvalidArguments, is_json
 
-from ._errors import wire_reason
+from ._errors import WireRecordError, wire_reason
+from ._mirror import Op
+from ._tracing import SpanRecord
 
 __all__ = (
     "NOT_JSON_ARGUMENTS",
+    "AbortOrder",
+    "Added",
     "CallSpec",
+    "Committed",
     "ExecutionSnapshot",
+    "ExecutorHome",
+    "LogRecord",
+    "RegistryChange",
     "RemoteToken",
+    "Removed",
+    "RunCodeBlob",
+    "ScopeDisposed",
+    "Settled",
+    "StreamChunk",
+    "StreamEnd",
+    "StreamEntry",
+    "StreamItem",
+    "Swapped",
+    "WorkerRequest",
     "shippable_arguments",
+    "unknown",
 )
+
+
+def unknown(record: object, where: str) -> NoReturn:
+    """An unknown record on the wire: an error, never ignored."""
+    raise WireRecordError(f"{where}: unknown wire record {type(record).__name__}")
+
+
+# ---------------------------------------------------------------- executor → worker
+@dataclass(frozen=True, slots=True)
+class WorkerRequest:
+    """One call as it crosses to a worker (the first of a key on a worker carries its code)."""
+
+    token: str
+    """The call's token on that worker: abort, interrupt and kill name it."""
+    key: str
+    """The tool's cache key."""
+    blob: bytes | None
+    """The pickled definition, or ``None`` once the worker holds ``key``."""
+    arguments: Any
+    ident: dict[str, Any]
+    """The call's identity (JSON: it crosses into a call process as it is)."""
+
+    def without_code(self) -> WorkerRequest:
+        """This request without its code (the worker already holds the key)."""
+        return WorkerRequest(self.token, self.key, None, self.arguments, self.ident)
+
+
+class ExecutorHome(NamedTuple):
+    """The executor actor a body's nested calls go to (a pair: it crosses as JSON too)."""
+
+    name: str
+    namespace: str
+
+    @classmethod
+    def of(cls, value: object) -> ExecutorHome | None:
+        """The home a call's identity names, or ``None`` (no executor made the call)."""
+        if isinstance(value, (list, tuple)) and len(value) == 2:
+            name, namespace = value
+            if name:
+                return cls(str(name), str(namespace))
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Settled:
+    """One call's outcome as a worker reports it."""
+
+    token: str
+    outcome: CallOutcome
+
+
+@dataclass(frozen=True, slots=True)
+class AbortOrder:
+    """Fire one call's signal on its worker."""
+
+    token: str
+    reason: Any = None
+
+
+# ---------------------------------------------------------------- executor → driver (a batch)
+@dataclass(frozen=True, slots=True)
+class LogRecord:
+    """A log record of the batch, in commit order."""
+
+    event: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Committed:
+    """A call's result, committed at its slot."""
+
+    index: int
+    result: ToolCallResult
+
+
+StreamEntry = LogRecord | Committed | SpanRecord
+"""What a chunk carries: a log record, a committed result, the span of a traced call."""
+
+
+@dataclass(frozen=True, slots=True)
+class StreamChunk:
+    """Entries that committed together, while the batch runs."""
+
+    entries: list[StreamEntry]
+
+
+@dataclass(frozen=True, slots=True)
+class StreamEnd:
+    """The batch completed: its last entries and how it ended."""
+
+    contexts: tuple[UserMessage, ...]
+    concluded: bool
+    trace: list[dict[str, Any]]
+    entries: list[StreamEntry]
+
+
+StreamItem = StreamChunk | StreamEnd
+
+
+# ---------------------------------------------------------------- registry → executors
+@dataclass(frozen=True, slots=True)
+class Added:
+    """A contribution was added."""
+
+    op: Op
+
+
+@dataclass(frozen=True, slots=True)
+class Removed:
+    """A contribution was lifted."""
+
+    op_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class Swapped:
+    """A registration replaced a live one of its name."""
+
+    old_id: int
+    op: Op
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeDisposed:
+    """A scope was disposed with the contributions made through it."""
+
+    key: str
+    op_ids: tuple[int, ...]
+
+
+RegistryChange = Added | Removed | Swapped | ScopeDisposed
+
+
+# ---------------------------------------------------------------- registry → driver
+@dataclass(frozen=True, slots=True)
+class RunCodeBlob:
+    """The ``run_code`` transport's pickle (one object per driver for every scope)."""
+
+    blob: bytes
 
 
 @final

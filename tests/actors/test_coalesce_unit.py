@@ -15,7 +15,8 @@ import pytest
 
 from toolray import ToolOutput, define_tool, text_block
 from toolray.isolation import CallOutcome
-from toolray_actors.execution._coalesce import AbortQueue, Chunk, Outbox, Request, StreamEnded
+from toolray_actors._wire import AbortOrder, Settled, WorkerRequest
+from toolray_actors.execution._coalesce import AbortQueue, Chunk, Outbox, StreamEnded
 from toolray_actors.execution._worker import ToolWorker
 
 
@@ -23,11 +24,11 @@ class FakeWorker:
     """A transport: records each message; the test feeds each message's reply stream."""
 
     def __init__(self, *, fail_send: bool = False) -> None:
-        self.messages: list[list[Request]] = []
+        self.messages: list[list[WorkerRequest]] = []
         self.replies: list[asyncio.Queue[Any]] = []
         self.fail_send = fail_send
 
-    def __call__(self, requests: list[Request]) -> AsyncIterator[Chunk]:
+    def __call__(self, requests: list[WorkerRequest]) -> AsyncIterator[Chunk]:
         if self.fail_send:
             raise ConnectionError("cannot submit")
         self.messages.append(list(requests))
@@ -51,8 +52,8 @@ async def ticks(n: int = 8) -> None:
         await asyncio.sleep(0)
 
 
-def req(token: str) -> Request:
-    return (token, "def:1", None, {}, {})
+def req(token: str) -> WorkerRequest:
+    return WorkerRequest(token, "def:1", None, {}, {})
 
 
 def ok(value: Any) -> CallOutcome:
@@ -65,12 +66,12 @@ async def test_requests_of_one_tick_travel_in_one_message_and_later_ones_in_the_
     first = [box.submit(req(f"t{i}")) for i in range(3)]
     assert worker.messages == []  # nothing leaves before the end of the tick
     await ticks()
-    assert [[r[0] for r in m] for m in worker.messages] == [["t0", "t1", "t2"]]
+    assert [[r.token for r in m] for m in worker.messages] == [["t0", "t1", "t2"]]
     later = box.submit(req("t3"))
     await ticks()
-    assert [[r[0] for r in m] for m in worker.messages] == [["t0", "t1", "t2"], ["t3"]]
-    worker.replies[0].put_nowait([("t0", ok(0)), ("t2", ok(2)), ("t1", ok(1))])
-    worker.replies[1].put_nowait([("t3", ok(3))])
+    assert [[r.token for r in m] for m in worker.messages] == [["t0", "t1", "t2"], ["t3"]]
+    worker.replies[0].put_nowait([Settled("t0", ok(0)), Settled("t2", ok(2)), Settled("t1", ok(1))])
+    worker.replies[1].put_nowait([Settled("t3", ok(3))])
     assert [await f for f in [*first, later]] == [ok(0), ok(1), ok(2), ok(3)]
     assert box.statistics().messages == 2
     assert box.statistics().requests == 4
@@ -103,10 +104,10 @@ async def test_each_request_resolves_when_its_own_outcome_arrives() -> None:
     box = Outbox(worker)
     fast, slow = box.submit(req("fast")), box.submit(req("slow"))
     await ticks()
-    worker.replies[0].put_nowait([("fast", ok("f"))])
+    worker.replies[0].put_nowait([Settled("fast", ok("f"))])
     assert await fast == ok("f")
     assert not slow.done()  # a slow mate never holds back the others
-    worker.replies[0].put_nowait([("slow", ok("s"))])
+    worker.replies[0].put_nowait([Settled("slow", ok("s"))])
     worker.replies[0].put_nowait(None)
     assert await slow == ok("s")
 
@@ -116,7 +117,7 @@ async def test_a_failed_stream_fails_only_the_requests_still_waiting() -> None:
     box = Outbox(worker)
     done, held = box.submit(req("done")), box.submit(req("held"))
     await ticks()
-    worker.replies[0].put_nowait([("done", ok(1))])
+    worker.replies[0].put_nowait([Settled("done", ok(1))])
     worker.replies[0].put_nowait(RuntimeError("the worker died"))
     assert await done == ok(1)
     with pytest.raises(RuntimeError, match="the worker died"):
@@ -128,7 +129,7 @@ async def test_a_stream_ending_without_an_outcome_fails_that_request() -> None:
     box = Outbox(worker)
     answered, forgotten = box.submit(req("a")), box.submit(req("b"))
     await ticks()
-    worker.replies[0].put_nowait([("a", ok(1))])
+    worker.replies[0].put_nowait([Settled("a", ok(1))])
     worker.replies[0].put_nowait(None)
     assert await answered == ok(1)
     with pytest.raises(StreamEnded):
@@ -162,7 +163,7 @@ async def test_an_abandoned_request_does_not_disturb_its_mates() -> None:
     gone, kept = box.submit(req("gone")), box.submit(req("kept"))
     gone.cancel()  # its caller went away
     await ticks()
-    worker.replies[0].put_nowait([("gone", ok(0)), ("kept", ok(1))])
+    worker.replies[0].put_nowait([Settled("gone", ok(0)), Settled("kept", ok(1))])
     assert await kept == ok(1)
 
 
@@ -191,19 +192,22 @@ async def test_run_many_runs_each_body_in_its_own_task_and_interrupt_stops_only_
 
     blob = _blob(body)
     worker = ToolWorker(threads=4)
-    requests: list[Request] = [
-        ("t0", "def:1", blob, {"n": 0, "hold": False}, _ident("c0")),
-        ("t1", "def:1", None, {"n": 1, "hold": True}, _ident("c1")),  # mates share the blob
-        ("t2", "def:1", None, {"n": 2, "hold": False}, _ident("c2")),
+    requests: list[WorkerRequest] = [
+        WorkerRequest("t0", "def:1", blob, {"n": 0, "hold": False}, _ident("c0")),
+        WorkerRequest(
+            "t1", "def:1", None, {"n": 1, "hold": True}, _ident("c1")
+        ),  # mates share the blob
+        WorkerRequest("t2", "def:1", None, {"n": 2, "hold": False}, _ident("c2")),
     ]
     stream = worker.run_many(requests)
     outcomes: dict[str, Any] = {}
-    for token, outcome in await stream.__anext__():
-        outcomes[token] = outcome
+    for settled in await stream.__anext__():
+        outcomes[settled.token] = settled.outcome
     assert outcomes == {"t0": ok(0), "t2": ok(2)}  # settled together: one chunk
     assert await worker.interrupt("t1") == "cancelled"
-    (token, outcome), *rest = await stream.__anext__()
-    assert (token, rest) == ("t1", [])
+    first, *rest = await stream.__anext__()
+    assert (first.token, rest) == ("t1", [])
+    outcome = first.outcome
     assert outcome.status == "error"
     assert outcome.error.code == "ABORTED"
     with pytest.raises(StopAsyncIteration):
@@ -216,13 +220,13 @@ async def test_run_many_answers_missing_for_an_unknown_definition_only() -> None
         return "ran"
 
     worker = ToolWorker(threads=2)
-    requests: list[Request] = [
-        ("t0", "def:9", None, {}, _ident("c0")),
-        ("t1", "def:1", _blob(body), {}, _ident("c1")),
+    requests: list[WorkerRequest] = [
+        WorkerRequest("t0", "def:9", None, {}, _ident("c0")),
+        WorkerRequest("t1", "def:1", _blob(body), {}, _ident("c1")),
     ]
     outcomes = {}
     async for chunk in worker.run_many(requests):
-        outcomes.update(dict(chunk))
+        outcomes.update({s.token: s.outcome for s in chunk})
     assert outcomes == {"t0": CallOutcome(status="missing"), "t1": ok("ran")}
 
 
@@ -232,13 +236,13 @@ async def test_an_abort_that_arrives_before_its_message_starts_the_call_aborted(
 
     worker = ToolWorker(threads=2)
     assert await worker.abort("t1", "too late") is False  # not here yet: remembered
-    requests: list[Request] = [
-        ("t0", "def:1", _blob(body), {}, _ident("c0")),
-        ("t1", "def:1", None, {}, _ident("c1")),
+    requests: list[WorkerRequest] = [
+        WorkerRequest("t0", "def:1", _blob(body), {}, _ident("c0")),
+        WorkerRequest("t1", "def:1", None, {}, _ident("c1")),
     ]
     outcomes = {}
     async for chunk in worker.run_many(requests):
-        outcomes.update(dict(chunk))
+        outcomes.update({s.token: s.outcome for s in chunk})
     assert outcomes == {"t0": ok("ran"), "t1": ok("aborted")}
 
 
@@ -249,7 +253,7 @@ async def test_aborts_of_one_tick_leave_in_one_control_message() -> None:
     queue.put("t2", "stop")
     assert sent == []  # nothing leaves before the end of the tick
     await asyncio.sleep(0)
-    assert sent == [("many", [("t1", "stop"), ("t2", "stop")])]
+    assert sent == [("many", [AbortOrder("t1", "stop"), AbortOrder("t2", "stop")])]
     queue.put("t3", None)
     await asyncio.sleep(0)
     assert sent[-1] == ("one", "t3", None)  # a lone abort uses the plain method
@@ -263,13 +267,14 @@ async def test_abort_many_fires_each_named_call_and_remembers_the_early_ones() -
     worker = ToolWorker(threads=2)
     stream = worker.run_many(
         [
-            ("t0", "def:1", _blob(body), {}, _ident("c0")),
-            ("t1", "def:1", None, {}, _ident("c1")),
+            WorkerRequest("t0", "def:1", _blob(body), {}, _ident("c0")),
+            WorkerRequest("t1", "def:1", None, {}, _ident("c1")),
         ]
     )
     first = asyncio.ensure_future(stream.__anext__())
     await ticks()  # both bodies are waiting on their signals
-    assert await worker.abort_many([("t0", "r0"), ("t1", "r1"), ("t9", "later")]) == 2
-    outcomes = dict(await first)
+    orders = [AbortOrder("t0", "r0"), AbortOrder("t1", "r1"), AbortOrder("t9", "later")]
+    assert await worker.abort_many(orders) == 2
+    outcomes = {s.token: s.outcome for s in await first}
     assert outcomes == {"t0": ok("r0"), "t1": ok("r1")}  # stopped together: one chunk
     await stream.aclose()

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from toolray_actors._wire import Removed
 from toolray_actors.control import _fanout
 from toolray_actors.control._fanout import Fanout
 
@@ -60,7 +61,7 @@ async def test_a_write_waits_for_a_slow_executor_and_keeps_it(
     fanout = Fanout("ns")
     fanout.executors = {"slow": _Executor(slow), "fast": _Executor(_settled(1))}
     with caplog.at_level(logging.DEBUG, logger="toolray"):
-        seq = fanout.publish(("add", "op"))
+        seq = fanout.publish(Removed(7))
         task = asyncio.ensure_future(fanout.wait(seq))
         for _ in range(2000):  # a bound: wait until several slow rounds were logged
             if sum(f"slow to apply change {seq}" in r.message for r in caplog.records) >= 5:
@@ -70,7 +71,7 @@ async def test_a_write_waits_for_a_slow_executor_and_keeps_it(
         slow.set_result(seq)
         await asyncio.wait_for(task, 5)
     assert set(fanout.executors) == {"slow", "fast"}
-    assert fanout.executors["slow"].apply_changes.calls == [(seq, (("add", "op"),))]
+    assert fanout.executors["slow"].apply_changes.calls == [(seq, (Removed(7),))]
 
 
 async def test_a_failing_but_live_executor_stays_attached() -> None:
@@ -79,6 +80,6 @@ async def test_a_failing_but_live_executor_stays_attached() -> None:
         "odd": _Executor(_settled(error=RuntimeError("resync on the next gap"))),
         "fine": _Executor(_settled(3)),
     }
-    seq = fanout.publish(("remove", 3))
+    seq = fanout.publish(Removed(3))
     await asyncio.wait_for(fanout.wait(seq), 5)
     assert set(fanout.executors) == {"odd", "fine"}

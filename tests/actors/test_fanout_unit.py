@@ -12,6 +12,7 @@ from typing import Any
 
 import ray.exceptions as rex
 
+from toolray_actors._wire import Removed
 from toolray_actors.control._fanout import Fanout
 
 
@@ -60,10 +61,10 @@ async def test_concurrent_writes_reach_each_executor_in_one_message_in_sequence_
     fanout = Fanout("ns")
     a, b = FakeExecutor(), FakeExecutor()
     fanout.executors.update(a=a, b=b)
-    first = fanout.publish(("add", 1))
+    first = fanout.publish(Removed(1))
     waiting = asyncio.ensure_future(fanout.wait(first))
     await _until(lambda: len(a.messages) == 1)
-    later = [fanout.publish(("add", n)) for n in (2, 3, 4)]  # while change 1 is out
+    later = [fanout.publish(Removed(n)) for n in (2, 3, 4)]  # while change 1 is out
     waits = [asyncio.ensure_future(fanout.wait(seq)) for seq in later]
     a.answer()
     await asyncio.sleep(0)
@@ -71,7 +72,7 @@ async def test_concurrent_writes_reach_each_executor_in_one_message_in_sequence_
     b.answer()
     await asyncio.wait_for(waiting, 1)
     await _until(lambda: len(a.messages) == 2 and len(b.messages) == 2)
-    expected = [(1, (("add", 1),)), (2, (("add", 2), ("add", 3), ("add", 4)))]
+    expected = [(1, (Removed(1),)), (2, (Removed(2), Removed(3), Removed(4)))]
     assert a.messages == b.messages == expected
     assert not any(w.done() for w in waits)
     a.answer()
@@ -84,7 +85,7 @@ async def test_a_dead_executor_is_dropped_and_does_not_hold_the_write() -> None:
     fanout = Fanout("ns")
     live, dead = FakeExecutor(), FakeExecutor()
     fanout.executors.update(live=live, dead=dead)
-    seq = fanout.publish(("remove", 7))
+    seq = fanout.publish(Removed(7))
     waiting = asyncio.ensure_future(fanout.wait(seq))
     await _until(lambda: dead.pending and live.pending)
     dead.answer(rex.ActorDiedError())
@@ -95,7 +96,7 @@ async def test_a_dead_executor_is_dropped_and_does_not_hold_the_write() -> None:
 
 async def test_waiting_for_a_change_already_applied_returns_at_once() -> None:
     fanout = Fanout("ns")
-    seq = fanout.publish(("add", 1))  # no executor attached: nothing to wait for
+    seq = fanout.publish(Removed(1))  # no executor attached: nothing to wait for
     await asyncio.wait_for(fanout.wait(seq), 1)
     await asyncio.wait_for(fanout.wait(seq), 1)
     await asyncio.wait_for(fanout.wait(0), 1)

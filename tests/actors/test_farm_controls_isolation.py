@@ -34,6 +34,7 @@ from toolray import (
 )
 from toolray.errors import ResultTooLargeError
 from toolray_actors._placement import WorkerSettings, placement_key
+from toolray_actors._wire import WorkerRequest
 from toolray_actors.execution._worker import ToolWorker
 
 cloudpickle.register_pickle_by_value(_farm_tools)
@@ -71,13 +72,15 @@ async def test_an_oversized_value_fails_in_its_call_process() -> None:
 
 async def _oversized(worker: ToolWorker) -> None:
     blob = tool_blob(_long_text)
-    run = worker.run(("t1", "k-long", blob, {"n": 5000}, _ident(1000)))
+    run = worker.run(WorkerRequest("t1", "k-long", blob, {"n": 5000}, _ident(1000)))
     over = await asyncio.wait_for(run, WAIT_S)
     assert over.status == "error"
     assert over.value is None  # the value stayed in its call process
     assert isinstance(over.error, ResultTooLargeError)
     assert over.error.code == "RESULT_TOO_LARGE"
-    fine = await asyncio.wait_for(worker.run(("t2", "k-long", None, {"n": 500}, _ident(1000))), 60)
+    fine = await asyncio.wait_for(
+        worker.run(WorkerRequest("t2", "k-long", None, {"n": 500}, _ident(1000))), 60
+    )
     assert (fine.status, fine.value) == ("ok", "x" * 500)
     assert (await worker.status()).children.runs == 2  # both ran in call processes
 
@@ -89,14 +92,14 @@ async def test_a_drained_worker_starts_no_call_and_reports_its_idle_time() -> No
 
 async def _drained(worker: ToolWorker) -> None:
     first = await asyncio.wait_for(
-        worker.run(("t1", "k-pid", tool_blob(_pid), {}, _ident(None))), 60
+        worker.run(WorkerRequest("t1", "k-pid", tool_blob(_pid), {}, _ident(None))), 60
     )
     assert first.status == "ok"
     assert first.value != os.getpid()  # it ran in a call process
     idle = (await worker.status()).idle_s
     assert idle > 0.0
     assert await worker.drain() == 0  # nothing running
-    later = await worker.run(("t2", "k-pid", None, {}, _ident(None)))
+    later = await worker.run(WorkerRequest("t2", "k-pid", None, {}, _ident(None)))
     assert later.status == "retired"  # its executor sends it elsewhere, unstarted
     status = await worker.status()
     assert status.children.runs == 1

@@ -29,6 +29,7 @@ from toolray import (
 from toolray_actors._fingerprint import fingerprint
 from toolray_actors._mirror import Mirror, Op
 from toolray_actors._placement import placement_key
+from toolray_actors._wire import Committed, LogRecord, WorkerRequest
 from toolray_actors.control._leases import LeaseTable
 from toolray_actors.driver._batch_stream import Accumulator
 from toolray_actors.driver._portal import Portal
@@ -132,9 +133,9 @@ def test_a_lost_executor_fails_the_uncommitted_calls_and_completes_the_log() -> 
     one = asyncio.run(committed.execute_batch(ToolBatchInput(calls[:1], AbortController().signal)))
     head = {"turn": 1, "step": 1}
     chunk = [
-        ("e", {**head, "type": "tool/call", "callId": "c1", "name": "t", "arguments": "{}"}),
-        ("e", {**head, "type": "tool/call", "callId": "c2", "name": "t", "arguments": "{}"}),
-        ("c", 0, one.results[0]),
+        LogRecord({**head, "type": "tool/call", "callId": "c1", "name": "t", "arguments": "{}"}),
+        LogRecord({**head, "type": "tool/call", "callId": "c2", "name": "t", "arguments": "{}"}),
+        Committed(0, one.results[0]),
     ]
     assert [i for i, _ in acc.take(chunk)] == [0]
     lost = list(acc.lose(None))
@@ -175,16 +176,16 @@ def test_a_worker_runs_bodies_caches_definitions_and_honours_early_aborts() -> N
         worker = ToolWorker(threads=2)
         blob = cloudpickle.dumps(text_echo_tool("w"))
         ident = {"call_id": "c1", "name": "w", "root_call_id": None, "scope": None}
-        first = await worker.run(("t1", "def:1", blob, {"text": "a"}, ident))
+        first = await worker.run(WorkerRequest("t1", "def:1", blob, {"text": "a"}, ident))
         assert first.status == "ok"
         assert first.value["text"] == "a"
-        cached = await worker.run(("t2", "def:1", None, {"text": "b"}, ident))
+        cached = await worker.run(WorkerRequest("t2", "def:1", None, {"text": "b"}, ident))
         assert cached.status == "ok"
         assert cached.value["text"] == "b"
-        assert (await worker.run(("t3", "def:9", None, {}, ident))).status == "missing"
+        assert (await worker.run(WorkerRequest("t3", "def:9", None, {}, ident))).status == "missing"
         assert await worker.abort("t4", "stop") is False  # not here yet: remembered
         waiting = cloudpickle.dumps(_signal_reader())
-        early = await worker.run(("t4", "def:2", waiting, {}, ident))
+        early = await worker.run(WorkerRequest("t4", "def:2", waiting, {}, ident))
         assert early.status == "ok"
         assert early.value == "aborted: stop"
         assert (await worker.status()).in_flight == 0

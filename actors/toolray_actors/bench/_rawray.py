@@ -92,10 +92,13 @@ def stages_of(flags: list[bool]) -> list[RawStage]:
     """The stages the scheduler makes of these calls: runs of safe calls, single barriers."""
     stages: list[RawStage] = []
     for exclusive in flags:
-        if not exclusive and stages and stages[-1].parallel:
-            stages[-1] = RawStage(True, stages[-1].calls + 1)
-        else:
-            stages.append(RawStage(not exclusive, 1))
+        last = stages.pop() if stages else None
+        if last is not None and not exclusive and last.parallel:
+            stages.append(RawStage(True, last.calls + 1))
+            continue
+        if last is not None:
+            stages.append(last)
+        stages.append(RawStage(not exclusive, 1))
     return stages
 
 

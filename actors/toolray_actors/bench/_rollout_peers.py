@@ -132,12 +132,14 @@ def run_in_process(plan: RolloutPlan, pattern: str) -> BackendReport:
     lines = [line for line in done.stdout.splitlines() if line.startswith("REPORT ")]
     if done.returncode != 0 or not lines:
         raise RuntimeError(f"the {pattern} pattern failed: {done.stderr[-2000:]}")
-    return BackendReport(**json.loads(lines[-1][len("REPORT ") :]))
+    *_, last = lines
+    return BackendReport(**json.loads(last.removeprefix("REPORT ")))
 
 
 def _main(argv: list[str]) -> None:
-    plan = RolloutPlan(**json.loads(argv[1]))
-    report = asyncio.run(_in_process(plan, argv[0]))
+    pattern, plan_json = argv
+    plan = RolloutPlan(**json.loads(plan_json))
+    report = asyncio.run(_in_process(plan, pattern))
     print("REPORT " + json.dumps(dataclasses.asdict(report)), flush=True)
     os._exit(0)  # do not wait for the hung threads (they are what this pattern leaves)
 
@@ -154,7 +156,7 @@ def _still_running() -> int:
     count = 0
     for proc in psutil.process_iter(["cmdline"]):
         cmdline = proc.info.get("cmdline") or []
-        if cmdline and cmdline[0].startswith("ray::_rollout_task"):
+        if next(iter(cmdline), "").startswith("ray::_rollout_task"):
             count += 1
     return count
 

@@ -156,6 +156,7 @@ async def measure_scopes(rt: RayRuntime, scopes: int, calls: int) -> dict[str, A
         results = await asyncio.gather(*runs)
         walls.append(time.perf_counter() - start)
         right = right and _all_right(keys, results, calls)
+    wall, again = walls
     stats = await asyncio.to_thread(rt.stats)
     serving = {h.name for h in handles}
     executors = [a for a in stats.actors if a.kind == "executor" and a.name in serving]
@@ -166,10 +167,10 @@ async def measure_scopes(rt: RayRuntime, scopes: int, calls: int) -> dict[str, A
         "scopes": scopes,
         "calls": scopes * calls,
         "start_s": start_s,
-        "wall_s": walls[0],
-        "calls_per_s": scopes * calls / walls[0],
-        "again_s": walls[1],
-        "again_calls_per_s": scopes * calls / walls[1],
+        "wall_s": wall,
+        "calls_per_s": scopes * calls / wall,
+        "again_s": again,
+        "again_calls_per_s": scopes * calls / again,
         "all_right": right,
         "executor_actors": len(executors),
         "executor_rss_mb": rss,
@@ -208,15 +209,17 @@ def run_scopes(base: RayRuntime, opts: ScopesOptions, *, say: Say | None = None)
             rt = _sibling(base, mode, opts.shards)
             try:
                 rt.registry.register(echo_tool())
-                rows.append(asyncio.run(measure_scopes(rt, n, opts.scope_calls)))
-                tell(f"{mode}, {n} scopes: {rows[-1]['wall_s']:.1f} s")
+                row = asyncio.run(measure_scopes(rt, n, opts.scope_calls))
+                rows.append(row)
+                tell(f"{mode}, {n} scopes: {row['wall_s']:.1f} s")
             finally:
                 rt.teardown()
         if opts.noop_calls:
             rt = _sibling(base, mode, opts.shards)
             try:
-                noop.append(asyncio.run(_noop_row(rt, opts)))
-                ratio = noop[-1]["ratio"]
+                noop_row = asyncio.run(_noop_row(rt, opts))
+                noop.append(noop_row)
+                ratio = noop_row["ratio"]
                 tell(f"{mode}, {opts.noop_calls}-call no-op batch: {ratio:.2f}× raw Ray")
             finally:
                 rt.teardown()

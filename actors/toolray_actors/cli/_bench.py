@@ -144,9 +144,9 @@ class _Side:
         start = time.perf_counter()
         result = await self.handle.execute_batch(batch)
         wall = time.perf_counter() - start
-        failed = [r for r in result.results if r.result.is_error]
-        if failed:
-            raise RuntimeError(f"bench batch failed: {failed[0].result.content}")
+        failed = next((r for r in result.results if r.result.is_error), None)
+        if failed is not None:
+            raise RuntimeError(f"bench batch failed: {failed.result.content}")
         if timed:
             self.walls["toolray"].append(wall)
             self.latencies["toolray"].extend(_trace_latencies(self.handle.last_trace))
@@ -350,7 +350,7 @@ def run(args: argparse.Namespace) -> int:
         update={
             "namespace": f"{base.namespace}-bench",
             "detached": False,
-            "pool": base.pool.model_copy(update={"size": options.workers[0]}),
+            "pool": base.pool.model_copy(update={"size": next(iter(options.workers), 1)}),
         }
     )
     console = Console(file=sys.stdout)

@@ -192,21 +192,20 @@ def drift(samples: list[dict[str, Any]]) -> dict[str, Any]:
     """Per actor alive in the second and the last sample: RSS / fd / thread growth."""
     if len(samples) < 3:
         return {}
-    first, last = samples[1]["actors"], samples[-1]["actors"]
+    _, second, *_, final = samples
+    first, last = second["actors"], final["actors"]
     common = sorted(set(first) & set(last))
-    growth = [
-        (
-            (last[k][0] - first[k][0]) / 2**20,
-            last[k][1] - first[k][1],
-            last[k][2] - first[k][2],
-        )
-        for k in common
-    ]
+    rss, fds, threads = [], [], []
+    for k in common:
+        (rss_a, fds_a, threads_a), (rss_b, fds_b, threads_b) = first[k], last[k]
+        rss.append((rss_b - rss_a) / 2**20)
+        fds.append(fds_b - fds_a)
+        threads.append(threads_b - threads_a)
     return {
         "soak_actors": len(common),
-        "soak_max_rss_growth_mb": round(max((g[0] for g in growth), default=0.0), 1),
-        "soak_max_fd_growth": max((g[1] for g in growth), default=0),
-        "soak_max_thread_growth": max((g[2] for g in growth), default=0),
+        "soak_max_rss_growth_mb": round(max(rss, default=0.0), 1),
+        "soak_max_fd_growth": max(fds, default=0),
+        "soak_max_thread_growth": max(threads, default=0),
         "soak_samples": len(samples),
     }
 
@@ -265,9 +264,9 @@ def kinds_of(args: argparse.Namespace) -> list[str]:
     if args.kinds is None:
         return [k for k in KINDS if k != "node" or args.nodes > 0]
     kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
-    unknown = [k for k in kinds if k not in KINDS]
-    if unknown:
-        raise ValueError(f"--kinds: unknown kind {unknown[0]!r} (choose from {', '.join(KINDS)})")
+    unknown = next((k for k in kinds if k not in KINDS), None)
+    if unknown is not None:
+        raise ValueError(f"--kinds: unknown kind {unknown!r} (choose from {', '.join(KINDS)})")
     if "node" in kinds and args.nodes < 1:
         raise ValueError("--kinds node needs worker nodes to remove: pass --nodes N (N >= 1)")
     return kinds

@@ -171,7 +171,7 @@ def trace_to_chrome(
         *_metadata(_SCHEDULER_TID, "scheduler", 0),
     ]
     tracks: dict[str, list[dict[str, Any]]] = {}
-    order: dict[str, tuple[Any, ...]] = {}
+    order: dict[str, tuple[bool, list[Any]] | tuple[bool, list[Any], list[Any]]] = {}
     for span in trace:
         if span.get("type") == "call":
             track = _track_of(span, unassigned)
@@ -251,7 +251,8 @@ def _sub_event(
     span = open_spans.get(key)
     if span is None:
         span = _log_span(batch, -1, event.get("subCallId"), event.get("name"), now)
-        span["track"] = f"turn {batch[0]} step {batch[1]} > {event.get('parentCallId')} sub-calls"
+        turn, step = batch
+        span["track"] = f"turn {turn} step {step} > {event.get('parentCallId')} sub-calls"
         span["parentCallId"] = event.get("parentCallId")
         open_spans[key] = span
         trace.append(span)
@@ -273,7 +274,7 @@ def _log_span(
         "started": now,
         "isError": None,
         "code": None,
-        "track": f"turn {batch[0]} step {batch[1]}",
+        "track": "turn {} step {}".format(*batch),
     }
 
 

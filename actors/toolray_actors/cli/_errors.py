@@ -7,7 +7,7 @@ __all__ = ("explain",)
 
 def explain(err: BaseException) -> str:
     """A single line saying what went wrong and what to do."""
-    text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    text = next(iter(str(err).strip().splitlines()), type(err).__name__)
     name = type(err).__name__
     if name == "StartError":
         return f"{text} (check the address, or omit it to start a local Ray)"

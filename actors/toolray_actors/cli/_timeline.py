@@ -99,8 +99,8 @@ def render_timeline(trace: Sequence[dict[str, Any]], *, width: int = BAR_WIDTH) 
             rows.extend(
                 _cells(sub, total, width, sub=True) for sub in by_index[index].get("subCalls") or ()
             )
-    rows[0] = [*rows[0], "status"]
-    return _align(rows)
+    header, *body = rows
+    return _align([[*header, "status"], *body])
 
 
 def _align(rows: Sequence[list[str] | str]) -> list[str]:
@@ -110,18 +110,20 @@ def _align(rows: Sequence[list[str] | str]) -> list[str]:
     and the times are right-aligned, the last column (the status) is not padded.
     """
     tables = [r for r in rows if not isinstance(r, str)]
-    widths = [max(len(r[i]) for r in tables if i < len(r)) for i in range(len(tables[0]) - 1)]
+    columns = max(len(r) for r in tables) - 1
+    widths = [max(len(r[i]) for r in tables if i < len(r)) for i in range(columns)]
     right = {0, 5, 6}
     out = []
     for row in rows:
         if isinstance(row, str):
             out.append(row)
             continue
+        *leading, status = row
         cells = [
             cell.rjust(widths[i]) if i in right else cell.ljust(widths[i])
-            for i, cell in enumerate(row[:-1])
+            for i, cell in enumerate(leading)
         ]
-        out.append("  " + GAP.join([*cells, row[-1]]))
+        out.append("  " + GAP.join([*cells, status]))
     return out
 
 
@@ -147,8 +149,7 @@ def first_line(result: Any) -> str:
     """The first line of a result's content (what the model reads first)."""
     for block in getattr(result, "content", ()) or ():
         if block.get("type") == "text":
-            lines = str(block.get("text", "")).splitlines()
-            return lines[0] if lines else ""
+            return next(iter(str(block.get("text", "")).splitlines()), "")
         return f"[{block.get('type')} block]"
     return ""
 

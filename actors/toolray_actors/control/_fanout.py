@@ -21,6 +21,7 @@ import logging
 from typing import Any
 
 from toolray_actors._errors import is_actor_death
+from toolray_actors._wire import RegistryChange
 
 __all__ = ("Fanout",)
 
@@ -45,11 +46,11 @@ class Fanout:
         self.executors: dict[str, Any] = {}
         self.messages = 0
         """``apply_changes`` messages sent (one per executor per group)."""
-        self._queue: list[tuple[int, tuple[Any, ...]]] = []
+        self._queue: list[tuple[int, RegistryChange]] = []
         self._done: dict[int, asyncio.Future[None]] = {}
         self._flusher: asyncio.Task[None] | None = None
 
-    def publish(self, delta: tuple[Any, ...]) -> int:
+    def publish(self, delta: RegistryChange) -> int:
         """Take the next sequence number for ``delta`` and queue it; returns the number.
 
         Synchronous: call it where the change is made (under the write lock), then await
@@ -71,8 +72,9 @@ class Fanout:
     async def _flush(self) -> None:
         while self._queue:
             group, self._queue = self._queue[:_MAX_GROUP], self._queue[_MAX_GROUP:]
+            first = min(seq for seq, _ in group)
             try:
-                await self._send(group[0][0], tuple(delta for _, delta in group))
+                await self._send(first, tuple(delta for _, delta in group))
             except Exception:  # an executor that cannot be reached resyncs on its next gap
                 _log.debug("toolray: change fan-out failed", exc_info=True)
             finally:
@@ -81,7 +83,7 @@ class Fanout:
                     if fut is not None and not fut.done():
                         fut.set_result(None)
 
-    async def _send(self, first: int, deltas: tuple[tuple[Any, ...], ...]) -> None:
+    async def _send(self, first: int, deltas: tuple[RegistryChange, ...]) -> None:
         names = list(self.executors)
         last = first + len(deltas) - 1
         futures = [_as_future(self.executors[n].apply_changes.remote(first, deltas)) for n in names]

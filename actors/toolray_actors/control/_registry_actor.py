@@ -26,6 +26,7 @@ from toolray_actors._errors import RuntimeUnavailableError
 from toolray_actors._handles import executor_name, get_named, kill, kill_self, named_actors
 from toolray_actors._mirror import Mirror, Op
 from toolray_actors._stats import ActorStats, actor_stats
+from toolray_actors._wire import Added, RegistryChange, Removed, ScopeDisposed, Swapped
 from toolray_actors.execution._code_pool import CodePool, code_registry
 
 from ._fanout import Fanout
@@ -138,7 +139,7 @@ class RegistryActor(RegistryReads):
     async def _save_meta(self) -> None:
         await self.store.a_put_meta(self._meta())
 
-    async def _publish(self, delta: tuple[Any, ...]) -> int:
+    async def _publish(self, delta: RegistryChange) -> int:
         """Queue a change for every executor (under the lock); await ``fanout.wait`` after."""
         seq = self.fanout.publish(delta)
         await self._save_meta()
@@ -268,7 +269,7 @@ class RegistryActor(RegistryReads):
             self.next_id += 1
             self._record(op)
             await self.store.a_put_op(op)
-            return op.id, await self._publish(("add", op))
+            return op.id, await self._publish(Added(op))
 
     async def _swap(self, live: Op, op: Op) -> tuple[int, int]:
         new = replace(op, id=self.next_id, replace=False)
@@ -278,7 +279,7 @@ class RegistryActor(RegistryReads):
         self._record(new)
         await self.store.a_del_op(live.id)
         await self.store.a_put_op(new)
-        return new.id, await self._publish(("swap", live.id, new))
+        return new.id, await self._publish(Swapped(live.id, new))
 
     async def ensure_scope(self, key: str, parent: str | None) -> str | None:
         """Create a scope (and its chain) if new; returns its parent.
@@ -297,7 +298,7 @@ class RegistryActor(RegistryReads):
                 self.next_id += 1
                 self._record(op)
                 await self.store.a_put_op(op)
-                seq = await self._publish(("add", op))
+                seq = await self._publish(Added(op))
             found = self.mirror.parent_of(key)
         await self.fanout.wait(seq)  # the last change: the earlier ones went out before it
         return found
@@ -316,7 +317,7 @@ class RegistryActor(RegistryReads):
             self._forget(op_id)
             self.mirror.remove(op_id)
             await self.store.a_del_op(op_id)
-            seq = await self._publish(("remove", op_id))
+            seq = await self._publish(Removed(op_id))
         await self.fanout.wait(seq)
         return True
 
@@ -328,7 +329,7 @@ class RegistryActor(RegistryReads):
                 self._forget(op_id)
                 await self.store.a_del_op(op_id)
             self.mirror.dispose_scope(key, owned)
-            seq = await self._publish(("dispose_scope", key, tuple(owned)))
+            seq = await self._publish(ScopeDisposed(key, tuple(owned)))
         await self.fanout.wait(seq)
         if self.per_scope:  # a disposed scope's own executor exits
             name = executor_name(key)

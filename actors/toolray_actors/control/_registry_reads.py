@@ -29,11 +29,10 @@ from toolray import (
 )
 from toolray_actors._mirror import Mirror
 from toolray_actors._toolset import RemoteToolSet, core_tool_set
-from toolray_actors._wire import ExecutionSnapshot
+from toolray_actors._wire import ExecutionSnapshot, RunCodeBlob
 
-__all__ = ("RUN_CODE_MARK", "RegistryReads")
+__all__ = ("RegistryReads",)
 
-RUN_CODE_MARK = "run_code"
 """First item of a ``("run_code", blob)`` answer: the definition is the shared transport."""
 
 _MAX_POLL_S = 30.0
@@ -72,15 +71,16 @@ class RegistryReads:
     def _set(self, tool_set: RemoteToolSet | None) -> Any:
         return core_tool_set(self.mirror, tool_set)
 
-    def _blob(self, definition: ToolDefinition | None) -> Any:
-        """The registered blob of ``definition``, ``("run_code", blob)``, or ``None``."""
+    def _blob(self, definition: ToolDefinition | None) -> bytes | RunCodeBlob | None:
+        """The registered blob of ``definition``, the ``run_code`` transport's, or ``None``."""
         if definition is None:
             return None
         found = self.mirror.key_of(definition)
         if found is not None:
-            return found[1]
+            _, blob = found
+            return blob
         if definition.name == RESERVED_TOOL_NAME:
-            return (RUN_CODE_MARK, bytes(cloudpickle.dumps(definition)))
+            return RunCodeBlob(bytes(cloudpickle.dumps(definition)))
         return None
 
     # ------------------------------------------------------------------ reads
@@ -103,7 +103,9 @@ class RegistryReads:
         found = self.mirror.registry.definitions(scope, self._set(tool_set))
         return [self._blob(d) for d in found]
 
-    async def tool_set_view(self, tool_set: RemoteToolSet) -> list[tuple[str, bytes]]:
+    async def tool_set_view(
+        self, tool_set: RemoteToolSet
+    ) -> list[tuple[str, bytes | RunCodeBlob | None]]:
         """``tool_set.view(tool_set.scope)``: ``(name, blob)`` in view order."""
         core = self._set(tool_set)
         view = core.view(tool_set.scope) if core is not None else {}

@@ -11,12 +11,13 @@ log is missing, so the log and the result stay one record pair per call.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from toolray import ExecutorLostError, ToolBatchInput, ToolBatchResult, ToolCallResult
+from toolray import ExecutorLostError, ToolBatchInput, ToolBatchResult, ToolCallResult, UserMessage
 from toolray.lowlevel import failure_from
 from toolray_actors._tracing import SpanRecord
+from toolray_actors._wire import Committed, LogRecord, StreamEntry, unknown
 
 __all__ = ("Accumulator",)
 
@@ -41,7 +42,7 @@ class Accumulator:
         self.results: list[ToolCallResult | None] = [None] * len(self.calls)
         self.logged: set[str] = set()
         self.log = batch.log if log else None
-        self.contexts: tuple[Any, ...] = ()
+        self.contexts: tuple[UserMessage, ...] = ()
         self.concluded = False
         self.done = False
 
@@ -49,24 +50,25 @@ class Accumulator:
         if self.log is not None:
             self.log.sink.append(event)
 
-    def take(self, chunk: list[Any]) -> Iterator[tuple[int, ToolCallResult]]:
+    def take(self, chunk: Sequence[StreamEntry]) -> Iterator[tuple[int, ToolCallResult]]:
         """Apply one chunk; yields the results it committed."""
         for entry in chunk:
-            if isinstance(entry, SpanRecord):  # a traced call ended (nested ones too)
-                if self.on_span is not None:
-                    self.on_span(entry)
-                continue
-            if entry[0] == "e":
-                event = entry[1]
-                if event.get("type") == "tool/call":
-                    self.logged.add(event.get("callId"))
-                self._append(event)
-            else:
-                _, index, result = entry
-                self.results[index] = result
-                yield index, result
+            match entry:
+                case SpanRecord():  # a traced call ended (nested ones too)
+                    if self.on_span is not None:
+                        self.on_span(entry)
+                case LogRecord(event):
+                    call_id = event.get("callId")
+                    if event.get("type") == "tool/call" and isinstance(call_id, str):
+                        self.logged.add(call_id)
+                    self._append(event)
+                case Committed(index, result):
+                    self.results[index] = result
+                    yield index, result
+                case _:
+                    unknown(entry, "a batch stream chunk")
 
-    def finish(self, contexts: tuple[Any, ...], concluded: bool) -> None:
+    def finish(self, contexts: tuple[UserMessage, ...], concluded: bool) -> None:
         """The executor's end record: the batch completed."""
         self.contexts = tuple(contexts)
         self.concluded = bool(concluded)

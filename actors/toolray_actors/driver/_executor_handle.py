@@ -38,7 +38,7 @@ from toolray_actors._errors import is_actor_death, translate, wire_reason
 from toolray_actors._handles import control_options, create_executor, get_named
 from toolray_actors._toolset import RemoteToolSet, wire_tool_set
 from toolray_actors._tracing import DriverTrace
-from toolray_actors._wire import CallSpec
+from toolray_actors._wire import CallSpec, StreamChunk, StreamEnd, StreamItem, unknown
 from toolray_actors.execution._executor_actor import BatchSpec, ExecutorActor, ExecutorStats
 
 from ._batch_stream import Accumulator
@@ -197,15 +197,18 @@ class ExecutorHandle:
         try:
             stream = actor.run_batch.options(num_returns="streaming").remote(spec)
             async for ref in stream:
-                item = await ref
-                if item[0] == "end":
-                    for committed in acc.take(item[4]):
-                        yield committed
-                    acc.finish(item[1], item[2])
-                    self.last_trace = item[3]
-                    continue
-                for committed in acc.take(item[1]):
-                    yield committed
+                item: StreamItem = await ref
+                match item:
+                    case StreamEnd(contexts, concluded, trace, entries):
+                        for committed in acc.take(entries):
+                            yield committed
+                        acc.finish(contexts, concluded)
+                        self.last_trace = trace
+                    case StreamChunk(entries):
+                        for committed in acc.take(entries):
+                            yield committed
+                    case _:
+                        unknown(item, "a batch stream")
         except asyncio.CancelledError as err:
             reason = err
             raise
@@ -285,7 +288,8 @@ class ExecutorHandle:
             if not is_actor_death(err):
                 raise translate(err, self._what) from None
             batch = ToolBatchInput([ToolCall(inp.call_id, inp.name, "{}")], inp.signal)
-            return next(iter(Accumulator(batch, log=False).lose(err)))[1].result
+            _, lost = next(iter(Accumulator(batch, log=False).lose(err)))
+            return lost.result
 
     async def resolve(self, context: ActivationContext) -> RemoteToolSet:
         """Evaluate the scope's ``when`` conditions in this executor actor (one step)."""

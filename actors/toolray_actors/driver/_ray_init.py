@@ -33,7 +33,7 @@ def probe(address: str) -> None:
 
     Ray itself would retry for a minute before saying so.
     """
-    target = address.split("://", 1)[-1]
+    _, _, target = address.rpartition("://")
     host, _, port = target.rpartition(":")
     if not host or not port.isdigit():
         return  # "auto", "local" or a form Ray resolves itself

@@ -30,8 +30,7 @@ from toolray import (
     ToolExecutionResult,
 )
 from toolray_actors._toolset import RemoteToolSet, wire_tool_set
-from toolray_actors._wire import ExecutionSnapshot, shippable_arguments
-from toolray_actors.control._registry_reads import RUN_CODE_MARK
+from toolray_actors._wire import ExecutionSnapshot, RunCodeBlob, shippable_arguments, unknown
 
 from ._connection import Connection
 
@@ -41,15 +40,19 @@ _shared: dict[bytes, ToolDefinition] = {}
 """The ``run_code`` transport by its pickle: one object for every scope (R-COND-07)."""
 
 
-def _definition(blob: Any) -> ToolDefinition | None:
-    if blob is None:
-        return None
-    if isinstance(blob, tuple) and blob[0] == RUN_CODE_MARK:
-        shared = _shared.get(blob[1])
-        if shared is None:
-            shared = _shared[blob[1]] = cloudpickle.loads(blob[1])
-        return shared
-    return cloudpickle.loads(blob)  # type: ignore[no-any-return]
+def _definition(blob: bytes | RunCodeBlob | None) -> ToolDefinition | None:
+    match blob:
+        case None:
+            return None
+        case RunCodeBlob(code):
+            shared = _shared.get(code)
+            if shared is None:
+                shared = _shared[code] = cloudpickle.loads(code)
+            return shared
+        case bytes():
+            return cloudpickle.loads(blob)  # type: ignore[no-any-return]
+        case _:
+            unknown(blob, "a definition's blob")
 
 
 def _check_name(name: Any) -> None:

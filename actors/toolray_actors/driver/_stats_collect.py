@@ -94,6 +94,7 @@ async def collect_stats(conn: Connection) -> RuntimeStats:
     found = await gather(conn.namespace)
     pools = [st for _, st in found.pools]
     executors = [st for _, st in found.executors]
+    tools, _ = merge_tools(s for st in executors for s in st.tools)
     return RuntimeStats(
         workers=sum(st.workers for st in pools),
         spares=sum(st.spares for st in pools),
@@ -104,7 +105,7 @@ async def collect_stats(conn: Connection) -> RuntimeStats:
         registry_restarts=int(found.registry_info.get("restarts", 0)),
         executors=tuple(found.executor_names),
         actors=tuple(found.actors),
-        tools=merge_tools(s for st in executors for s in st.tools)[0],
+        tools=tools,
         child_kills=sum(p.child_kills for p in pools),
         child_deaths=sum(p.child_deaths for p in pools),
         child_replacements=sum(p.child_replacements for p in pools),

@@ -56,7 +56,8 @@ class TemplateCode:
         self._blobs[key] = blob
         self._blobs.move_to_end(key)
         if len(self._blobs) > _MAX_BLOBS:
-            self._loaded.discard(self._blobs.popitem(last=False)[0])
+            oldest, _ = self._blobs.popitem(last=False)
+            self._loaded.discard(oldest)
         if key not in self._loaded and self._template is not None:
             self._load(key, blob)
 

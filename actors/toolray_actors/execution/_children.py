@@ -197,9 +197,12 @@ class CallProcesses:
 
     def _grow(self) -> None:
         self._grow_at = None
-        while self._waiters and self._waiters[0].done.done():  # settled while waiting
-            self._waiters.popleft()
-        since = self._waiters[0].queued if self._waiters else 0.0
+        while self._waiters:  # drop the head's calls that settled while waiting
+            head = self._waiters.popleft()
+            if not head.done.done():
+                self._waiters.appendleft(head)
+                break
+        since = next((w.queued for w in self._waiters), 0.0)
         wanted = self._sizing.forks_wanted(
             time.monotonic(), len(self._waiters), len(self._procs), self._forking, since
         )

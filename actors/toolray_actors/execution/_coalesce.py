@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from toolray.isolation import CallOutcome
+from toolray_actors._wire import AbortOrder, Settled, WorkerRequest
 
 __all__ = (
     "AbortQueue",
@@ -36,18 +37,15 @@ __all__ = (
     "Outbox",
     "OutboxStats",
     "Outcome",
-    "Request",
     "StreamEnded",
     "Transport",
 )
 
-Request = tuple[str, str, bytes | None, Any, dict[str, Any]]
-"""``(token, definition key, blob or None, arguments, identity)``; the token is unique."""
-
 Outcome = CallOutcome
 """What the worker returns for one request."""
 
-Chunk = Sequence[tuple[str, Outcome]]
+Chunk = Sequence[Settled]
+"""Outcomes that settled together."""
 """Outcomes that settled together: ``[(token, outcome), …]``."""
 
 _MAX_BATCH = 1024
@@ -63,7 +61,7 @@ class Transport(Protocol):
     The message must be submitted before ``__call__`` returns (the stream is only read).
     """
 
-    def __call__(self, requests: list[Request]) -> AsyncIterator[Chunk]:
+    def __call__(self, requests: list[WorkerRequest]) -> AsyncIterator[Chunk]:
         """Submit ``requests`` as one message."""
         ...
 
@@ -92,15 +90,15 @@ class Outbox:
     Example:
         >>> async def demo(send):                           # doctest: +SKIP
         ...     box = Outbox(send)
-        ...     a = box.submit(("t1", "k", None, {}, {}))
-        ...     b = box.submit(("t2", "k", None, {}, {}))   # same tick: same message
+        ...     a = box.submit(WorkerRequest("t1", "k", None, {}, {}))
+        ...     b = box.submit(WorkerRequest("t2", "k", None, {}, {}))  # same message
         ...     return await a, await b
     """
 
     def __init__(self, send: Transport, *, max_batch: int = _MAX_BATCH) -> None:
         self._send = send
         self._max_batch = max(1, max_batch)
-        self._pending: list[tuple[Request, asyncio.Future[Outcome]]] = []
+        self._pending: list[tuple[WorkerRequest, asyncio.Future[Outcome]]] = []
         self._scheduled = False
         self._seen = 0
         self._deferred = 0
@@ -108,7 +106,7 @@ class Outbox:
         self.messages = 0
         self.requests = 0
 
-    def submit(self, request: Request) -> asyncio.Future[Outcome]:
+    def submit(self, request: WorkerRequest) -> asyncio.Future[Outcome]:
         """Queue ``request`` for this tick's message; the future gets its outcome."""
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[Outcome] = loop.create_future()
@@ -139,7 +137,7 @@ class Outbox:
         if not self._pending:
             return
         batch, self._pending = self._pending, []
-        futures = {request[0]: fut for request, fut in batch}
+        futures = {request.token: fut for request, fut in batch}
         self.messages += 1
         self.requests += len(batch)
         try:
@@ -156,10 +154,10 @@ class Outbox:
     ) -> None:
         try:
             async for chunk in stream:
-                for token, outcome in chunk:
-                    fut = futures.pop(token, None)
+                for settled in chunk:
+                    fut = futures.pop(settled.token, None)
                     if fut is not None and not fut.done():
-                        fut.set_result(outcome)
+                        fut.set_result(settled.outcome)
         except asyncio.CancelledError:
             _fail(futures, StreamEnded("the dispatch was shut down before this call settled"))
             raise
@@ -201,22 +199,23 @@ class AbortQueue:
     def __init__(
         self,
         send_one: Callable[[str, Any], object],
-        send_many: Callable[[list[tuple[str, Any]]], object],
+        send_many: Callable[[list[AbortOrder]], object],
     ) -> None:
         self._send_one = send_one
         self._send_many = send_many
-        self._pending: list[tuple[str, Any]] = []
+        self._pending: list[AbortOrder] = []
 
     def put(self, token: str, reason: Any) -> None:
         """Queue an abort of call ``token``; it leaves at the end of this tick."""
         if not self._pending:
             asyncio.get_running_loop().call_soon(self.flush)
-        self._pending.append((token, reason))
+        self._pending.append(AbortOrder(token, reason))
 
     def flush(self) -> None:
         """Send the queued aborts (one message)."""
         items, self._pending = self._pending, []
-        if len(items) == 1:
-            self._send_one(*items[0])
-        elif items:
-            self._send_many(items)
+        match items:
+            case [AbortOrder(token, reason)]:
+                self._send_one(token, reason)
+            case [_, _, *_]:
+                self._send_many(items)

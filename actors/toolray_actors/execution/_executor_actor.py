@@ -31,6 +31,7 @@ from toolray import (
     ToolBatchInput,
 )
 from toolray.lowlevel import TraceParent, observe
+from toolray_actors import _wire as wire
 from toolray_actors._config import RuntimeConfig
 from toolray_actors._errors import RuntimeUnavailableError
 from toolray_actors._executor_wire import BatchSpec, ExecutorStats
@@ -69,11 +70,11 @@ _METRICS_FLUSH_S = 1.0
 class _Sink:
     """The batch's event log inside the executor: records join the stream as they commit."""
 
-    def __init__(self, queue: asyncio.Queue[Any]) -> None:
+    def __init__(self, queue: asyncio.Queue[wire.StreamEntry]) -> None:
         self.queue = queue
 
     def append(self, event: dict[str, Any]) -> None:
-        self.queue.put_nowait(("e", event))
+        self.queue.put_nowait(wire.LogRecord(event))
 
 
 class ExecutorActor(ExecutorCalls):
@@ -194,7 +195,7 @@ class ExecutorActor(ExecutorCalls):
         self.last_active = time.monotonic()
         return {"name": self.name, "pid": os.getpid(), "seq": self.seq}
 
-    async def apply_changes(self, first: int, deltas: tuple[tuple[Any, ...], ...]) -> int:
+    async def apply_changes(self, first: int, deltas: tuple[wire.RegistryChange, ...]) -> int:
         """Apply registry changes ``first, first + 1, …`` in order (a group commit).
 
         Changes already applied are skipped; a gap or a change that does not apply makes
@@ -212,17 +213,19 @@ class ExecutorActor(ExecutorCalls):
             await self._resync()
         return self.seq
 
-    def _change(self, delta: tuple[Any, ...]) -> None:
-        kind = delta[0]
-        if kind == "add":
-            self.mirror.apply(delta[1])
-        elif kind == "remove":
-            self.mirror.remove(delta[1])
-        elif kind == "swap":
-            self.mirror.swap(delta[1], delta[2])
-        elif kind == "dispose_scope":  # in a shard: this scope's state only, not the shard
-            self.mirror.dispose_scope(delta[1], delta[2])
-            self.scopes_seen.discard(delta[1])
+    def _change(self, delta: wire.RegistryChange) -> None:
+        match delta:
+            case wire.Added(op):
+                self.mirror.apply(op)
+            case wire.Removed(op_id):
+                self.mirror.remove(op_id)
+            case wire.Swapped(old_id, op):
+                self.mirror.swap(old_id, op)
+            case wire.ScopeDisposed(key, op_ids):  # in a shard: this scope's state only
+                self.mirror.dispose_scope(key, op_ids)
+                self.scopes_seen.discard(key)
+            case _:
+                wire.unknown(delta, "a registry change")
 
     async def _resync(self) -> None:
         registry = get_named(registry_name(), self.namespace)
@@ -239,11 +242,14 @@ class ExecutorActor(ExecutorCalls):
         self.last_active = time.monotonic()
         return True
 
-    def _batch(self, spec: BatchSpec, queue: asyncio.Queue[Any]) -> ToolBatchInput:
+    def _batch(self, spec: BatchSpec, queue: asyncio.Queue[wire.StreamEntry]) -> ToolBatchInput:
         ctrl = self.batches.setdefault(spec.batch_id, AbortController())
         if spec.aborted:
             ctrl.abort(spec.reason)
-        step = LogStep(spec.log[0], spec.log[1], _Sink(queue)) if spec.log else None
+        step = None
+        if spec.log is not None:
+            turn, at = spec.log
+            step = LogStep(turn, at, _Sink(queue))
         self.scopes_seen.add(spec.scope)
         return ToolBatchInput(
             spec.calls,
@@ -254,23 +260,21 @@ class ExecutorActor(ExecutorCalls):
             log=step,
         )
 
-    async def run_batch(self, spec: BatchSpec) -> AsyncIterator[tuple[Any, ...]]:
+    async def run_batch(self, spec: BatchSpec) -> AsyncIterator[wire.StreamItem]:
         """Stream one batch as it commits, then its end record.
 
-        Chunks are ``("chunk", [entry, …])``; the last one travels with the end record,
-        ``("end", contexts, concluded, trace, [entry, …])`` (a small batch is one item).
-
-        An entry is ``("e", event)`` (a log record), ``("c", index, ToolCallResult)``, or a
-        ``SpanRecord`` (a call of a traced batch ended).
+        Items are ``wire.StreamChunk``; the last entries travel with the ``wire.StreamEnd``
+        (a small batch is one item). An entry is a ``wire.LogRecord``, a ``wire.Committed``
+        result, or a ``SpanRecord`` (a call of a traced batch ended).
         """
         self.last_active = time.monotonic()
-        queue: asyncio.Queue[Any] = asyncio.Queue()
+        queue: asyncio.Queue[wire.StreamEntry] = asyncio.Queue()
         trace: list[dict[str, Any]] = []
         batch = self._batch(spec, queue)
         parent = TraceParent.parse(spec.trace)
         recorder = SpanRecorder(parent, queue.put_nowait) if parent is not None else None
         task = asyncio.ensure_future(self._execute(batch, queue, trace, recorder))
-        last: list[tuple[Any, ...]] = []
+        last: list[wire.StreamEntry] = []
         try:
             while not (task.done() and queue.empty()):
                 if queue.empty():
@@ -287,9 +291,9 @@ class ExecutorActor(ExecutorCalls):
                 if task.done() and task.exception() is None:
                     last = chunk  # everything committed: it leaves with the end record
                     break
-                yield ("chunk", chunk)
+                yield wire.StreamChunk(chunk)
             result = task.result()
-            yield ("end", result.additional_contexts, result.concluded, trace, last)
+            yield wire.StreamEnd(tuple(result.additional_contexts), result.concluded, trace, last)
         finally:
             if not task.done():  # the stream was cancelled: abort, then let the run drain
                 self.batches[spec.batch_id].abort("the batch stream was cancelled")
@@ -299,7 +303,7 @@ class ExecutorActor(ExecutorCalls):
     async def _execute(
         self,
         batch: ToolBatchInput,
-        queue: asyncio.Queue[Any],
+        queue: asyncio.Queue[wire.StreamEntry],
         trace: list[Any],
         recorder: SpanRecorder | None,
     ) -> Any:
@@ -308,13 +312,13 @@ class ExecutorActor(ExecutorCalls):
         if custom is None:
             return await self.executor.execute(
                 batch,
-                on_commit=lambda i, r: queue.put_nowait(("c", i, r)),
+                on_commit=lambda i, r: queue.put_nowait(wire.Committed(i, r)),
                 trace=trace,
                 observer=recorder,
             )
         result = await custom.execute(batch)
         for index, committed in enumerate(result.results):
-            queue.put_nowait(("c", index, committed))
+            queue.put_nowait(wire.Committed(index, committed))
         return result
 
     async def cancel(self, batch_id: str, reason: Any = None) -> bool:

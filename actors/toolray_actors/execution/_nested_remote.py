@@ -21,28 +21,28 @@ import ray.exceptions as rex
 from toolray import AbortSignal, ToolExecutionResult, ToolRunContext
 from toolray.isolation import context_from_ident, refuse_in_loop
 from toolray_actors._errors import is_actor_death, translate
-from toolray_actors._wire import shippable_arguments
+from toolray_actors._wire import ExecutorHome, shippable_arguments
 
 __all__ = ("RemoteNested", "worker_context")
 
 _MAX_HANDLES = 256
 """Executor handles cached per worker (least recently used go first: scopes come and go)."""
 
-_handles: OrderedDict[tuple[str, str], Any] = OrderedDict()
+_handles: OrderedDict[ExecutorHome, Any] = OrderedDict()
 _lock = threading.Lock()
 
 
-def _executor(home: tuple[str, str]) -> Any:
+def _executor(home: ExecutorHome) -> Any:
     with _lock:
         handle = _handles.get(home)
         if handle is not None:
             _handles.move_to_end(home)
     if handle is None:
         try:  # not ``_handles.get_named``: the worker actor class lives there (no cycle)
-            handle = ray.get_actor(home[0], namespace=home[1])
+            handle = ray.get_actor(home.name, namespace=home.namespace)
         except ValueError:
             raise ValueError(
-                f"nested dispatch rejected: the executor actor {home[0]!r} is gone"
+                f"nested dispatch rejected: the executor actor {home.name!r} is gone"
             ) from None
         with _lock:
             _handles[home] = handle
@@ -51,10 +51,10 @@ def _executor(home: tuple[str, str]) -> Any:
     return handle
 
 
-def _forget(home: tuple[str, str], err: BaseException) -> BaseException:
+def _forget(home: ExecutorHome, err: BaseException) -> BaseException:
     with _lock:
         _handles.pop(home, None)  # a recreated executor gets the name: look it up again
-    return translate(err, f"the executor actor {home[0]!r}")
+    return translate(err, f"the executor actor {home.name!r}")
 
 
 _ATTEMPTS = 2
@@ -69,7 +69,7 @@ class RemoteNested:
 
     __slots__ = ("_home",)
 
-    def __init__(self, home: tuple[str, str]) -> None:
+    def __init__(self, home: ExecutorHome) -> None:
         self._home = home
 
     def _send(self, ctx: ToolRunContext, name: str, arguments: Any, call_id: str | None) -> Any:
@@ -108,6 +108,6 @@ class RemoteNested:
 
 def worker_context(signal: AbortSignal, ident: dict[str, Any]) -> ToolRunContext:
     """The run context of a body on a worker: the call's identity, tokens by id, dispatch."""
-    home = ident.get("home")
-    dispatcher = RemoteNested(tuple(home)) if home and home[0] else None
+    home = ExecutorHome.of(ident.get("home"))
+    dispatcher = RemoteNested(home) if home is not None else None
     return context_from_ident(signal, ident, dispatcher)

@@ -75,7 +75,7 @@ class PoolManager:
         self.started: set[str] = set()  # workers that answered once (only they are members)
         self._watched: set[str] = set()
         self._changed: asyncio.Event | None = None
-        self._metrics = PoolMetrics(lambda: len(self._members()[1]))
+        self._metrics = PoolMetrics(self._member_count)
         self.resizer = Resizer(self, elastic) if elastic is not None else None
         for _ in range(size):
             wid, handle = self._new_worker()
@@ -125,6 +125,9 @@ class PoolManager:
             self._changed.set()
             self._changed = None
 
+    def _member_count(self) -> int:
+        return sum(1 for w in self.workers if w in self.started)
+
     def _members(self) -> tuple[tuple[int, int], list[tuple[str, Any]]]:
         started = [(w, h) for w, h in self.workers.items() if w in self.started]
         return (self._epoch, self.version), started
@@ -146,7 +149,7 @@ class PoolManager:
             else:
                 for wid in [*self.workers, *(w for w, _ in self.spares)]:
                     self._started(wid)
-        return len(self._members()[1])
+        return self._member_count()
 
     async def members(self) -> tuple[tuple[int, int], list[tuple[str, Any]]]:
         """``(version, [(worker id, handle), …])`` of the started workers."""
@@ -265,7 +268,7 @@ class PoolManager:
         return PoolStats(
             name=name,
             isolation=self._settings.isolation,
-            workers=len(self._members()[1]),
+            workers=self._member_count(),
             spares=len(self.spares),
             kills=self.kills,
             deaths=self.deaths,

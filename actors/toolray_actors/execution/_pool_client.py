@@ -57,7 +57,8 @@ class PoolClient:
         self.retired: set[str] = set()
 
     def _update(self, version: tuple[int, int], members: list[tuple[str, Any]]) -> None:
-        version = (int(version[0]), int(version[1]))
+        epoch, number = version
+        version = (int(epoch), int(number))
         if version < self.version:
             return
         self.version = version

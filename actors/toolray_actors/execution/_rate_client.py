@@ -72,8 +72,11 @@ class _ToolQueue:
         return max(0.0, slot - waiter.asked)
 
     def _live(self) -> list[_Waiter]:
-        while self.waiting and self.waiting[0].granted.done():
-            self.waiting.popleft()
+        while self.waiting:  # drop the granted ones at the head
+            head = self.waiting.popleft()
+            if not head.granted.done():
+                self.waiting.appendleft(head)
+                break
         return [w for w in self.waiting if not w.granted.done()]
 
     async def _run(self) -> None:
@@ -84,7 +87,8 @@ class _ToolQueue:
                 return
             self._wake.clear()
             try:
-                lease = await self._lease(len(live), live[-1].limit)
+                *_, newest = live
+                lease = await self._lease(len(live), newest.limit)
             except Exception:  # the bucket actor is restarting: ask again soon
                 _log.debug("toolray: bucket %r unavailable", self.tool, exc_info=True)
                 await asyncio.sleep(_RETRY_S[min(failures, len(_RETRY_S) - 1)])

@@ -33,8 +33,9 @@ from toolray.isolation import CallOutcome
 from toolray.lowlevel import Entry, run_body_inline, thaw_json
 from toolray_actors._errors import is_actor_death, is_cancelled, task_cause, wire_reason
 from toolray_actors._handles import kill
+from toolray_actors._wire import Settled, WorkerRequest
 
-from ._coalesce import AbortQueue, Chunk, Outbox, Request, Transport
+from ._coalesce import AbortQueue, Chunk, Outbox, Transport
 from ._pool_client import PoolClient, WorkerSlot
 
 __all__ = ("NOT_JSON", "RayBodyRunner", "RunnerStats")
@@ -99,10 +100,11 @@ class RayBodyRunner:
     def _transport(self, handle: Any) -> Transport:
         stats = self.stats
 
-        def send(requests: list[Request]) -> AsyncIterator[Chunk]:
+        def send(requests: list[WorkerRequest]) -> AsyncIterator[Chunk]:
             stats.messages += 1
-            if len(requests) == 1:
-                return _one(handle.run.remote(requests[0]), requests[0][0])
+            match requests:
+                case [request]:
+                    return _one(handle.run.remote(request), request.token)
             return _many(handle.run_many.options(num_returns="streaming").remote(requests))
 
         return send
@@ -171,7 +173,11 @@ class RayBodyRunner:
                 call.notes["worker"] = slot.wid
                 try:
                     outcome = await self._run_on(
-                        pool, slot, (token, key, blob, arguments, ident), ctx, call.notes
+                        pool,
+                        slot,
+                        WorkerRequest(token, key, blob, arguments, ident),
+                        ctx,
+                        call.notes,
                     )
                 finally:  # what the ladder killed under this call, for its trace
                     call.notes["killed"] = slot.killed or call.notes.get("killed", False)
@@ -189,13 +195,13 @@ class RayBodyRunner:
         self,
         pool: PoolClient,
         slot: WorkerSlot,
-        request: Request,
+        request: WorkerRequest,
         ctx: ToolRunContext,
         notes: dict[str, Any],
     ) -> CallOutcome:
-        token, key, blob, arguments, ident = request
-        send = None if key in slot.sent else blob
-        result = self._lane(slot)[0].submit((token, key, send, arguments, ident))
+        token, key = request.token, request.key
+        outbox, _ = self._lane(slot)
+        result = outbox.submit(request.without_code() if key in slot.sent else request)
         slot.sent.add(key)
         slot.in_flight += 1
         self.stats.in_flight += 1
@@ -228,7 +234,8 @@ class RayBodyRunner:
                 remove()
         if not result.done():
             self.stats.aborts += 1
-            self._lane(slot)[1].put(token, wire_reason(signal.reason))  # with its batch-mates
+            _, aborts = self._lane(slot)
+            aborts.put(token, wire_reason(signal.reason))  # with its batch-mates
             await asyncio.wait({result}, timeout=self.cancel_grace)
         if not result.done():
             self.stats.interrupts += 1
@@ -294,7 +301,7 @@ class RayBodyRunner:
 
 
 async def _one(ref: Any, token: str) -> AsyncIterator[Chunk]:
-    yield [(token, await ref)]
+    yield [Settled(token, await ref)]
 
 
 async def _many(stream: Any) -> AsyncIterator[Chunk]:

@@ -44,13 +44,12 @@ from toolray.isolation import (
 )
 from toolray_actors._placement import WorkerSettings
 from toolray_actors._stats import ActorStats, ChildStats, WorkerStatus, actor_stats
+from toolray_actors._wire import AbortOrder, ExecutorHome, Settled, WorkerRequest
 
 from ._children import CallProcesses
 from ._nested_remote import RemoteNested, worker_context
 
 __all__ = ("ToolInterrupted", "ToolWorker", "WorkerStatus", "body_limit")
-
-Request = tuple[str, str, bytes | None, Any, dict[str, Any]]
 
 _RETIRED = CallOutcome(status="retired")
 
@@ -61,14 +60,14 @@ _CHUNK_STEPS = 10
 """A chunk of a wide message waits at most this many steps for an eighth of its mates."""
 
 
-def _outcome_of(token: str, task: asyncio.Task[CallOutcome]) -> tuple[str, CallOutcome]:
+def _outcome_of(token: str, task: asyncio.Task[CallOutcome]) -> Settled:
     if task.cancelled():  # cancelled before its body started (the message was abandoned)
         stopped = aborted("the call was cancelled before it started")
-        return token, CallOutcome(status="error", error=stopped)
+        return Settled(token, CallOutcome(status="error", error=stopped))
     err = task.exception()
     if err is not None:  # a fault of the worker itself: this call's failure, not the message's
-        return token, CallOutcome(status="error", error=shippable_error(err))
-    return token, task.result()
+        return Settled(token, CallOutcome(status="error", error=shippable_error(err)))
+    return Settled(token, task.result())
 
 
 def _context(signal: AbortSignal, ident: Mapping[str, Any]) -> ToolRunContext:
@@ -82,12 +81,12 @@ async def _nested(ident: Mapping[str, Any], request: NestedRequest) -> NestedAns
     the executor accepts only a live execution it issued.
     """
     ctx = worker_context(AbortSignal(), {**ident, "token": request.token})
-    home = ident.get("home")
-    if not home or not home[0]:
+    home = ExecutorHome.of(ident.get("home"))
+    if home is None:
         raise ValueError(
             "this run context cannot dispatch nested calls (a toolray pipeline did not make it)"
         )
-    result = await RemoteNested(tuple(home)).dispatch(
+    result = await RemoteNested(home).dispatch(
         ctx, request.name, request.arguments, request.call_id
     )
     return NestedAnswer(id=request.id, result=result)
@@ -135,13 +134,19 @@ class ToolWorker:
             self._last = time.monotonic()
 
     # ------------------------------------------------------------------ default lane
-    async def run(self, request: Request) -> CallOutcome:
+    async def run(self, request: WorkerRequest) -> CallOutcome:
         """Run one body; never raises for the body's own faults.
 
-        ``request`` is ``(token, key, blob, arguments, ident)`` packed in one argument (one
-        serialized value per call is measurably cheaper for the executor than five).
+        ``request`` is one record (one serialized value per call is measurably cheaper for
+        the executor than five arguments).
         """
-        token, key, blob, arguments, ident = request
+        token, key, blob, arguments, ident = (
+            request.token,
+            request.key,
+            request.blob,
+            request.arguments,
+            request.ident,
+        )
         if not self._enter():
             return _RETIRED
         try:
@@ -151,12 +156,10 @@ class ToolWorker:
         finally:
             self._leave()
 
-    async def run_many(
-        self, requests: list[Request]
-    ) -> AsyncIterator[list[tuple[str, CallOutcome]]]:
+    async def run_many(self, requests: list[WorkerRequest]) -> AsyncIterator[list[Settled]]:
         """Run a coalesced message: each call in its own task; outcomes as they settle.
 
-        Yields ``[(token, outcome), …]`` chunks: the outcomes that settled in the same loop
+        Yields lists of :class:`Settled`: the outcomes that settled in the same loop
         tick travel together. The first request of a key carries its blob for its mates
         (started in request order). Each call stays addressable on the control lane by its
         token (abort, interrupt, kill) without touching its mates.
@@ -165,7 +168,7 @@ class ToolWorker:
         tasks = []
         for request in requests:
             task = asyncio.ensure_future(self._first(request))
-            task.add_done_callback(functools.partial(_settle, settled, request[0]))
+            task.add_done_callback(functools.partial(_settle, settled, request.token))
             tasks.append(task)
         left = len(tasks)
         try:
@@ -185,9 +188,15 @@ class ToolWorker:
                 if not task.done():
                     task.cancel()
 
-    async def _first(self, request: Request) -> CallOutcome:
+    async def _first(self, request: WorkerRequest) -> CallOutcome:
         """:meth:`run`, resolving the definition before the first await (request order)."""
-        token, key, blob, arguments, ident = request
+        token, key, blob, arguments, ident = (
+            request.token,
+            request.key,
+            request.blob,
+            request.arguments,
+            request.ident,
+        )
         if not self._enter():
             return _RETIRED
         try:
@@ -225,11 +234,11 @@ class ToolWorker:
             return self._procs.abort(token, reason)
         return self._host.abort(token, reason)
 
-    async def abort_many(self, items: list[tuple[str, Any]]) -> int:
+    async def abort_many(self, items: list[AbortOrder]) -> int:
         """:meth:`abort` for several calls at once (a batch aborted as a whole)."""
         found = 0
-        for token, reason in items:
-            found += await self.abort(token, reason)
+        for item in items:
+            found += await self.abort(item.token, item.reason)
         return found
 
     async def interrupt(self, token: str) -> str:

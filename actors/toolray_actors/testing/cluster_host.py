@@ -35,14 +35,14 @@ def main() -> None:
         print(f"ADDRESS {cluster.address}", flush=True)
         nodes = {}
         for line in sys.stdin:  # serve until the test closes our stdin
-            words = line.split(maxsplit=1)
-            if words and words[0] == "add":
-                node = cluster.add_node(num_cpus=1, resources=json.loads(words[1]))
+            command, _, rest = line.strip().partition(" ")
+            if command == "add":
+                node = cluster.add_node(num_cpus=1, resources=json.loads(rest))
                 cluster.wait_for_nodes()
                 nodes[node.node_id] = node
                 print(f"NODE {node.node_id}", flush=True)
-            elif words and words[0] == "remove":
-                cluster.remove_node(nodes.pop(words[1].strip()), allow_graceful=False)
+            elif command == "remove":
+                cluster.remove_node(nodes.pop(rest.strip()), allow_graceful=False)
                 print("REMOVED", flush=True)
     finally:
         cluster.shutdown()  # type: ignore[no-untyped-call]
