@@ -624,7 +624,7 @@ def test_the_citation_checker_reads_every_form() -> None:
 
 
 # ---------------------------------------------------------------- the Ray layer's wire
-MAX_ANY = 471
+MAX_ANY = 474
 """``Any`` in the Ray layer's code (names, not comments): a ratchet, lowered as handles get
 types; it never grows."""
 
@@ -714,3 +714,79 @@ def test_wire_records_are_frozen_slotted_dataclasses_matched_exhaustively() -> N
             assert fields(value), name
     with pytest.raises(TypeError, match="unknown wire record tuple"):
         _wire.unknown(("end", 1), "a batch stream")
+
+
+# ---------------------------------------------------------------- typed remote calls
+ACTOR_CLASS = re.compile(r"\w+(Actor|Manager|Worker|Calls|Reads)$")
+"""Actor classes and the method sets they take from bases."""
+
+SENDERS = frozenset({"call", "acall", "_call", "_forwarded", "send", "remote"})
+"""The Ray layer's ways to call an actor: each takes the method itself, never its name."""
+
+
+@cache
+def actor_methods() -> frozenset[str]:
+    """The methods of the Ray layer's actor classes (``RegistryActor``, ``ToolWorker``, …)."""
+    return frozenset(
+        item.name
+        for _, tree in _ray_trees()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ClassDef) and ACTOR_CLASS.match(node.name)
+        for item in node.body
+        if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)
+        and not item.name.startswith("_")
+    )
+
+
+def remote_calls_by_name(tree: ast.AST, methods: frozenset[str]) -> list[str]:
+    """A remote method named by a string: ``conn.call("x", …)``, ``getattr(h, m).remote``."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and node.args:
+            first, *_ = node.args
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name not in SENDERS:
+                continue
+            if isinstance(first, ast.Constant) and first.value in methods:
+                found.append(f"line {node.lineno}: {ast.unparse(node)}")
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr == "remote"
+            and isinstance(node.value, ast.Call)
+            and getattr(node.value.func, "id", None) == "getattr"
+        ):
+            found.append(f"line {node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_remote_methods_are_named_by_the_method_not_a_string() -> None:
+    """Only the typed sender in ``_handles`` turns a method into its remote call."""
+    offenders = [
+        f"{m} {hit}"
+        for m, tree in _ray_trees()
+        if m != "toolray_actors._handles"
+        for hit in remote_calls_by_name(tree, actor_methods())
+    ]
+    assert offenders == []
+
+
+def test_the_remote_call_checker_sees_both_forms() -> None:
+    assert {
+        "release_lease",
+        "run_batch",
+        "abort_many",
+        "read_get",
+        "execute_call",
+    } <= actor_methods()
+    tree = ast.parse(
+        "conn.call('release_lease', 1)\n"
+        "getattr(handle, method).remote(1)\n"
+        "conn.call(RegistryActor.release_lease, 'lease')\n"
+        "_call('c1', 'read_file')\n"
+        "found.get('info')\n"
+    )
+    assert remote_calls_by_name(tree, actor_methods()) == [
+        "line 1: conn.call('release_lease', 1)",
+        "line 2: getattr(handle, method).remote",
+    ]

@@ -13,14 +13,21 @@ object (a batch already sent keeps the copy it carried).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, final
-
-import cloudpickle
+from typing import Any, Protocol, final
 
 from toolray import ResolvedToolSet, ToolDefinition
 from toolray.lowlevel import chain_entries, tool_set_of
+from toolray_actors._wire import DefinitionBlob, definition_of
 
 __all__ = ("RemoteToolSet", "core_tool_set", "wire_tool_set")
+
+
+class ViewSource(Protocol):
+    """What a remote set asks of its connection: the admitted definitions still in view."""
+
+    def tool_set_view(self, tool_set: RemoteToolSet) -> list[tuple[str, DefinitionBlob]]:
+        """``(name, blob)`` in view order."""
+        ...
 
 
 @final
@@ -59,8 +66,9 @@ class RemoteToolSet(ResolvedToolSet):
         """Admitted definitions still visible in ``scope`` (unpickled here), in view order."""
         if self._disposed or scope != self._scope or self._conn is None:
             return {}
-        blobs = self._conn.call("tool_set_view", self)
-        return {name: cloudpickle.loads(blob) for name, blob in blobs}
+        views: ViewSource = self._conn
+        found = ((name, definition_of(blob)) for name, blob in views.tool_set_view(self))
+        return {name: definition for name, definition in found if definition is not None}
 
     def entries(self, scope: str | None) -> Mapping[str, Any]:  # type: ignore[override]
         """The ``ToolSet`` protocol's registrations: here, the admitted definitions."""

@@ -22,6 +22,7 @@ from toolray import (
     AbortController,
     ExecutionToken,
     ToolCallResult,
+    ToolDefinition,
     ToolExecution,
     ToolExecutionInput,
     UserMessage,
@@ -39,6 +40,7 @@ __all__ = (
     "Added",
     "CallSpec",
     "Committed",
+    "DefinitionBlob",
     "ExecutionSnapshot",
     "ExecutorHome",
     "LogRecord",
@@ -54,6 +56,7 @@ __all__ = (
     "StreamItem",
     "Swapped",
     "WorkerRequest",
+    "definition_of",
     "shippable_arguments",
     "unknown",
 )
@@ -83,6 +86,10 @@ class WorkerRequest:
         """This request without its code (the worker already holds the key)."""
         return WorkerRequest(self.token, self.key, None, self.arguments, self.ident)
 
+    def __reduce__(self) -> tuple[object, ...]:
+        # by its constructor: a third of the default (slots) state protocol's cost per call
+        return (WorkerRequest, (self.token, self.key, self.blob, self.arguments, self.ident))
+
 
 class ExecutorHome(NamedTuple):
     """The executor actor a body's nested calls go to (a pair: it crosses as JSON too)."""
@@ -107,6 +114,9 @@ class Settled:
     token: str
     outcome: CallOutcome
 
+    def __reduce__(self) -> tuple[object, ...]:
+        return (Settled, (self.token, self.outcome))
+
 
 @dataclass(frozen=True, slots=True)
 class AbortOrder:
@@ -123,6 +133,9 @@ class LogRecord:
 
     event: dict[str, Any]
 
+    def __reduce__(self) -> tuple[object, ...]:
+        return (LogRecord, (self.event,))
+
 
 @dataclass(frozen=True, slots=True)
 class Committed:
@@ -130,6 +143,9 @@ class Committed:
 
     index: int
     result: ToolCallResult
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (Committed, (self.index, self.result))
 
 
 StreamEntry = LogRecord | Committed | SpanRecord
@@ -196,6 +212,29 @@ class RunCodeBlob:
     """The ``run_code`` transport's pickle (one object per driver for every scope)."""
 
     blob: bytes
+
+
+DefinitionBlob = bytes | RunCodeBlob | None
+"""A definition as the registry actor answers a read: its pickle, the transport's, none."""
+
+_shared: dict[bytes, ToolDefinition] = {}
+"""The ``run_code`` transport by its pickle: one object for every scope (R-COND-07)."""
+
+
+def definition_of(blob: DefinitionBlob) -> ToolDefinition | None:
+    """The definition a read answered (the ``run_code`` transport is shared)."""
+    match blob:
+        case None:
+            return None
+        case RunCodeBlob(code):
+            shared = _shared.get(code)
+            if shared is None:
+                shared = _shared[code] = cloudpickle.loads(code)
+            return shared
+        case bytes():
+            return cloudpickle.loads(blob)  # type: ignore[no-any-return]
+        case _:
+            unknown(blob, "a definition's blob")
 
 
 @final

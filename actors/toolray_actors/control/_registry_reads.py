@@ -29,7 +29,7 @@ from toolray import (
 )
 from toolray_actors._mirror import Mirror
 from toolray_actors._toolset import RemoteToolSet, core_tool_set
-from toolray_actors._wire import ExecutionSnapshot, RunCodeBlob
+from toolray_actors._wire import DefinitionBlob, ExecutionSnapshot, RunCodeBlob
 
 __all__ = ("RegistryReads",)
 
@@ -71,7 +71,7 @@ class RegistryReads:
     def _set(self, tool_set: RemoteToolSet | None) -> Any:
         return core_tool_set(self.mirror, tool_set)
 
-    def _blob(self, definition: ToolDefinition | None) -> bytes | RunCodeBlob | None:
+    def _blob(self, definition: ToolDefinition | None) -> DefinitionBlob:
         """The registered blob of ``definition``, the ``run_code`` transport's, or ``None``."""
         if definition is None:
             return None
@@ -103,9 +103,7 @@ class RegistryReads:
         found = self.mirror.registry.definitions(scope, self._set(tool_set))
         return [self._blob(d) for d in found]
 
-    async def tool_set_view(
-        self, tool_set: RemoteToolSet
-    ) -> list[tuple[str, bytes | RunCodeBlob | None]]:
+    async def tool_set_view(self, tool_set: RemoteToolSet) -> list[tuple[str, DefinitionBlob]]:
         """``tool_set.view(tool_set.scope)``: ``(name, blob)`` in view order."""
         core = self._set(tool_set)
         view = core.view(tool_set.scope) if core is not None else {}

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from toolray import Disposer
+from toolray_actors.control._registry_actor import RegistryActor
 
 from ._connection import Connection
 
@@ -51,7 +52,7 @@ class ChangeFeed:
         if not callable(listener):
             raise TypeError("on_change() takes a callable")
         start = not self._listeners
-        seen = self._conn.call("change_count") if start else None
+        seen = self._conn.call(RegistryActor.change_count) if start else None
         with self._cond:
             if seen is not None:
                 self._seen = seen
@@ -76,7 +77,7 @@ class ChangeFeed:
         """After a write of this driver: return once its change reached the listeners."""
         if not self._listeners or self._closed or self._conn.portal.in_loop():
             return
-        target = self._conn.call("change_count")
+        target = self._conn.call(RegistryActor.change_count)
         with self._cond:
             self._cond.wait_for(
                 lambda: self._seen >= target or not self._listeners or self._closed,
@@ -90,7 +91,7 @@ class ChangeFeed:
     async def _poll(self) -> None:
         while self._listeners and not self._closed:
             try:
-                count = await self._conn.acall("wait_changes", self._seen, _POLL_S)
+                count = await self._conn.acall(RegistryActor.wait_changes, self._seen, _POLL_S)
             except asyncio.CancelledError:
                 raise
             except Exception:  # the namespace ended, or the runtime is shutting down

@@ -13,21 +13,27 @@ from __future__ import annotations
 import asyncio
 import time
 import zlib
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Coroutine, Iterator
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import ray
 import ray.exceptions as rex
 
 from toolray_actors._config import RuntimeConfig
 from toolray_actors._errors import RuntimeUnavailableError, is_actor_death, translate
-from toolray_actors._handles import executor_name, get_named, registry_name, shard_name
+from toolray_actors._handles import executor_name, get_named, registry_name, send, shard_name
+from toolray_actors._toolset import RemoteToolSet
+from toolray_actors._wire import DefinitionBlob
 from toolray_actors.control._directory import ActorDirectory
+from toolray_actors.control._registry_actor import RegistryActor
 from toolray_actors.control._store import Store
 
 from ._portal import Portal
 
 __all__ = ("Connection",)
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 _RECOVERY_S = 30.0
 """How long a call keeps looking for a registry actor that Ray is restarting (a lost node)."""
@@ -95,13 +101,18 @@ class Connection:
         self._registry = handle if handle is not None else self._create_registry()
         self.recoveries += 1
 
-    def call(self, method: str, *args: Any) -> Any:
-        """Call a registry method and wait (any thread, any loop); errors mapped."""
+    def call(
+        self,
+        method: Callable[Concatenate[RegistryActor, _P], Coroutine[Any, Any, _R]],
+        *args: _P.args,
+        **kwargs: _P.kwargs,
+    ) -> _R:
+        """Call a registry actor's method and wait (any thread, any loop); errors mapped."""
         self._check_open()
         pauses = _pauses()
         while True:
             try:
-                return ray.get(getattr(self._registry, method).remote(*args))
+                return ray.get(send(self._registry, method, *args, **kwargs))
             except rex.RayError as err:
                 pause = next(pauses, None)
                 if not is_actor_death(err) or pause is None:
@@ -109,13 +120,22 @@ class Connection:
                 self._recover(err)
                 time.sleep(pause)
 
-    async def acall(self, method: str, *args: Any) -> Any:
+    def tool_set_view(self, tool_set: RemoteToolSet) -> list[tuple[str, DefinitionBlob]]:
+        """A remote set's admitted definitions still in view, in view order."""
+        return self.call(RegistryActor.tool_set_view, tool_set)
+
+    async def acall(
+        self,
+        method: Callable[Concatenate[RegistryActor, _P], Coroutine[Any, Any, _R]],
+        *args: _P.args,
+        **kwargs: _P.kwargs,
+    ) -> _R:
         """:meth:`call` for coroutines."""
         self._check_open()
         pauses = _pauses()
         while True:
             try:
-                return await getattr(self._registry, method).remote(*args)
+                return await send(self._registry, method, *args, **kwargs)
             except rex.RayError as err:
                 pause = next(pauses, None)
                 if not is_actor_death(err) or pause is None:

@@ -17,8 +17,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import uuid
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Coroutine
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import ray.exceptions as rex
 
@@ -35,7 +35,7 @@ from toolray import (
 )
 from toolray_actors._config import RuntimeConfig
 from toolray_actors._errors import is_actor_death, translate, wire_reason
-from toolray_actors._handles import control_options, create_executor, get_named
+from toolray_actors._handles import control_options, create_executor, get_named, send
 from toolray_actors._toolset import RemoteToolSet, wire_tool_set
 from toolray_actors._tracing import DriverTrace
 from toolray_actors._wire import CallSpec, StreamChunk, StreamEnd, StreamItem, unknown
@@ -47,6 +47,9 @@ from ._connection import Connection
 __all__ = ("ExecutorHandle",)
 
 _ENSURE_ATTEMPTS = 60
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 _PER_SCOPE_CALLS = 1000
 """Concurrent method calls of a per-scope executor actor."""
@@ -248,7 +251,14 @@ class ExecutorHandle:
         return self._conn.portal.run(self.execute_batch(batch))
 
     # ------------------------------------------------------------------ one call
-    async def _forwarded(self, method: str, key: str, signal: AbortSignal, *args: Any) -> Any:
+    async def _forwarded(
+        self,
+        key: str,
+        signal: AbortSignal,
+        method: Callable[Concatenate[ExecutorActor, _P], Coroutine[Any, Any, _R]],
+        *args: _P.args,
+        **kwargs: _P.kwargs,
+    ) -> _R:
         """Call ``method`` on the actor (``key`` reserved), forwarding ``signal``'s aborts.
 
         An abort that happened before is part of the request; a later one (the signal, or
@@ -257,7 +267,7 @@ class ExecutorHandle:
         actor = await self._reserved(key)
         stop = signal.add_listener(lambda: actor.cancel.remote(key, wire_reason(signal.reason)))
         try:
-            return await getattr(actor, method).remote(*args)
+            return await send(actor, method, *args, **kwargs)
         except asyncio.CancelledError as err:
             actor.cancel.remote(key, wire_reason(err))
             raise
@@ -281,9 +291,7 @@ class ExecutorHandle:
         key = uuid.uuid4().hex
         spec = CallSpec.of(inp, key, wire_tool_set(inp.tool_set))
         try:
-            return await self._forwarded(  # type: ignore[no-any-return]
-                "execute_call", key, inp.signal, spec
-            )
+            return await self._forwarded(key, inp.signal, ExecutorActor.execute_call, spec)
         except rex.RayError as err:
             if not is_actor_death(err):
                 raise translate(err, self._what) from None
@@ -301,7 +309,7 @@ class ExecutorHandle:
         key = uuid.uuid4().hex
         try:
             ids = await self._forwarded(
-                "resolve", key, signal, key, context.scope, context.model, False, None
+                key, signal, ExecutorActor.resolve, key, context.scope, context.model, False, None
             )
         except rex.RayError as err:
             _raise_if_aborted(signal)  # the caller's own reason, as in-process

@@ -17,8 +17,6 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-import cloudpickle
-
 from toolray import (
     ActivationContext,
     RegistryStatistics,
@@ -30,29 +28,12 @@ from toolray import (
     ToolExecutionResult,
 )
 from toolray_actors._toolset import RemoteToolSet, wire_tool_set
-from toolray_actors._wire import ExecutionSnapshot, RunCodeBlob, shippable_arguments, unknown
+from toolray_actors._wire import ExecutionSnapshot, definition_of, shippable_arguments
+from toolray_actors.control._registry_actor import RegistryActor
 
 from ._connection import Connection
 
 __all__ = ("RemoteReads",)
-
-_shared: dict[bytes, ToolDefinition] = {}
-"""The ``run_code`` transport by its pickle: one object for every scope (R-COND-07)."""
-
-
-def _definition(blob: bytes | RunCodeBlob | None) -> ToolDefinition | None:
-    match blob:
-        case None:
-            return None
-        case RunCodeBlob(code):
-            shared = _shared.get(code)
-            if shared is None:
-                shared = _shared[code] = cloudpickle.loads(code)
-            return shared
-        case bytes():
-            return cloudpickle.loads(blob)  # type: ignore[no-any-return]
-        case _:
-            unknown(blob, "a definition's blob")
 
 
 def _check_name(name: Any) -> None:
@@ -72,36 +53,38 @@ class RemoteReads:
     ) -> ToolDefinition | None:
         """The definition ``scope`` sees under ``name`` (``run_code`` when presented)."""
         _check_name(name)
-        return _definition(self._conn.call("read_get", name, scope, wire_tool_set(tool_set)))
+        return definition_of(
+            self._conn.call(RegistryActor.read_get, name, scope, wire_tool_set(tool_set))
+        )
 
     def executable(
         self, name: str, scope: str | None = None, tool_set: RemoteToolSet | None = None
     ) -> ToolDefinition | None:
         """The definition a call may execute: the step's set decides, else unconditional."""
         _check_name(name)
-        blob = self._conn.call("read_executable", name, scope, wire_tool_set(tool_set))
-        return _definition(blob)
+        blob = self._conn.call(RegistryActor.read_executable, name, scope, wire_tool_set(tool_set))
+        return definition_of(blob)
 
     def definitions(
         self, scope: str | None = None, tool_set: RemoteToolSet | None = None
     ) -> list[ToolDefinition]:
         """The visible capability definitions (never ``run_code``), in view order."""
-        blobs = self._conn.call("read_definitions", scope, wire_tool_set(tool_set))
-        return [d for d in map(_definition, blobs) if d is not None]
+        blobs = self._conn.call(RegistryActor.read_definitions, scope, wire_tool_set(tool_set))
+        return [d for d in map(definition_of, blobs) if d is not None]
 
     def schemas(
         self, scope: str | None = None, tool_set: RemoteToolSet | None = None
     ) -> list[dict[str, Any]]:
         """One detached ``{"name", "description", "parameters"}`` per visible tool."""
-        return list(self._conn.call("schemas", scope, wire_tool_set(tool_set)))
+        return list(self._conn.call(RegistryActor.schemas, scope, wire_tool_set(tool_set)))
 
     def names(self, scope: str | None = None, tool_set: RemoteToolSet | None = None) -> list[str]:
         """Visible capability names, in view order."""
-        return list(self._conn.call("names", scope, wire_tool_set(tool_set)))
+        return list(self._conn.call(RegistryActor.names, scope, wire_tool_set(tool_set)))
 
     def known_names(self, scope: str | None = None) -> list[str]:
         """R-SCH-11 ``knownNames`` for the scope's wire contribution."""
-        return list(self._conn.call("known_names", scope))
+        return list(self._conn.call(RegistryActor.known_names, scope))
 
     # ------------------------------------------------------------------ one call
     def execution_mode(self, inp: ToolExecutionInput) -> str:
@@ -112,7 +95,7 @@ class RemoteReads:
             )
         return str(
             self._conn.call(
-                "execution_mode",
+                RegistryActor.execution_mode,
                 inp.name,
                 shippable_arguments(inp.arguments),
                 inp.scope,
@@ -126,12 +109,12 @@ class RemoteReads:
         if not isinstance(execution, ToolExecution):
             raise TypeError(f"check_guards() takes a ToolExecution, not {type(execution).__name__}")
         snapshot = ExecutionSnapshot.of(execution, wire_tool_set(execution.tool_set))
-        verdict = self._conn.call("check_guards", snapshot)
+        verdict = self._conn.call(RegistryActor.check_guards, snapshot)
         return None if verdict is None else str(verdict)
 
     def stats(self) -> RegistryStatistics:
         """The authoritative registry's counts (scopes, layers, tools, views)."""
-        stats: RegistryStatistics = self._conn.call("statistics")
+        stats: RegistryStatistics = self._conn.call(RegistryActor.statistics)
         return stats
 
     def statistics(self) -> RegistryStatistics:
@@ -167,4 +150,4 @@ class RemoteReads:
 
     def info(self) -> dict[str, Any]:
         """Registry counters (contributions, sequence, executors, restarts, leases, scopes)."""
-        return dict(self._conn.call("info"))
+        return dict(self._conn.call(RegistryActor.info))

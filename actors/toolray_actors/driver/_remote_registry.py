@@ -12,18 +12,22 @@ The read side is :class:`~toolray_actors.driver._remote_reads.RemoteReads`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Callable, Coroutine, Iterable
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from toolray import Disposer, ToolDefinition, ToolPromptSection
 from toolray_actors._fingerprint import fingerprint
 from toolray_actors._mirror import Op, dumps_named
+from toolray_actors.control._registry_actor import RegistryActor
 
 from ._change_feed import ChangeFeed
 from ._connection import Connection
 from ._remote_reads import RemoteReads
 
 __all__ = ("RemoteRegistry", "RemoteScope")
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 
 def _names(value: Any) -> Any:
@@ -42,16 +46,21 @@ class _RemoteWriter:
     def _check(self) -> None:
         """Raise if this context can no longer be written to."""
 
-    def _call(self, method: str, *args: Any) -> Any:
+    def _call(
+        self,
+        method: Callable[Concatenate[RegistryActor, _P], Coroutine[Any, Any, _R]],
+        *args: _P.args,
+        **kwargs: _P.kwargs,
+    ) -> _R:
         """A write: returns once the change reached every executor and this driver's listeners."""
-        out = self._conn.call(method, *args)
+        out = self._conn.call(method, *args, **kwargs)
         self._feed.wait_delivered()
         return out
 
     def _apply(self, op: Op) -> Disposer:
         self._check()
-        op_id = self._call("apply", op)
-        return Disposer(lambda: self._call("dispose", op_id))
+        op_id = self._call(RegistryActor.apply, op)
+        return Disposer(lambda: self._call(RegistryActor.dispose, op_id))
 
     def register(
         self,
@@ -201,7 +210,7 @@ class RemoteScope(_RemoteWriter):
         while self._listeners:
             self._listeners.pop()()
         self._forget(self.key)
-        self._call("dispose_scope", self.key)
+        self._call(RegistryActor.dispose_scope, self.key)
 
     def __repr__(self) -> str:
         return f"<RemoteScope {self.key!r} parent={self.parent!r}>"
@@ -229,7 +238,7 @@ class RemoteRegistry(_RemoteWriter, RemoteReads):
         """
         if not isinstance(key, str):
             raise TypeError("a scope key is a str")
-        bound = self._conn.call("ensure_scope", key, parent)
+        bound = self._conn.call(RegistryActor.ensure_scope, key, parent)
         found = self._scopes.get(key)
         if found is None:
             found = self._scopes[key] = RemoteScope(self._conn, key, self._feed, self._drop)
@@ -248,4 +257,4 @@ class RemoteRegistry(_RemoteWriter, RemoteReads):
 
         The SDK follows the config's ``[code]`` table (a Python runtime and its imports).
         """
-        return list(self._conn.call("prompt_sections", scope))
+        return list(self._conn.call(RegistryActor.prompt_sections, scope))

@@ -144,7 +144,7 @@ class RayRuntime:
 
     def stats(self) -> RuntimeStats:
         """A snapshot of every live actor of the namespace, and the runtime's counters."""
-        self._conn.call("ping")  # a namespace that ended says why
+        self._conn.call(RegistryActor.ping)  # a namespace that ended says why
         return self._conn.portal.run(collect_stats(self._conn))
 
     # ------------------------------------------------------------------ lifetime
@@ -160,7 +160,7 @@ class RayRuntime:
         self.registry.close()  # change listeners stop before the loop that runs them
         try:
             if ray.is_initialized() and not self._conn.closed:
-                self._conn.call("release_lease", self._lease_id)
+                self._conn.call(RegistryActor.release_lease, self._lease_id)
         except Exception:  # the namespace is already gone (teardown, cluster down)
             pass
         self._conn.closed = True
@@ -173,7 +173,7 @@ class RayRuntime:
         if self._closed:
             return
         with contextlib.suppress(RuntimeUnavailableError):
-            self._conn.call("teardown")
+            self._conn.call(RegistryActor.teardown)
         self._conn.closed = True
         self.shutdown()
 
