@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Callable, Coroutine
-from typing import Any, Concatenate, ParamSpec, TypeVar, cast
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
 import ray
 
@@ -37,30 +37,8 @@ __all__ = (
     "pool_name",
     "registry_name",
     "resources_offered",
-    "send",
     "shard_name",
 )
-
-_A = TypeVar("_A")
-_P = ParamSpec("_P")
-_R = TypeVar("_R")
-
-
-def send(
-    handle: Any,
-    method: Callable[Concatenate[_A, _P], Coroutine[Any, Any, _R]],
-    /,
-    *args: _P.args,
-    **kwargs: _P.kwargs,
-) -> ray.ObjectRef[_R]:
-    """Call ``method`` of the actor behind ``handle``; the reference to its result.
-
-    ``method`` is the actor class's own method (``RegistryActor.apply``), never its name: mypy
-    checks the method, its arguments and its result at every call site.
-    """
-    remote = getattr(handle, method.__name__).remote
-    return cast("ray.ObjectRef[_R]", remote(*args, **kwargs))
-
 
 REGISTRY = "toolray:registry"
 

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from typing import Any, Protocol
 
 from toolray_actors._errors import is_actor_death
+from toolray_actors._remote import send
 from toolray_actors._wire import RegistryChange
 
 __all__ = ("Fanout",)
@@ -35,6 +36,14 @@ _MAX_GROUP = 256
 
 def _as_future(ref: Any) -> asyncio.Future[Any]:
     return asyncio.wrap_future(ref.future())
+
+
+class ChangeSink(Protocol):
+    """What the fan-out asks of an executor actor (its class imports this module)."""
+
+    async def apply_changes(self, first: int, deltas: tuple[RegistryChange, ...]) -> int:
+        """Apply changes ``first, first + 1, …``; the sequence applied."""
+        ...
 
 
 class Fanout:
@@ -86,7 +95,10 @@ class Fanout:
     async def _send(self, first: int, deltas: tuple[RegistryChange, ...]) -> None:
         names = list(self.executors)
         last = first + len(deltas) - 1
-        futures = [_as_future(self.executors[n].apply_changes.remote(first, deltas)) for n in names]
+        futures = [
+            _as_future(send(self.executors[n], ChangeSink.apply_changes, first, deltas))
+            for n in names
+        ]
         self.messages += len(futures)
         pending = set(futures)
         while pending:

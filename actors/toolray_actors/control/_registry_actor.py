@@ -25,9 +25,11 @@ from toolray_actors._config import RuntimeConfig
 from toolray_actors._errors import RuntimeUnavailableError
 from toolray_actors._handles import executor_name, get_named, kill, kill_self, named_actors
 from toolray_actors._mirror import Mirror, Op
+from toolray_actors._remote import send
 from toolray_actors._stats import ActorStats, actor_stats
 from toolray_actors._wire import Added, RegistryChange, Removed, ScopeDisposed, Swapped
 from toolray_actors.execution._code_pool import CodePool, code_registry
+from toolray_actors.execution._pool import PoolManager
 
 from ._fanout import Fanout
 from ._leases import Lease, LeaseTable, dead_jobs
@@ -216,7 +218,7 @@ class RegistryActor(RegistryReads):
             if handle is not None:
                 try:
                     await asyncio.wait_for(
-                        asyncio.wrap_future(handle.shutdown.remote().future()), 5
+                        asyncio.wrap_future(send(handle, PoolManager.shutdown).future()), 5
                     )
                 except Exception:
                     _log.debug("toolray: pool %s did not shut down cleanly", name, exc_info=True)

@@ -21,7 +21,8 @@ import ray.exceptions as rex
 
 from toolray_actors._config import RuntimeConfig
 from toolray_actors._errors import RuntimeUnavailableError, is_actor_death, translate
-from toolray_actors._handles import executor_name, get_named, registry_name, send, shard_name
+from toolray_actors._handles import executor_name, get_named, registry_name, shard_name
+from toolray_actors._remote import send
 from toolray_actors._toolset import RemoteToolSet
 from toolray_actors._wire import DefinitionBlob
 from toolray_actors.control._directory import ActorDirectory

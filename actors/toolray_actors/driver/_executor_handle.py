@@ -35,7 +35,8 @@ from toolray import (
 )
 from toolray_actors._config import RuntimeConfig
 from toolray_actors._errors import is_actor_death, translate, wire_reason
-from toolray_actors._handles import control_options, create_executor, get_named, send
+from toolray_actors._handles import control_options, create_executor, get_named
+from toolray_actors._remote import send, stream
 from toolray_actors._toolset import RemoteToolSet, wire_tool_set
 from toolray_actors._tracing import DriverTrace
 from toolray_actors._wire import CallSpec, StreamChunk, StreamEnd, StreamItem, unknown
@@ -110,7 +111,7 @@ class ExecutorHandle:
         for attempt in range(_ENSURE_ATTEMPTS):
             actor = get_named(self.name, self._conn.namespace) or self._create()
             try:
-                await actor.ready.remote()
+                await send(actor, ExecutorActor.ready)
             except rex.RayError as err:
                 # A reaped or killed executor's name can outlive it for a moment.
                 if not is_actor_death(err) or attempt == _ENSURE_ATTEMPTS - 1:
@@ -135,7 +136,7 @@ class ExecutorHandle:
         for attempt in range(5):
             actor = await self._ensure()
             try:
-                await actor.reserve.remote(batch_id)
+                await send(actor, ExecutorActor.reserve, batch_id)
             except rex.RayError as err:
                 if not is_actor_death(err) or attempt == 4:
                     raise translate(err, self._what) from None
@@ -194,12 +195,11 @@ class ExecutorHandle:
         actor = await self._reserved(batch_id)
         signal = batch.signal
         stop = signal.add_listener(
-            lambda: actor.cancel.remote(batch_id, wire_reason(signal.reason))
+            lambda: send(actor, ExecutorActor.cancel, batch_id, wire_reason(signal.reason))
         )
         reason: Any = "the batch stream was closed"
         try:
-            stream = actor.run_batch.options(num_returns="streaming").remote(spec)
-            async for ref in stream:
+            async for ref in stream(actor, ExecutorActor.run_batch, spec):
                 item: StreamItem = await ref
                 match item:
                     case StreamEnd(contexts, concluded, trace, entries):
@@ -224,7 +224,7 @@ class ExecutorHandle:
         finally:
             stop()
             if not acc.done:
-                actor.cancel.remote(batch_id, wire_reason(reason))
+                send(actor, ExecutorActor.cancel, batch_id, wire_reason(reason))
             acc.sync()
         if not acc.done:  # the stream ended without its end record: the actor went away
             self._lost()
@@ -265,11 +265,13 @@ class ExecutorHandle:
         the cancellation of the awaiting task) reaches the actor as ``cancel(key, reason)``.
         """
         actor = await self._reserved(key)
-        stop = signal.add_listener(lambda: actor.cancel.remote(key, wire_reason(signal.reason)))
+        stop = signal.add_listener(
+            lambda: send(actor, ExecutorActor.cancel, key, wire_reason(signal.reason))
+        )
         try:
             return await send(actor, method, *args, **kwargs)
         except asyncio.CancelledError as err:
-            actor.cancel.remote(key, wire_reason(err))
+            send(actor, ExecutorActor.cancel, key, wire_reason(err))
             raise
         except rex.RayError as err:
             if is_actor_death(err):
@@ -326,7 +328,7 @@ class ExecutorHandle:
         for attempt in range(3):
             actor = await self._ensure()
             try:
-                return await actor.statistics.remote()  # type: ignore[no-any-return]
+                return await send(actor, ExecutorActor.statistics)
             except rex.RayError as err:
                 if not is_actor_death(err) or attempt == 2:
                     raise translate(err, self._what) from None

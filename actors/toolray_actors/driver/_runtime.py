@@ -27,6 +27,7 @@ import ray.exceptions as rex
 from toolray_actors._config import RuntimeConfig, load_config
 from toolray_actors._errors import RuntimeUnavailableError, is_actor_death, translate
 from toolray_actors._handles import control_options, create_registry
+from toolray_actors._remote import send
 from toolray_actors._stats import RuntimeStats
 from toolray_actors.control._registry_actor import RegistryActor
 
@@ -113,7 +114,14 @@ class RayRuntime:
             actor = create()
             try:
                 ray.get(
-                    actor.acquire_lease.remote(lease_id, job_id, os.getpid(), socket.gethostname())
+                    send(
+                        actor,
+                        RegistryActor.acquire_lease,
+                        lease_id,
+                        job_id,
+                        os.getpid(),
+                        socket.gethostname(),
+                    )
                 )
                 break
             except rex.RayError as err:

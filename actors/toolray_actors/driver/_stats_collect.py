@@ -13,8 +13,12 @@ from typing import Any
 
 from toolray_actors._farm_stats import merge_tools
 from toolray_actors._handles import get_named, named_actors
+from toolray_actors._remote import send
 from toolray_actors._stats import ActorStats, PoolStats, RuntimeStats
-from toolray_actors.execution._executor_actor import ExecutorStats
+from toolray_actors.control._bucket_actor import BucketActor
+from toolray_actors.control._registry_actor import RegistryActor
+from toolray_actors.execution._executor_actor import ExecutorActor, ExecutorStats
+from toolray_actors.execution._pool import PoolManager
 
 from ._connection import Connection
 
@@ -54,16 +58,17 @@ async def gather(namespace: str) -> Gathered:
     buckets = [n for n in handles if n.startswith("toolray:bucket:")]
     asks: list[Any] = []
     for name in pools:
-        asks.append(_ask(handles[name].actor_stats.remote(name)))
-        asks.append(_ask(handles[name].stats.remote(name.removeprefix("toolray:pool:"))))
+        pool = handles[name]
+        asks.append(_ask(send(pool, PoolManager.actor_stats, name)))
+        asks.append(_ask(send(pool, PoolManager.stats, name.removeprefix("toolray:pool:"))))
     for name in executors:
-        asks.append(_ask(handles[name].actor_stats.remote()))
-        asks.append(_ask(handles[name].statistics.remote()))
-    asks.extend(_ask(handles[name].actor_stats.remote()) for name in buckets)
+        asks.append(_ask(send(handles[name], ExecutorActor.actor_stats)))
+        asks.append(_ask(send(handles[name], ExecutorActor.statistics)))
+    asks.extend(_ask(send(handles[name], BucketActor.actor_stats)) for name in buckets)
     registry = handles.get("toolray:registry")
     if registry is not None:
-        asks.append(_ask(registry.actor_stats.remote()))
-        asks.append(_ask(registry.info.remote()))
+        asks.append(_ask(send(registry, RegistryActor.actor_stats)))
+        asks.append(_ask(send(registry, RegistryActor.info)))
     answers = iter(await asyncio.gather(*asks))
     found = Gathered(namespace=namespace, executor_names=executors)
     for name in pools:

@@ -25,6 +25,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from toolray_actors._handles import kill
+from toolray_actors._remote import send
+
+from ._worker import ToolWorker
 
 __all__ = ("ElasticPolicy", "PoolHost", "Resizer")
 
@@ -155,7 +158,7 @@ class Resizer:
 
 async def _idle_of(handle: Any) -> float:
     status = await asyncio.wait_for(
-        asyncio.wrap_future(handle.status.remote().future()), _STATUS_TIMEOUT_S
+        asyncio.wrap_future(send(handle, ToolWorker.status).future()), _STATUS_TIMEOUT_S
     )
     return float(status.idle_s)
 
@@ -164,7 +167,7 @@ async def _drain_and_kill(handle: Any) -> None:
     """Stop the worker taking calls, wait until it runs none, then end it."""
     try:
         while True:
-            running = await asyncio.wrap_future(handle.drain.remote().future())
+            running = await asyncio.wrap_future(send(handle, ToolWorker.drain).future())
             if not running:
                 break
             await asyncio.sleep(0.05)

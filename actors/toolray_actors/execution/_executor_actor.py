@@ -46,8 +46,10 @@ from toolray_actors._handles import (
 )
 from toolray_actors._mirror import Mirror, Op
 from toolray_actors._placement import pool_plan
+from toolray_actors._remote import send
 from toolray_actors._stats import ActorStats, actor_stats
 from toolray_actors._tracing import SpanRecorder
+from toolray_actors.control._registry_actor import RegistryActor
 from toolray_actors.control._store import Store
 
 from ._code_pool import CodePool, code_registry
@@ -181,7 +183,7 @@ class ExecutorActor(ExecutorCalls):
                     else f"the toolray registry actor of namespace {self.namespace!r} is not "
                     "running; RayRuntime.start() recreates it"
                 )
-            seq, ops = await registry.attach_executor.remote(self.name)
+            seq, ops = await send(registry, RegistryActor.attach_executor, self.name)
             if not self._attached:
                 self._rebuild(ops)
                 self.seq = seq
@@ -190,7 +192,7 @@ class ExecutorActor(ExecutorCalls):
                 flush = functools.partial(self.metrics.flush, self.farm)
                 self._flusher = asyncio.ensure_future(flush_every(_METRICS_FLUSH_S, flush))
             pool = self._pool_for(None)
-            await pool.manager.ready.remote()
+            await send(pool.manager, PoolManager.ready)
             await pool.refresh()  # the first batch's calls then leave in one tick, coalesced
         self.last_active = time.monotonic()
         return {"name": self.name, "pid": os.getpid(), "seq": self.seq}
@@ -231,7 +233,7 @@ class ExecutorActor(ExecutorCalls):
         registry = get_named(registry_name(), self.namespace)
         if registry is None:
             return
-        seq, ops = await registry.snapshot.remote()
+        seq, ops = await send(registry, RegistryActor.snapshot)
         self._rebuild(ops)
         self.seq = seq
 
@@ -346,10 +348,10 @@ class ExecutorActor(ExecutorCalls):
                 continue
             registry = get_named(registry_name(), self.namespace)
             if registry is not None:
-                await registry.detach_executor.remote(self.name)
+                await send(registry, RegistryActor.detach_executor, self.name)
             if not self._idle():  # work arrived while detaching: stay, and mirror again
                 if registry is not None:
-                    seq, ops = await registry.attach_executor.remote(self.name)
+                    seq, ops = await send(registry, RegistryActor.attach_executor, self.name)
                     self._rebuild(ops)
                     self.seq = seq
                 continue

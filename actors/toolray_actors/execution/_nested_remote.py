@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Any, final
+from typing import Any, Protocol, final
 
 import ray
 import ray.exceptions as rex
@@ -21,6 +21,7 @@ import ray.exceptions as rex
 from toolray import AbortSignal, ToolExecutionResult, ToolRunContext
 from toolray.isolation import context_from_ident, refuse_in_loop
 from toolray_actors._errors import is_actor_death, translate
+from toolray_actors._remote import send
 from toolray_actors._wire import ExecutorHome, shippable_arguments
 
 __all__ = ("RemoteNested", "worker_context")
@@ -63,6 +64,16 @@ one retry with a fresh lookup. Safe: a new executor never accepts a parent it di
 issue, so a request that did reach the dead one is rejected, never run twice."""
 
 
+class NestedHost(Protocol):
+    """What a worker's body asks of its executor actor (whose class imports this module)."""
+
+    async def dispatch_nested(
+        self, token_id: str, name: str, arguments: Any, call_id: str | None
+    ) -> ToolExecutionResult:
+        """A nested call for the live execution ``token_id`` names."""
+        ...
+
+
 @final
 class RemoteNested:
     """The ``NestedDispatcher`` of a worker's run context."""
@@ -72,10 +83,17 @@ class RemoteNested:
     def __init__(self, home: ExecutorHome) -> None:
         self._home = home
 
-    def _send(self, ctx: ToolRunContext, name: str, arguments: Any, call_id: str | None) -> Any:
+    def _send(
+        self, ctx: ToolRunContext, name: str, arguments: Any, call_id: str | None
+    ) -> ray.ObjectRef[ToolExecutionResult]:
         handle = _executor(self._home)
-        return handle.dispatch_nested.remote(
-            ctx.token.id, name, shippable_arguments(arguments), call_id
+        return send(
+            handle,
+            NestedHost.dispatch_nested,
+            ctx.token.id,
+            name,
+            shippable_arguments(arguments),
+            call_id,
         )
 
     async def dispatch(
@@ -84,7 +102,7 @@ class RemoteNested:
         """Run the nested call in the executor actor; returns its result."""
         for attempt in range(_ATTEMPTS):
             try:
-                return await self._send(ctx, name, arguments, call_id)  # type: ignore[no-any-return]
+                return await self._send(ctx, name, arguments, call_id)
             except rex.RayError as err:
                 failure = _forget(self._home, err)
                 if not is_actor_death(err) or attempt == _ATTEMPTS - 1:
@@ -98,7 +116,7 @@ class RemoteNested:
         refuse_in_loop("the worker's")
         for attempt in range(_ATTEMPTS):
             try:
-                return ray.get(self._send(ctx, name, arguments, call_id))  # type: ignore[no-any-return]
+                return ray.get(self._send(ctx, name, arguments, call_id))
             except rex.RayError as err:
                 failure = _forget(self._home, err)
                 if not is_actor_death(err) or attempt == _ATTEMPTS - 1:

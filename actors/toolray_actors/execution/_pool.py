@@ -25,12 +25,14 @@ from typing import Any
 
 from toolray_actors._handles import create_worker, kill, resources_offered
 from toolray_actors._placement import WorkerSettings
+from toolray_actors._remote import send
 from toolray_actors._stats import ActorStats, ChildStats, PoolStats, actor_stats
 
 from ._elastic import ElasticPolicy, Resizer
 from ._metrics import PoolMetrics
 from ._pool_client import PoolClient as PoolClient
 from ._pool_client import WorkerSlot as WorkerSlot
+from ._worker import ToolWorker
 
 __all__ = ("PoolClient", "PoolManager", "PoolStats", "WorkerSlot")
 
@@ -104,8 +106,8 @@ class PoolManager:
 
     async def _await_start(self, wid: str, handle: Any) -> None:
         try:
-            await handle.health.remote()
-            await handle.warm_up.remote()
+            await send(handle, ToolWorker.health)
+            await send(handle, ToolWorker.warm_up)
         except Exception:  # typically the namespace shutting down: nothing to tell a user
             _log.debug("toolray: worker %s failed to start", wid, exc_info=True)
             return
@@ -200,7 +202,7 @@ class PoolManager:
 
     async def _alive(self, handle: Any) -> bool:
         try:
-            await asyncio.wait_for(_as_future(handle.health.remote()), _HEALTH_TIMEOUT_S)
+            await asyncio.wait_for(_as_future(send(handle, ToolWorker.health)), _HEALTH_TIMEOUT_S)
         except Exception:
             return False
         return True
@@ -245,7 +247,7 @@ class PoolManager:
         handles = [*self.workers.values(), *(h for _, h in self.spares)]
         found = await asyncio.gather(
             *(
-                asyncio.wait_for(_as_future(h.actor_stats.remote()), _HEALTH_TIMEOUT_S)
+                asyncio.wait_for(_as_future(send(h, ToolWorker.actor_stats)), _HEALTH_TIMEOUT_S)
                 for h in handles
             ),
             return_exceptions=True,
@@ -257,7 +259,10 @@ class PoolManager:
         policy = self.resizer.policy if self.resizer is not None else None
         live = list(self.workers.items())
         found = await asyncio.gather(
-            *(asyncio.wait_for(_as_future(h.status.remote()), _HEALTH_TIMEOUT_S) for _, h in live),
+            *(
+                asyncio.wait_for(_as_future(send(h, ToolWorker.status)), _HEALTH_TIMEOUT_S)
+                for _, h in live
+            ),
             return_exceptions=True,
         )
         for (wid, _), status in zip(live, found, strict=True):
@@ -298,5 +303,5 @@ class PoolManager:
 
 async def _started(handle: Any) -> None:
     """A worker answers, and its call processes (``"call"``) are warm."""
-    await handle.health.remote()
-    await handle.warm_up.remote()
+    await send(handle, ToolWorker.health)
+    await send(handle, ToolWorker.warm_up)

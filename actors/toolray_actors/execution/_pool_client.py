@@ -11,10 +11,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from toolray import AbortError, AbortSignal
 from toolray_actors._placement import Isolation
+from toolray_actors._remote import send
 
 __all__ = ("PoolClient", "WorkerSlot")
 
@@ -30,6 +31,34 @@ class WorkerSlot:
     in_flight: int = 0
     sent: set[str] = field(default_factory=set)
     killed: bool = False
+
+
+MemberList = tuple[tuple[int, int], list[tuple[str, Any]]]
+"""A pool's members as its manager answers: ``(epoch, version)`` and ``(wid, handle)`` pairs."""
+
+
+class Members(Protocol):
+    """What an executor asks of a pool's manager actor (whose module imports this one)."""
+
+    async def members(self) -> MemberList:
+        """The current members."""
+        ...
+
+    async def wait_members(self, version: tuple[int, int], timeout_s: float = ...) -> MemberList:
+        """The members once they differ from ``version`` (or after ``timeout_s``)."""
+        ...
+
+    async def grow(self, waiting: int) -> int:
+        """Ask an elastic pool to grow for ``waiting`` calls; the workers added."""
+        ...
+
+    async def was_retired(self, wid: str) -> bool:
+        """Whether ``wid`` was retired by the elastic pool (not lost)."""
+        ...
+
+    async def replace(self, wid: str, killed: bool) -> MemberList:
+        """Replace a lost worker; the members after."""
+        ...
 
 
 class PoolClient:
@@ -72,11 +101,11 @@ class PoolClient:
 
     async def refresh(self) -> None:
         """Fetch the current members."""
-        version, members = await self.manager.members.remote()
+        version, members = await send(self.manager, Members.members)
         self._update(version, members)
 
     async def _fetch(self) -> None:
-        version, members = await self.manager.wait_members.remote(self.version)
+        version, members = await send(self.manager, Members.wait_members, self.version)
         self._update(version, members)
 
     def _poll(self) -> asyncio.Future[None]:
@@ -127,7 +156,7 @@ class PoolClient:
 
     async def _ask_grow(self) -> None:
         try:
-            await self.manager.grow.remote(self.waiting)
+            await send(self.manager, Members.grow, self.waiting)
         except Exception:  # the manager is restarting: the next wait asks again
             _log.debug("toolray: the pool manager could not grow", exc_info=True)
 
@@ -141,7 +170,7 @@ class PoolClient:
         if not self.elastic:
             return False
         try:
-            return bool(await self.manager.was_retired.remote(slot.wid))
+            return bool(await send(self.manager, Members.was_retired, slot.wid))
         except Exception:
             return False
 
@@ -152,7 +181,7 @@ class PoolClient:
 
     async def _renew(self, wid: str, killed: bool) -> None:
         try:
-            version, members = await self.manager.replace.remote(wid, killed)
+            version, members = await send(self.manager, Members.replace, wid, killed)
         except Exception:  # the manager itself died: its restart brings a fresh pool
             _log.debug("toolray: the pool manager could not replace %s", wid, exc_info=True)
             self.slots = {}  # its workers died with it: the next pick waits for the new ones

@@ -24,7 +24,8 @@ from typing import Any
 from toolray import AbortSignal, RateLimit
 from toolray.farm import rate_limited, wait_until
 from toolray.lowlevel import SystemClock
-from toolray_actors.control._bucket_actor import HORIZON_S, Lease
+from toolray_actors._remote import send
+from toolray_actors.control._bucket_actor import HORIZON_S, BucketActor, Lease
 
 __all__ = ("RayRateLimiter",)
 
@@ -103,7 +104,7 @@ class _ToolQueue:
                 with_new.cancel()
 
     async def _lease(self, count: int, limit: RateLimit) -> Lease:
-        lease: Lease = await self._bucket().lease.remote(count, limit)
+        lease = await send(self._bucket(), BucketActor.lease, count, limit)
         return lease
 
     def _hand_out(self, live: list[_Waiter], lease: Lease, now: float) -> float:

@@ -33,10 +33,12 @@ from toolray.isolation import CallOutcome
 from toolray.lowlevel import Entry, run_body_inline, thaw_json
 from toolray_actors._errors import is_actor_death, is_cancelled, task_cause, wire_reason
 from toolray_actors._handles import kill
+from toolray_actors._remote import send, stream
 from toolray_actors._wire import Settled, WorkerRequest
 
 from ._coalesce import AbortQueue, Chunk, Outbox, Transport
 from ._pool_client import PoolClient, WorkerSlot
+from ._worker import ToolWorker
 
 __all__ = ("NOT_JSON", "RayBodyRunner", "RunnerStats")
 
@@ -93,21 +95,24 @@ class RayBodyRunner:
         lane = self._lanes.get(slot)
         if lane is None:
             handle = slot.handle
-            aborts = AbortQueue(handle.abort.remote, handle.abort_many.remote)
+            aborts = AbortQueue(
+                lambda token, reason: send(handle, ToolWorker.abort, token, reason),
+                lambda orders: send(handle, ToolWorker.abort_many, orders),
+            )
             lane = self._lanes[slot] = (Outbox(self._transport(handle)), aborts)
         return lane
 
     def _transport(self, handle: Any) -> Transport:
         stats = self.stats
 
-        def send(requests: list[WorkerRequest]) -> AsyncIterator[Chunk]:
+        def deliver(requests: list[WorkerRequest]) -> AsyncIterator[Chunk]:
             stats.messages += 1
             match requests:
                 case [request]:
-                    return _one(handle.run.remote(request), request.token)
-            return _many(handle.run_many.options(num_returns="streaming").remote(requests))
+                    return _one(send(handle, ToolWorker.run, request), request.token)
+            return _many(stream(handle, ToolWorker.run_many, requests))
 
-        return send
+        return deliver
 
     async def prepare(self, call: Any) -> None:
         """Before a rate-limited call takes its token: its pool's members hold its code.
@@ -135,7 +140,7 @@ class RayBodyRunner:
             return
         task = self._preparing.get((slot.wid, key))
         if task is None:
-            task = asyncio.ensure_future(slot.handle.prepare.remote(key, blob))
+            task = asyncio.ensure_future(send(slot.handle, ToolWorker.prepare, key, blob))
             self._preparing[(slot.wid, key)] = task
             task.add_done_callback(lambda _: self._preparing.pop((slot.wid, key), None))
         if await task:
@@ -239,7 +244,7 @@ class RayBodyRunner:
             await asyncio.wait({result}, timeout=self.cancel_grace)
         if not result.done():
             self.stats.interrupts += 1
-            slot.handle.interrupt.remote(token)  # this call only, never its message
+            send(slot.handle, ToolWorker.interrupt, token)  # this call only, never its message
             await asyncio.wait({result}, timeout=self.kill_grace - self.cancel_grace)
         if not result.done():
             self.stats.kills += 1
@@ -257,7 +262,7 @@ class RayBodyRunner:
     def _kill(self, pool: PoolClient, slot: WorkerSlot, token: str, notes: dict[str, Any]) -> str:
         """The ladder's last step; names what it killed."""
         if pool.isolation == "call":
-            slot.handle.kill_call.remote(token)  # the call's process; its mates run on
+            send(slot.handle, ToolWorker.kill_call, token)  # the call's process; its mates run on
             notes["killed"] = "process"
             return "the call's process"
         kill(slot.handle)
