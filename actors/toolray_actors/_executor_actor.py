@@ -76,6 +76,18 @@ class _Sink:
         self.queue.put_nowait(("e", event))
 
 
+class _Commits:
+    """The batch's results joining the stream; counts them (all committed: the end is near)."""
+
+    def __init__(self, queue: asyncio.Queue[Any], calls: int) -> None:
+        self.queue = queue
+        self.left = calls
+
+    def __call__(self, index: int, result: Any) -> None:
+        self.queue.put_nowait(("c", index, result))
+        self.left -= 1
+
+
 class ExecutorActor(ExecutorCalls):
     """Runs batches for the scopes routed to it (single calls: :class:`ExecutorCalls`)."""
 
@@ -269,7 +281,8 @@ class ExecutorActor(ExecutorCalls):
         batch = self._batch(spec, queue)
         parent = TraceParent.parse(spec.trace)
         recorder = SpanRecorder(parent, queue.put_nowait) if parent is not None else None
-        task = asyncio.ensure_future(self._execute(batch, queue, trace, recorder))
+        commits = _Commits(queue, len(spec.calls))
+        task = asyncio.ensure_future(self._execute(batch, commits, trace, recorder))
         last: list[tuple[Any, ...]] = []
         try:
             while not (task.done() and queue.empty()):
@@ -282,6 +295,10 @@ class ExecutorActor(ExecutorCalls):
                     chunk = [getter.result()]
                 else:
                     chunk = []
+                if commits.left <= 0 and not task.done():
+                    # every result committed: the run ends at once, and what is left (its
+                    # last records) leaves with the end record in one item, not two
+                    await asyncio.wait({task})
                 while not queue.empty():
                     chunk.append(queue.get_nowait())
                 if task.done() and task.exception() is None:
@@ -299,7 +316,7 @@ class ExecutorActor(ExecutorCalls):
     async def _execute(
         self,
         batch: ToolBatchInput,
-        queue: asyncio.Queue[Any],
+        commit: _Commits,
         trace: list[Any],
         recorder: SpanRecorder | None,
     ) -> Any:
@@ -307,14 +324,11 @@ class ExecutorActor(ExecutorCalls):
         custom = self._custom_executor(batch)
         if custom is None:
             return await self.executor.execute(
-                batch,
-                on_commit=lambda i, r: queue.put_nowait(("c", i, r)),
-                trace=trace,
-                observer=recorder,
+                batch, on_commit=commit, trace=trace, observer=recorder
             )
         result = await custom.execute(batch)
         for index, committed in enumerate(result.results):
-            queue.put_nowait(("c", index, committed))
+            commit(index, committed)
         return result
 
     async def cancel(self, batch_id: str, reason: Any = None) -> bool:

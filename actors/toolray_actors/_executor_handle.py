@@ -134,11 +134,38 @@ class ExecutorHandle:
             try:
                 await actor.reserve.remote(batch_id)
             except rex.RayError as err:
-                if not is_actor_death(err) or attempt == 4:
-                    raise translate(err, self._what) from None
-                self._lost()
+                self._retry_or_raise(err, attempt)
                 continue
             return actor
+        raise AssertionError("unreachable")
+
+    def _retry_or_raise(self, err: rex.RayError, attempt: int) -> None:
+        """A reservation failed: forget a dead actor (and try again), else raise."""
+        if not is_actor_death(err) or attempt == 4:
+            raise translate(err, self._what) from None
+        self._lost()
+
+    async def _submitted(self, spec: BatchSpec) -> tuple[Any, Any]:
+        """Reserve and submit ``spec`` in one round trip: ``(actor, its chunk stream)``.
+
+        The reservation and the batch leave together, the reservation first (a caller's
+        calls to one actor start in the order sent; ``reserve`` never awaits, so it has
+        returned before ``run_batch`` starts). A failed reservation means the actor was
+        dead before the batch reached it: the actor is replaced and both are sent again.
+        """
+        batch_id = spec.batch_id
+        for attempt in range(5):
+            actor = await self._ensure()
+            reserved = actor.reserve.remote(batch_id)
+            stream = actor.run_batch.options(num_returns="streaming").remote(spec)
+            try:
+                await reserved
+            except rex.RayError as err:
+                if not is_actor_death(err):
+                    actor.cancel.remote(batch_id, "the batch's reservation failed")
+                self._retry_or_raise(err, attempt)
+                continue
+            return actor, stream
         raise AssertionError("unreachable")
 
     # ------------------------------------------------------------------ batches
@@ -188,22 +215,21 @@ class ExecutorHandle:
         self, spec: BatchSpec, batch: ToolBatchInput, acc: Accumulator
     ) -> AsyncIterator[tuple[int, ToolCallResult]]:
         batch_id = spec.batch_id
-        actor = await self._reserved(batch_id)
+        actor, stream = await self._submitted(spec)
         signal = batch.signal
         stop = signal.add_listener(
             lambda: actor.cancel.remote(batch_id, wire_reason(signal.reason))
         )
         reason: Any = "the batch stream was closed"
         try:
-            stream = actor.run_batch.options(num_returns="streaming").remote(spec)
             async for ref in stream:
                 item = await ref
-                if item[0] == "end":
+                if item[0] == "end":  # the last item: no need to wait for the stream's end
                     for committed in acc.take(item[4]):
                         yield committed
                     acc.finish(item[1], item[2])
                     self.last_trace = item[3]
-                    continue
+                    break
                 for committed in acc.take(item[1]):
                     yield committed
         except asyncio.CancelledError as err:
