@@ -173,7 +173,7 @@ class ExecutorHandle:
         if scope != self.scope:
             raise ValueError(f"scope {scope!r} is not this executor's {self.scope!r}")
 
-    def _spec(self, batch: ToolBatchInput, batch_id: str, trace: str | None = None) -> BatchSpec:
+    def _spec(self, batch: ToolBatchInput, batch_id: str, *, paced: bool = False) -> BatchSpec:
         if not isinstance(batch, ToolBatchInput):
             raise TypeError(f"execute_batch() takes a ToolBatchInput, not {type(batch).__name__}")
         if batch.scope is not None and batch.scope != self.scope:
@@ -188,14 +188,14 @@ class ExecutorHandle:
             aborted=batch.signal.aborted,
             reason=wire_reason(batch.signal.reason) if batch.signal.aborted else None,
             tool_set=wire_tool_set(batch.tool_set),
-            trace=trace,
+            paced=paced and log is None,  # a log's records still leave as they commit
         )
 
     async def _entries(
-        self, batch: ToolBatchInput, acc: Accumulator
+        self, batch: ToolBatchInput, acc: Accumulator, *, paced: bool = False
     ) -> AsyncIterator[tuple[int, ToolCallResult]]:
         batch_id = uuid.uuid4().hex
-        spec = self._spec(batch, batch_id)  # misuse raises before anything is observed
+        spec = self._spec(batch, batch_id, paced=paced)  # misuse raises before anything runs
         traced = DriverTrace.start(self.scope, spec.calls)
         if traced is not None:
             spec = dataclasses.replace(spec, trace=str(traced.parent))
@@ -254,7 +254,7 @@ class ExecutorHandle:
     async def execute_batch(self, batch: ToolBatchInput) -> ToolBatchResult:
         """Run ``batch``: one result per call, in model order, whatever happens."""
         acc = Accumulator(batch, scope=self.scope)
-        async for _ in self._entries(batch, acc):
+        async for _ in self._entries(batch, acc, paced=True):  # only the end is read
             pass
         return acc.result()
 

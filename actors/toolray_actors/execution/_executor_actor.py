@@ -62,26 +62,21 @@ __all__ = ("BatchSpec", "ExecutorActor", "ExecutorStats")
 
 _log = logging.getLogger("toolray")
 
+_PACE_S = 0.01  # a paced batch's chunks leave at most this often (``BatchSpec.paced``)
+
 _METRICS_FLUSH_S = 1.0
 """How often the calls counted here reach the Ray metrics (Ray exports on its own interval)."""
 
 
-class _Sink:
-    """The batch's event log inside the executor: records join the stream as they commit."""
-
-    def __init__(self, queue: asyncio.Queue[Any]) -> None:
-        self.queue = queue
-
-    def append(self, event: dict[str, Any]) -> None:
-        self.queue.put_nowait(("e", event))
-
-
-class _Commits:
-    """The batch's results joining the stream; counts them (all committed: the end is near)."""
+class _Feed:
+    """A batch's stream: its log records (as its sink) and results, as they commit."""
 
     def __init__(self, queue: asyncio.Queue[Any], calls: int) -> None:
         self.queue = queue
         self.left = calls
+
+    def append(self, event: dict[str, Any]) -> None:
+        self.queue.put_nowait(("e", event))
 
     def __call__(self, index: int, result: Any) -> None:
         self.queue.put_nowait(("c", index, result))
@@ -251,11 +246,11 @@ class ExecutorActor(ExecutorCalls):
         self.last_active = time.monotonic()
         return True
 
-    def _batch(self, spec: BatchSpec, queue: asyncio.Queue[Any]) -> ToolBatchInput:
+    def _batch(self, spec: BatchSpec, feed: _Feed) -> ToolBatchInput:
         ctrl = self.batches.setdefault(spec.batch_id, AbortController())
         if spec.aborted:
             ctrl.abort(spec.reason)
-        step = LogStep(spec.log[0], spec.log[1], _Sink(queue)) if spec.log else None
+        step = LogStep(spec.log[0], spec.log[1], feed) if spec.log else None
         self.scopes_seen.add(spec.scope)
         return ToolBatchInput(
             spec.calls,
@@ -278,12 +273,13 @@ class ExecutorActor(ExecutorCalls):
         self.last_active = time.monotonic()
         queue: asyncio.Queue[Any] = asyncio.Queue()
         trace: list[dict[str, Any]] = []
-        batch = self._batch(spec, queue)
+        commits = _Feed(queue, len(spec.calls))
+        batch = self._batch(spec, commits)
         parent = TraceParent.parse(spec.trace)
         recorder = SpanRecorder(parent, queue.put_nowait) if parent is not None else None
-        commits = _Commits(queue, len(spec.calls))
         task = asyncio.ensure_future(self._execute(batch, commits, trace, recorder))
         last: list[tuple[Any, ...]] = []
+        sent = -_PACE_S
         try:
             while not (task.done() and queue.empty()):
                 if queue.empty():
@@ -299,12 +295,17 @@ class ExecutorActor(ExecutorCalls):
                     # every result committed: the run ends at once, and what is left (its
                     # last records) leaves with the end record in one item, not two
                     await asyncio.wait({task})
+                elif spec.paced and not task.done():  # the first chunk leaves at once
+                    pause = sent + _PACE_S - time.monotonic()
+                    if pause > 0:
+                        await asyncio.wait({task}, timeout=pause)
                 while not queue.empty():
                     chunk.append(queue.get_nowait())
                 if task.done() and task.exception() is None:
                     last = chunk  # everything committed: it leaves with the end record
                     break
                 yield ("chunk", chunk)
+                sent = time.monotonic()
             result = task.result()
             yield ("end", result.additional_contexts, result.concluded, trace, last)
         finally:
@@ -316,7 +317,7 @@ class ExecutorActor(ExecutorCalls):
     async def _execute(
         self,
         batch: ToolBatchInput,
-        commit: _Commits,
+        commit: _Feed,
         trace: list[Any],
         recorder: SpanRecorder | None,
     ) -> Any:
