@@ -4,7 +4,8 @@ Each benchmark writes its detailed results (``RESULTS-<name>.md``: method, machi
 every figure). ``RESULTS.md`` is the one table the docs show (the Benchmarks page includes
 it): a headline row per figure, read from the detailed files, so every figure quoted
 anywhere has one source. ``--compose`` rebuilds ``RESULTS.md`` from the detailed files
-without running anything; ``--quick`` runs the Ray and rollout benchmarks in their quick modes.
+without running anything; ``--quick`` runs the Ray, latency and rollout benchmarks in
+their quick modes.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ SCRIPTS = [
     "bench_batch.py",
     "bench_observability.py",
 ]
+QUICK = ("bench_ray.py", "bench_perf.py", "rollout.py")
+"""The scripts that take ``--quick`` (the Ray benchmarks)."""
 ARGS = {"bench_observability.py": ["--ray"]}
 """Options a script always runs with (the observability benchmark's Ray row)."""
 OUT = HERE / "RESULTS.md"
@@ -64,6 +67,22 @@ HEADLINES = (
     Headline("Ray: 1,000 no-op calls, cap 10, toolray / raw Ray throughput",
              "RESULTS-ray.md", "| (a) 1,000 no-op safe calls, 2 workers, cap 10:", 2, "", 3),
     Headline("Ray: 64 × 100 ms sleeps on 8 workers, wall", "RESULTS-ray.md", "| (b) ", 2, "", 3),
+    Headline("Ray: one-call batch round trip p50, isolation \"call\": toolray / raw two-hop call",
+             "RESULTS-perf.md", "| one-call batch round trip, isolation \"call\"", 2, "", 3),
+    Headline("Ray: one-call batch round trip p50, isolation \"shared\": toolray / raw two-hop call",
+             "RESULTS-perf.md", "| one-call batch round trip, isolation \"shared\"", 2, "", 3),
+    Headline("Ray: 1,000 no-op calls, cap 1000, isolation \"call\": toolray / raw fan-out",
+             "RESULTS-perf.md", "| 1,000 no-op calls, cap 1000, isolation \"call\"", 2, "", 3),
+    Headline("Ray: 1,000 no-op calls, cap 1000, isolation \"shared\": toolray / raw fan-out",
+             "RESULTS-perf.md", "| 1,000 no-op calls, cap 1000, isolation \"shared\"", 2, "", 3),
+    *(
+        Headline(f"Ray: [{k} safe + 1 exclusive] × n, 300 calls, cap 10, isolation \"{iso}\": "
+                 "toolray / raw same schedule", "RESULTS-perf.md",
+                 f"| [{k} safe + 1 exclusive] × n, 300 no-op calls, cap 10, isolation \"{iso}\"",
+                 2, "", 3)
+        for iso in ("call", "shared")
+        for k in (9, 3, 1)
+    ),
     Headline("Ray: abort → batch settled, p50", "RESULTS-ray.md", "| (c) ", 2, "", 3),
     Headline("Ray: a body ignoring its 200 ms deadline, 300 ms grace: settled",
              "RESULTS-ray.md", "| (d) ", 2, "", 3),
@@ -126,8 +145,8 @@ def main() -> int:
     failures = 0
     if "--compose" not in sys.argv:
         extra = ["--quick"] if "--quick" in sys.argv else []
-        for script in [*SCRIPTS, "bench_ray.py", "rollout.py"]:
-            args = extra if script in ("bench_ray.py", "rollout.py") else ARGS.get(script, [])
+        for script in [*SCRIPTS, *QUICK]:
+            args = extra if script in QUICK else ARGS.get(script, [])
             print(f"\n===== {script} {' '.join(args)}".rstrip(), flush=True)
             failures += subprocess.call([sys.executable, str(HERE / script), *args]) != 0
     OUT.write_text(compose(), encoding="utf-8")

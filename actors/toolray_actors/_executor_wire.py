@@ -26,6 +26,10 @@ class BatchSpec:
     tool_set: Any = None
     trace: str | None = None
     """The W3C ``traceparent`` of the driver's batch span: the batch is traced."""
+    paced: bool = False
+    """The driver reads the results at the end only (``execute_batch``): after a chunk, the
+    next leaves no sooner than a short pace later, unless the batch ends first (far fewer
+    stream items when calls commit one by one; ``stream_batch`` gets every commit at once)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -115,6 +115,9 @@ async def test_bench_scopes_measures_both_modes_side_by_side(
         assert row["all_right"] is True, mode
         assert row["calls"] == 4
         assert min(row["start_s"], row["wall_s"], row["again_s"], row["executor_rss_mb"]) > 0
+        assert row["control_rss_mb"] >= row["executor_rss_mb"]  # the executors are control
+        assert row["control_actors"] > row["executor_actors"]  # …and so are registry, pool
+        assert row["rss_per_executor_mb"] > 0
         assert row["hosted_scopes"] >= 2, mode  # a shard may also host other tests' scopes
     assert rows["per_scope"]["executor_actors"] == 2  # one per agent scope
     assert rows["sharded"]["executor_actors"] in (1, 2)  # the shards the two scopes map to

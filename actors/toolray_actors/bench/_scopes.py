@@ -128,17 +128,24 @@ async def _start_namespace(rt: RayRuntime) -> float:
     return time.perf_counter() - start
 
 
+_CONTROL = ("registry", "executor", "pool", "bucket")
+"""The control actors (everything but the workers that run bodies)."""
+
+
 async def measure_scopes(rt: RayRuntime, scopes: int, calls: int) -> dict[str, Any]:
     """N new scopes submit one ``calls``-call batch each at once, on a running namespace.
 
     First the namespace starts (its pool, and the shards in sharded mode: ``start_s``); then
     ``scopes`` new agent scopes submit at once (``wall_s``: per-scope mode starts their
     executor actors here), then again on the same scopes (``again_s``). Executor actors and
-    RSS count the actors serving the agent scopes (not a per-scope warm-up executor).
+    RSS count the actors serving the agent scopes (not a per-scope warm-up executor); the
+    per-scope memory is their growth over the scopes; the control actors are the registry,
+    executors, pool managers and rate buckets of the namespace.
     """
     from toolray import AbortController, ToolBatchInput, ToolCall
 
     start_s = await _start_namespace(rt)
+    before = {a.name: a.rss_bytes for a in (await asyncio.to_thread(rt.stats)).actors}
     keys = [f"agent-{i}" for i in range(scopes)]
     batches = [
         ToolBatchInput(
@@ -161,6 +168,8 @@ async def measure_scopes(rt: RayRuntime, scopes: int, calls: int) -> dict[str, A
     serving = {h.name for h in handles}
     executors = [a for a in stats.actors if a.kind == "executor" and a.name in serving]
     rss = sum(a.rss_bytes for a in executors) / 2**20
+    grown = sum(a.rss_bytes - before.get(a.name, 0) for a in executors) / 1024
+    control = [a for a in stats.actors if a.kind in _CONTROL]
     return {
         "mode": rt.config.executors.mode,
         "shards": rt.config.executors.shards if rt.config.executors.mode == "sharded" else None,
@@ -174,6 +183,10 @@ async def measure_scopes(rt: RayRuntime, scopes: int, calls: int) -> dict[str, A
         "all_right": right,
         "executor_actors": len(executors),
         "executor_rss_mb": rss,
+        "rss_per_executor_mb": rss / max(1, len(executors)),
+        "rss_per_scope_kb": grown / scopes,
+        "control_actors": len(control),
+        "control_rss_mb": sum(a.rss_bytes for a in control) / 2**20,
         "hosted_scopes": sum(a.scopes for a in executors),
     }
 

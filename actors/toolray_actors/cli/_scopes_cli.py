@@ -28,11 +28,11 @@ def scopes_table(report: dict[str, Any]) -> list[Any]:
     for name in heads:
         scopes.add_column(name, justify="right")
     scopes.add_column("all right", justify="right")
-    for name in ("executor actors", "executor RSS"):
+    for name in ("executor actors", "executor RSS", "per scope", "control actors' RSS"):
         scopes.add_column(name, justify="right")
     for r in report["scopes"]:
         if "skipped" in r:
-            scopes.add_row(r["mode"], "—", str(r["scopes"]), "—", "skipped", *["—"] * 5)
+            scopes.add_row(r["mode"], "—", str(r["scopes"]), "—", "skipped", *["—"] * 7)
             continue
         scopes.add_row(
             _mode(r),
@@ -44,7 +44,9 @@ def scopes_table(report: dict[str, Any]) -> list[Any]:
             f"{r['again_s']:.2f} s",
             "yes" if r["all_right"] else "NO",
             str(r["executor_actors"]),
-            f"{r['executor_rss_mb']:,.0f} MB",
+            f"{r['executor_rss_mb']:,.0f} MB ({r['rss_per_executor_mb']:,.0f} MB each)",
+            f"{r['rss_per_scope_kb']:,.1f} KB",
+            f"{r['control_rss_mb']:,.0f} MB ({r['control_actors']})",
         )
     tables = [scopes]
     if report["noop"]:

@@ -18,7 +18,7 @@ import asyncio
 import dataclasses
 import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 import ray.exceptions as rex
 
@@ -44,6 +44,9 @@ from toolray_actors.execution._executor_actor import BatchSpec, ExecutorActor, E
 
 from ._batch_stream import Accumulator
 from ._connection import Connection
+
+if TYPE_CHECKING:
+    import ray
 
 __all__ = ("ExecutorHandle",)
 
@@ -138,11 +141,40 @@ class ExecutorHandle:
             try:
                 await send(actor, ExecutorActor.reserve, batch_id)
             except rex.RayError as err:
-                if not is_actor_death(err) or attempt == 4:
-                    raise translate(err, self._what) from None
-                self._lost()
+                self._retry_or_raise(err, attempt)
                 continue
             return actor
+        raise AssertionError("unreachable")
+
+    def _retry_or_raise(self, err: rex.RayError, attempt: int) -> None:
+        """A reservation failed: forget a dead actor (and try again), else raise."""
+        if not is_actor_death(err) or attempt == 4:
+            raise translate(err, self._what) from None
+        self._lost()
+
+    async def _submitted(
+        self, spec: BatchSpec
+    ) -> tuple[Any, AsyncIterator[ray.ObjectRef[StreamItem]]]:
+        """Reserve and submit ``spec`` in one round trip: ``(actor, its chunk stream)``.
+
+        The reservation and the batch leave together, the reservation first (a caller's
+        calls to one actor start in the order sent; ``reserve`` never awaits, so it has
+        returned before ``run_batch`` starts). A failed reservation means the actor was
+        dead before the batch reached it: the actor is replaced and both are sent again.
+        """
+        batch_id = spec.batch_id
+        for attempt in range(5):
+            actor = await self._ensure()
+            reserved = send(actor, ExecutorActor.reserve, batch_id)
+            items = stream(actor, ExecutorActor.run_batch, spec)
+            try:
+                await reserved
+            except rex.RayError as err:
+                if not is_actor_death(err):
+                    send(actor, ExecutorActor.cancel, batch_id, "the batch's reservation failed")
+                self._retry_or_raise(err, attempt)
+                continue
+            return actor, items
         raise AssertionError("unreachable")
 
     # ------------------------------------------------------------------ batches
@@ -150,7 +182,7 @@ class ExecutorHandle:
         if scope != self.scope:
             raise ValueError(f"scope {scope!r} is not this executor's {self.scope!r}")
 
-    def _spec(self, batch: ToolBatchInput, batch_id: str, trace: str | None = None) -> BatchSpec:
+    def _spec(self, batch: ToolBatchInput, batch_id: str, *, paced: bool = False) -> BatchSpec:
         if not isinstance(batch, ToolBatchInput):
             raise TypeError(f"execute_batch() takes a ToolBatchInput, not {type(batch).__name__}")
         if batch.scope is not None and batch.scope != self.scope:
@@ -165,14 +197,14 @@ class ExecutorHandle:
             aborted=batch.signal.aborted,
             reason=wire_reason(batch.signal.reason) if batch.signal.aborted else None,
             tool_set=wire_tool_set(batch.tool_set),
-            trace=trace,
+            paced=paced and log is None,  # a log's records still leave as they commit
         )
 
     async def _entries(
-        self, batch: ToolBatchInput, acc: Accumulator
+        self, batch: ToolBatchInput, acc: Accumulator, *, paced: bool = False
     ) -> AsyncIterator[tuple[int, ToolCallResult]]:
         batch_id = uuid.uuid4().hex
-        spec = self._spec(batch, batch_id)  # misuse raises before anything is observed
+        spec = self._spec(batch, batch_id, paced=paced)  # misuse raises before anything runs
         traced = DriverTrace.start(self.scope, spec.calls)
         if traced is not None:
             spec = dataclasses.replace(spec, trace=str(traced.parent))
@@ -192,14 +224,14 @@ class ExecutorHandle:
         self, spec: BatchSpec, batch: ToolBatchInput, acc: Accumulator
     ) -> AsyncIterator[tuple[int, ToolCallResult]]:
         batch_id = spec.batch_id
-        actor = await self._reserved(batch_id)
+        actor, items = await self._submitted(spec)
         signal = batch.signal
         stop = signal.add_listener(
             lambda: send(actor, ExecutorActor.cancel, batch_id, wire_reason(signal.reason))
         )
         reason: Any = "the batch stream was closed"
         try:
-            async for ref in stream(actor, ExecutorActor.run_batch, spec):
+            async for ref in items:
                 item: StreamItem = await ref
                 match item:
                     case StreamEnd(contexts, concluded, trace, entries):
@@ -207,6 +239,7 @@ class ExecutorHandle:
                             yield committed
                         acc.finish(contexts, concluded)
                         self.last_trace = trace
+                        break  # the last item: no need to wait for the stream's end
                     case StreamChunk(entries):
                         for committed in acc.take(entries):
                             yield committed
@@ -234,7 +267,7 @@ class ExecutorHandle:
     async def execute_batch(self, batch: ToolBatchInput) -> ToolBatchResult:
         """Run ``batch``: one result per call, in model order, whatever happens."""
         acc = Accumulator(batch, scope=self.scope)
-        async for _ in self._entries(batch, acc):
+        async for _ in self._entries(batch, acc, paced=True):  # only the end is read
             pass
         return acc.result()
 

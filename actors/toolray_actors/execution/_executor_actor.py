@@ -7,10 +7,9 @@ so a call either sees a change entirely or not at all). Every batch is its own r
 its own lane, cap, abort and barriers, so one actor can host one scope (``per_scope``) or
 many (``sharded``) with the same per-scope semantics.
 
-Batches stream back as they commit (``run_batch`` is a generator): each chunk carries the
-log records and results committed since the last one, so a driver keeps everything
-committed before an executor death. After an idle TTL the actor detaches and exits; the
-next use creates a fresh one.
+Batches stream back as they commit (``run_batch`` is a generator; a paced batch at most one
+chunk per ``_PACE_S``), so a driver keeps what reached it before an executor death. After an
+idle TTL the actor detaches and exits; the next use creates a fresh one.
 """
 
 from __future__ import annotations
@@ -65,18 +64,25 @@ __all__ = ("BatchSpec", "ExecutorActor", "ExecutorStats")
 
 _log = logging.getLogger("toolray")
 
+_PACE_S = 0.01  # a paced batch's chunks leave at most this often (``BatchSpec.paced``)
+
 _METRICS_FLUSH_S = 1.0
 """How often the calls counted here reach the Ray metrics (Ray exports on its own interval)."""
 
 
-class _Sink:
-    """The batch's event log inside the executor: records join the stream as they commit."""
+class _Feed:
+    """A batch's stream: its log records (as its sink) and results, as they commit."""
 
-    def __init__(self, queue: asyncio.Queue[wire.StreamEntry]) -> None:
+    def __init__(self, queue: asyncio.Queue[wire.StreamEntry], calls: int) -> None:
         self.queue = queue
+        self.left = calls
 
     def append(self, event: dict[str, Any]) -> None:
         self.queue.put_nowait(wire.LogRecord(event))
+
+    def __call__(self, index: int, result: Any) -> None:
+        self.queue.put_nowait(wire.Committed(index, result))
+        self.left -= 1
 
 
 class ExecutorActor(ExecutorCalls):
@@ -244,14 +250,11 @@ class ExecutorActor(ExecutorCalls):
         self.last_active = time.monotonic()
         return True
 
-    def _batch(self, spec: BatchSpec, queue: asyncio.Queue[wire.StreamEntry]) -> ToolBatchInput:
+    def _batch(self, spec: BatchSpec, feed: _Feed) -> ToolBatchInput:
         ctrl = self.batches.setdefault(spec.batch_id, AbortController())
         if spec.aborted:
             ctrl.abort(spec.reason)
-        step = None
-        if spec.log is not None:
-            turn, at = spec.log
-            step = LogStep(turn, at, _Sink(queue))
+        step = LogStep(*spec.log, feed) if spec.log is not None else None
         self.scopes_seen.add(spec.scope)
         return ToolBatchInput(
             spec.calls,
@@ -265,18 +268,19 @@ class ExecutorActor(ExecutorCalls):
     async def run_batch(self, spec: BatchSpec) -> AsyncIterator[wire.StreamItem]:
         """Stream one batch as it commits, then its end record.
 
-        Items are ``wire.StreamChunk``; the last entries travel with the ``wire.StreamEnd``
-        (a small batch is one item). An entry is a ``wire.LogRecord``, a ``wire.Committed``
-        result, or a ``SpanRecord`` (a call of a traced batch ended).
+        Items are ``wire.StreamChunk``; the last entries travel with the ``wire.StreamEnd`` (a
+        small batch is one item). An entry: ``wire.LogRecord``, ``wire.Committed``, ``SpanRecord``.
         """
         self.last_active = time.monotonic()
         queue: asyncio.Queue[wire.StreamEntry] = asyncio.Queue()
         trace: list[dict[str, Any]] = []
-        batch = self._batch(spec, queue)
+        commits = _Feed(queue, len(spec.calls))
+        batch = self._batch(spec, commits)
         parent = TraceParent.parse(spec.trace)
         recorder = SpanRecorder(parent, queue.put_nowait) if parent is not None else None
-        task = asyncio.ensure_future(self._execute(batch, queue, trace, recorder))
+        task = asyncio.ensure_future(self._execute(batch, commits, trace, recorder))
         last: list[wire.StreamEntry] = []
+        sent = -_PACE_S
         try:
             while not (task.done() and queue.empty()):
                 if queue.empty():
@@ -288,12 +292,21 @@ class ExecutorActor(ExecutorCalls):
                     chunk = [getter.result()]
                 else:
                     chunk = []
+                if commits.left <= 0 and not task.done():
+                    # every result committed: the run ends at once, and what is left (its
+                    # last records) leaves with the end record in one item, not two
+                    await asyncio.wait({task})
+                elif spec.paced and not task.done():  # the first chunk leaves at once
+                    pause = sent + _PACE_S - time.monotonic()
+                    if pause > 0:
+                        await asyncio.wait({task}, timeout=pause)
                 while not queue.empty():
                     chunk.append(queue.get_nowait())
                 if task.done() and task.exception() is None:
                     last = chunk  # everything committed: it leaves with the end record
                     break
                 yield wire.StreamChunk(chunk)
+                sent = time.monotonic()
             result = task.result()
             yield wire.StreamEnd(tuple(result.additional_contexts), result.concluded, trace, last)
         finally:
@@ -305,7 +318,7 @@ class ExecutorActor(ExecutorCalls):
     async def _execute(
         self,
         batch: ToolBatchInput,
-        queue: asyncio.Queue[wire.StreamEntry],
+        commit: _Feed,
         trace: list[Any],
         recorder: SpanRecorder | None,
     ) -> Any:
@@ -313,23 +326,19 @@ class ExecutorActor(ExecutorCalls):
         custom = self._custom_executor(batch)
         if custom is None:
             return await self.executor.execute(
-                batch,
-                on_commit=lambda i, r: queue.put_nowait(wire.Committed(i, r)),
-                trace=trace,
-                observer=recorder,
+                batch, on_commit=commit, trace=trace, observer=recorder
             )
         result = await custom.execute(batch)
         for index, committed in enumerate(result.results):
-            queue.put_nowait(wire.Committed(index, committed))
+            commit(index, committed)
         return result
 
     async def cancel(self, batch_id: str, reason: Any = None) -> bool:
         """Abort a running batch (the driver's signal fired, or its task was cancelled)."""
         ctrl = self.batches.get(batch_id)
-        if ctrl is None:
-            return False
-        ctrl.abort(reason)
-        return True
+        if ctrl is not None:
+            ctrl.abort(reason)
+        return ctrl is not None
 
     # ------------------------------------------------------------------ lifecycle
     def _idle(self) -> bool:
