@@ -10,7 +10,7 @@ Figures:
 
 - (a) 1,000 no-op safe calls through ``execute_batch`` against raw Ray doing the same
   fan-out (one async driver actor awaiting as many bare calls on as many bare worker
-  actors; ``toolray_actors.cli._rawray``): ratio of throughputs ≥ 0.7, at cap 1000 (the
+  actors; ``toolray_actors.bench._rawray``): ratio of throughputs ≥ 0.7, at cap 1000 (the
   whole fan-out at once) and at the default cap 10;
 - (b) 64 × 100 ms sleeping async bodies on 8 workers, cap 64: wall ≤ 1.3 × 100 ms;
 - (c) abort → batch settled, cooperative bodies: p50 ≤ 20 ms over 15 aborts;
@@ -45,8 +45,8 @@ from toolray import (
     text_block,
 )
 from toolray_actors import RayRuntime, load_config
+from toolray_actors.bench._rawray import GroupShape, bench_tool
 from toolray_actors.cli._bench import BenchOptions, bench_rows, machine
-from toolray_actors.cli._rawray import GroupShape, bench_tool
 
 RESULTS = Path(__file__).with_name("RESULTS-ray.md")
 CONFIG = Path(__file__).resolve().parent.parent / "configs" / "local.toml"
@@ -436,7 +436,7 @@ How each figure is taken:
 - Throughput is calls / median wall time of one batch seen from the driver process (an
   untimed warm-up first; toolray and raw Ray interleaved). Raw Ray is one async driver actor
   awaiting the same bare calls (same cap, least-loaded pick) on as many bare async worker
-  actors (`toolray_actors/cli/_rawray.py`).
+  actors (`toolray_actors/bench/_rawray.py`).
 - Per-call latency runs from admission to settled: for toolray the batch trace's span
   (`started`, when the scheduler admits the call, before its pipeline, to `settled`), for raw
   Ray the driver actor's clock from submitting the call to its result. At cap 1000 toolray

@@ -6,7 +6,7 @@ Run: ``.venv/bin/python benchmarks/rollout.py [--quick] [--no-write]`` (about 5 
 
 1. no-op batch throughput — 1,000 concurrency-safe no-op calls in one batch (cap 1000),
    through toolray with ``isolation="call"`` (the default), with ``"shared"``, and raw Ray
-   doing the same fan-out (``toolray_actors/cli/_rawray.py``), interleaved, median of N;
+   doing the same fan-out (``toolray_actors/bench/_rawray.py``), interleaved, median of N;
 2. the rollout plan of ``toolray bench --rollout`` through toolray (call and shared) and
    the peer patterns (asyncio gather, a thread pool, raw Ray tasks).
 
@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from toolray_actors import RayRuntime, RuntimeConfig, load_config
+from toolray_actors.bench._rawray import GroupShape, bench_tool
+from toolray_actors.bench._rollout_plan import BackendReport, RolloutPlan, table
 from toolray_actors.cli._bench import BenchOptions, bench_rows, machine
-from toolray_actors.cli._rawray import GroupShape, bench_tool
 from toolray_actors.cli._rollout import BACKENDS, run_rollout
-from toolray_actors.cli._rollout_plan import BackendReport, RolloutPlan, table
 
 RESULTS = Path(__file__).with_name("RESULTS-rollout.md")
 CONFIG = Path(__file__).resolve().parent.parent / "configs" / "local.toml"

@@ -28,17 +28,17 @@ from ._config import load_config as load_config
 
 if TYPE_CHECKING:
     from ._errors import RuntimeUnavailableError as RuntimeUnavailableError
-    from ._executor_actor import ExecutorStats as ExecutorStats
-    from ._executor_handle import ExecutorHandle as ExecutorHandle
-    from ._ray_init import StartError as StartError
-    from ._remote_registry import RemoteRegistry as RemoteRegistry
-    from ._remote_registry import RemoteScope as RemoteScope
-    from ._runtime import RayRuntime as RayRuntime
     from ._stats import ActorStats as ActorStats
     from ._stats import PoolStats as PoolStats
     from ._stats import RuntimeStats as RuntimeStats
     from ._stats import ToolStats as ToolStats
-    from ._worker import ToolInterrupted as ToolInterrupted
+    from .driver._executor_handle import ExecutorHandle as ExecutorHandle
+    from .driver._ray_init import StartError as StartError
+    from .driver._remote_registry import RemoteRegistry as RemoteRegistry
+    from .driver._remote_registry import RemoteScope as RemoteScope
+    from .driver._runtime import RayRuntime as RayRuntime
+    from .execution._executor_actor import ExecutorStats as ExecutorStats
+    from .execution._worker import ToolInterrupted as ToolInterrupted
 
 __all__ = (
     "ActorStats",
@@ -66,16 +66,16 @@ __all__ = (
 
 _NEEDS_RAY = {
     "ActorStats": "._stats",
-    "ExecutorHandle": "._executor_handle",
-    "ExecutorStats": "._executor_actor",
+    "ExecutorHandle": ".driver._executor_handle",
+    "ExecutorStats": ".execution._executor_actor",
     "PoolStats": "._stats",
-    "RayRuntime": "._runtime",
-    "RemoteRegistry": "._remote_registry",
-    "RemoteScope": "._remote_registry",
+    "RayRuntime": ".driver._runtime",
+    "RemoteRegistry": ".driver._remote_registry",
+    "RemoteScope": ".driver._remote_registry",
     "RuntimeStats": "._stats",
     "RuntimeUnavailableError": "._errors",
-    "StartError": "._ray_init",
-    "ToolInterrupted": "._worker",
+    "StartError": ".driver._ray_init",
+    "ToolInterrupted": ".execution._worker",
     "ToolStats": "._stats",
 }
 

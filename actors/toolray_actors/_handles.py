@@ -15,9 +15,9 @@ from typing import Any, TypeVar, cast
 
 import ray
 
-from ._bucket_actor import BucketActor
 from ._placement import WorkerSettings
-from ._worker import ToolWorker, body_limit
+from .control._bucket_actor import BucketActor
+from .execution._worker import ToolWorker, body_limit
 
 __all__ = (
     "HEAD_RESOURCE",

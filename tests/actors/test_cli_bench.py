@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from toolray_actors.bench._rawray import GroupShape, RawStage, stages_of
 from toolray_actors.cli import _bench
-from toolray_actors.cli._rawray import GroupShape, RawStage, stages_of
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -99,7 +99,7 @@ def test_impossible_numbers_fail_before_ray_starts(capsys: Any) -> None:
 async def test_bench_scopes_measures_both_modes_side_by_side(
     ray_runtime: Any, sharded_runtime: Any
 ) -> None:
-    from toolray_actors.cli._scopes import echo_tool, measure_scopes
+    from toolray_actors.bench._scopes import echo_tool, measure_scopes
     from toolray_actors.cli._scopes_cli import scopes_table
 
     rows = {}
@@ -123,7 +123,7 @@ async def test_bench_scopes_measures_both_modes_side_by_side(
 
 
 def test_bench_scopes_skips_per_scope_rows_over_the_limit() -> None:
-    from toolray_actors.cli._scopes import ScopesOptions, run_scopes
+    from toolray_actors.bench._scopes import ScopesOptions, run_scopes
 
     opts = ScopesOptions(scopes=(500,), modes=("per_scope",), noop_calls=0, per_scope_max=100)
     report = run_scopes(None, opts)  # type: ignore[arg-type]  # nothing to start

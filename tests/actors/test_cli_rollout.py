@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from toolray_actors.cli._rollout_plan import RolloutPlan, percentile, table
+from toolray_actors.bench._rollout_plan import RolloutPlan, percentile, table
 
 # A tiny plan whose draws hold a good call, a hanging one and a crashing one (seed 10); the
 # deadline is generous so a loaded machine does not turn a good call into a timeout.

@@ -15,8 +15,8 @@ import pytest
 
 from toolray import ToolOutput, define_tool, text_block
 from toolray.isolation import CallOutcome
-from toolray_actors._coalesce import AbortQueue, Chunk, Outbox, Request, StreamEnded
-from toolray_actors._worker import ToolWorker
+from toolray_actors.execution._coalesce import AbortQueue, Chunk, Outbox, Request, StreamEnded
+from toolray_actors.execution._worker import ToolWorker
 
 
 class FakeWorker:

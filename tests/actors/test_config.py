@@ -140,7 +140,7 @@ def test_ray_options_reach_ray_init(monkeypatch: pytest.MonkeyPatch) -> None:
     """``[ray]`` passes runtime_env (attach and local start) and the local-start options."""
     import ray
 
-    from toolray_actors import _ray_init
+    from toolray_actors.driver import _ray_init
 
     seen: list[dict[str, object]] = []
     monkeypatch.setattr(ray, "is_initialized", lambda: False)

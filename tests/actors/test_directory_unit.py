@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from toolray_actors._directory import ActorDirectory
+from toolray_actors.control._directory import ActorDirectory
 
 
 class Starts:

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from toolray_actors import _fanout
-from toolray_actors._fanout import Fanout
+from toolray_actors.control import _fanout
+from toolray_actors.control._fanout import Fanout
 
 
 class _Ref:

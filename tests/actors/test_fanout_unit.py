@@ -12,7 +12,7 @@ from typing import Any
 
 import ray.exceptions as rex
 
-from toolray_actors._fanout import Fanout
+from toolray_actors.control._fanout import Fanout
 
 
 class _Ref:

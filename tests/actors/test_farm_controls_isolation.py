@@ -34,7 +34,7 @@ from toolray import (
 )
 from toolray.errors import ResultTooLargeError
 from toolray_actors._placement import WorkerSettings, placement_key
-from toolray_actors._worker import ToolWorker
+from toolray_actors.execution._worker import ToolWorker
 
 cloudpickle.register_pickle_by_value(_farm_tools)
 

@@ -6,9 +6,9 @@ import pytest
 
 from toolray import Placement, RateLimit
 from toolray_actors import RuntimeConfig
-from toolray_actors._elastic import ElasticPolicy
 from toolray_actors._placement import placement_key, pool_plan
-from toolray_actors.cli._chaos_check import rate_windows_over
+from toolray_actors.bench._chaos_check import rate_windows_over
+from toolray_actors.execution._elastic import ElasticPolicy
 
 
 def test_a_fixed_pool_keeps_its_key_and_is_not_elastic() -> None:

@@ -33,7 +33,7 @@ from toolray.isolation import (
     RunCall,
     encode,
 )
-from toolray_actors._children import CallProcesses
+from toolray_actors.execution._children import CallProcesses
 
 WAIT_S = 30.0
 IDENT = {"call_id": "c1", "name": "t", "root_call_id": "c1", "scope": None, "token": "tok-1"}
@@ -268,7 +268,7 @@ def test_records_cross_a_frame_unchanged() -> None:
 
 # ---------------------------------------------------------------- sizing (pure)
 def test_sizing_forks_for_long_calls_and_waits_while_short_ones_free_processes() -> None:
-    from toolray_actors._call_sizing import IDLE_S, STUCK_S, Sizing
+    from toolray_actors.execution._call_sizing import IDLE_S, STUCK_S, Sizing
 
     sizing = Sizing(warm=2, limit=10)
     sizing.released(100.0)

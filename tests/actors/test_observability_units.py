@@ -11,7 +11,6 @@ from rich.console import Console
 
 from toolray.lowlevel import CallEnd, CallStart, TraceParent
 from toolray.testing import FakeClock
-from toolray_actors._executor_actor import ExecutorStats
 from toolray_actors._farm_stats import (
     OTHER_TOOL,
     FarmObserver,
@@ -19,10 +18,11 @@ from toolray_actors._farm_stats import (
     percentile_ms,
 )
 from toolray_actors._stats import ActorStats, PoolStats
-from toolray_actors._stats_collect import Gathered
 from toolray_actors._tracing import SpanRecord, SpanRecorder
 from toolray_actors.cli import main
 from toolray_actors.cli._top_view import render, snapshot
+from toolray_actors.driver._stats_collect import Gathered
+from toolray_actors.execution._executor_actor import ExecutorStats
 
 
 def _start(name: str, scope: str | None = "a") -> CallStart:

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from toolray import AbortController, AbortError
-from toolray_actors import _pool
 from toolray_actors._placement import WorkerSettings
-from toolray_actors._pool import PoolClient, PoolManager
+from toolray_actors.execution import _pool
+from toolray_actors.execution._pool import PoolClient, PoolManager
 
 
 class _Call:

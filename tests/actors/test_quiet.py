@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from tests.actors._procs import ROOT, child_env
-from toolray_actors._quiet import is_noise, quiet_notices
+from toolray_actors.driver._quiet import is_noise, quiet_notices
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 

@@ -26,13 +26,13 @@ from toolray import (
     ToolCall,
     ToolRegistry,
 )
-from toolray_actors._batch_stream import Accumulator
 from toolray_actors._fingerprint import fingerprint
-from toolray_actors._leases import LeaseTable
 from toolray_actors._mirror import Mirror, Op
 from toolray_actors._placement import placement_key
-from toolray_actors._portal import Portal
-from toolray_actors._worker import ToolWorker
+from toolray_actors.control._leases import LeaseTable
+from toolray_actors.driver._batch_stream import Accumulator
+from toolray_actors.driver._portal import Portal
+from toolray_actors.execution._worker import ToolWorker
 
 
 def _register(op_id: int, key: str | None, name: str, safe: bool = True) -> Op:

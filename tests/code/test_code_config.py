@@ -8,7 +8,7 @@ import pytest
 
 from toolray.code import PythonRuntime
 from toolray_actors import CodeConfig, RuntimeConfig
-from toolray_actors._code_pool import CodePool
+from toolray_actors.execution._code_pool import CodePool
 
 SHARED = (
     "timeout_s",

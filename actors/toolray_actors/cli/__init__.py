@@ -156,7 +156,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             load_config(args.config)  # a missing or invalid file fails here, in one line
         if args.spec.needs_ray(args):
             require_ray()
-        from toolray_actors._quiet import quiet_notices
+        from toolray_actors.driver._quiet import quiet_notices
 
         with quiet_notices():
             return int(args.run(args) or 0)

@@ -29,13 +29,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from toolray_actors.bench._rawray import GroupShape, stages_of
+
 from ._bench_report import machine, plot, table
-from ._rawray import GroupShape, stages_of
 
 if TYPE_CHECKING:
     from toolray_actors import RayRuntime
-
-    from ._rawray import RawBaseline
+    from toolray_actors.bench._rawray import RawBaseline
 
 __all__ = (
     "BenchOptions",
@@ -201,7 +201,7 @@ def runtime_with(base: RayRuntime, workers: int) -> Iterator[RayRuntime]:
 async def _measure_workers(
     base: RayRuntime, opts: BenchOptions, workers: int, advance: Advance
 ) -> list[dict[str, Any]]:
-    from ._rawray import RawBaseline, bench_tool
+    from toolray_actors.bench._rawray import RawBaseline, bench_tool
 
     rows: list[dict[str, Any]] = []
     with runtime_with(base, workers) as rt:

@@ -44,9 +44,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ._chaos_check import check
+from toolray_actors.bench._chaos_check import check
 
-DRIVER = "toolray_actors.cli._chaos_driver"
+DRIVER = "toolray_actors.bench._chaos_driver"
 KINDS = ("child", "worker", "executor", "pool", "registry", "bucket", "node")
 
 

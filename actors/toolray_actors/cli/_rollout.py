@@ -32,8 +32,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._rollout_peers import IN_PROCESS, run_in_process, run_raw_ray
-from ._rollout_plan import (
+from toolray_actors.bench._rollout_peers import IN_PROCESS, run_in_process, run_raw_ray
+from toolray_actors.bench._rollout_plan import (
     SETTLE_S,
     BackendReport,
     CallOutcomeRecord,

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from ._scopes import ScopesOptions, run_scopes
+from toolray_actors.bench._scopes import ScopesOptions, run_scopes
 
 __all__ = ("add_arguments", "main_scopes", "scopes_table")
 

@@ -56,7 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _attach(cfg: RuntimeConfig) -> None:
     """Connect to a running cluster (never start one: there would be nothing to watch)."""
-    from toolray_actors._ray_init import StartError, connect_ray
+    from toolray_actors.driver._ray_init import StartError, connect_ray
 
     address = cfg.address if cfg.address not in (None, "local") else "auto"
     try:
@@ -69,7 +69,7 @@ def _attach(cfg: RuntimeConfig) -> None:
 
 def take(namespace: str) -> dict[str, Any]:
     """One picture of ``namespace`` (Ray is connected)."""
-    from toolray_actors._stats_collect import gather
+    from toolray_actors.driver._stats_collect import gather
 
     from ._top_view import snapshot
 

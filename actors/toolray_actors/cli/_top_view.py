@@ -17,7 +17,7 @@ from rich.text import Text
 from toolray_actors._farm_stats import RATE_WINDOW_S, merge_scopes, merge_tools
 
 if TYPE_CHECKING:
-    from toolray_actors._stats_collect import Gathered
+    from toolray_actors.driver._stats_collect import Gathered
 
 __all__ = ("MAX_ROWS", "render", "snapshot")
 

@@ -38,7 +38,7 @@ from toolray import (
     text_block,
 )
 from toolray_actors import RayRuntime, RuntimeConfig
-from toolray_actors.cli._chaos_check import RATE
+from toolray_actors.bench._chaos_check import RATE
 
 TOOLS = {"": "ledger", "R": "ledger_retry", "L": "ledger_limited", "E": "ledger_elastic"}
 """The campaign's tools by call-id suffix: plain, idempotent with retries, rate-limited,

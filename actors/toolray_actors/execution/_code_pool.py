@@ -24,8 +24,7 @@ from typing import Any, ClassVar, final
 from toolray import AbortSignal, ToolRegistry
 from toolray.code import DEFAULT_ALLOWED_IMPORTS, CodeRunOutcome, Confinement, PythonRuntime
 from toolray.farm import RateLimiter
-
-from ._config import CodeConfig, RuntimeConfig
+from toolray_actors._config import CodeConfig, RuntimeConfig
 
 __all__ = ("CodePool", "code_registry")
 

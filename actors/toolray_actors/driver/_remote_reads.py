@@ -29,11 +29,11 @@ from toolray import (
     ToolExecutionInput,
     ToolExecutionResult,
 )
+from toolray_actors._toolset import RemoteToolSet, wire_tool_set
+from toolray_actors._wire import ExecutionSnapshot, shippable_arguments
+from toolray_actors.control._registry_reads import RUN_CODE_MARK
 
 from ._connection import Connection
-from ._registry_reads import RUN_CODE_MARK
-from ._toolset import RemoteToolSet, wire_tool_set
-from ._wire import ExecutionSnapshot, shippable_arguments
 
 __all__ = ("RemoteReads",)
 

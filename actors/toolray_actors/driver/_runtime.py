@@ -24,16 +24,17 @@ from typing import Any
 import ray
 import ray.exceptions as rex
 
-from ._config import RuntimeConfig, load_config
+from toolray_actors._config import RuntimeConfig, load_config
+from toolray_actors._errors import RuntimeUnavailableError, is_actor_death, translate
+from toolray_actors._handles import control_options, create_registry
+from toolray_actors._stats import RuntimeStats
+from toolray_actors.control._registry_actor import RegistryActor
+
 from ._connection import Connection
-from ._errors import RuntimeUnavailableError, is_actor_death, translate
 from ._executor_handle import ExecutorHandle
-from ._handles import control_options, create_registry
 from ._portal import Portal
 from ._ray_init import StartError, connect_ray
-from ._registry_actor import RegistryActor
 from ._remote_registry import RemoteRegistry, RemoteScope
-from ._stats import RuntimeStats
 from ._stats_collect import collect_stats
 
 __all__ = ("RayRuntime", "RuntimeStats", "StartError")

@@ -31,15 +31,11 @@ from toolray import (
     ToolBatchInput,
 )
 from toolray.lowlevel import TraceParent, observe
-
-from ._code_pool import CodePool, code_registry
-from ._config import RuntimeConfig
-from ._elastic import ElasticPolicy
-from ._errors import RuntimeUnavailableError
-from ._executor_calls import ExecutorCalls
-from ._executor_wire import BatchSpec, ExecutorStats
-from ._farm_stats import FarmObserver
-from ._handles import (
+from toolray_actors._config import RuntimeConfig
+from toolray_actors._errors import RuntimeUnavailableError
+from toolray_actors._executor_wire import BatchSpec, ExecutorStats
+from toolray_actors._farm_stats import FarmObserver
+from toolray_actors._handles import (
     control_options,
     create_bucket,
     create_pool,
@@ -47,16 +43,20 @@ from ._handles import (
     kill_self,
     registry_name,
 )
+from toolray_actors._mirror import Mirror, Op
+from toolray_actors._placement import pool_plan
+from toolray_actors._stats import ActorStats, actor_stats
+from toolray_actors._tracing import SpanRecorder
+from toolray_actors.control._store import Store
+
+from ._code_pool import CodePool, code_registry
+from ._elastic import ElasticPolicy
+from ._executor_calls import ExecutorCalls
 from ._metrics import CallMetrics, PoolMetrics, flush_every
-from ._mirror import Mirror, Op
-from ._placement import pool_plan
 from ._pool import PoolManager
 from ._pool_client import PoolClient
 from ._rate_client import RayRateLimiter
 from ._runner import RayBodyRunner
-from ._stats import ActorStats, actor_stats
-from ._store import Store
-from ._tracing import SpanRecorder
 
 __all__ = ("BatchSpec", "ExecutorActor", "ExecutorStats")
 

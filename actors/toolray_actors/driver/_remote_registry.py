@@ -7,7 +7,7 @@ executors travel as cloudpickle blobs; one that cannot be pickled fails at once 
 definition under a live name just adds a holder (see ``_fingerprint``); a different one
 needs ``replace=True``. ``on_change`` listeners run in this driver (``_change_feed``);
 ``set_executor`` ships a picklable ``ToolExecutor`` that runs inside the executor actors.
-The read side is :class:`~toolray_actors._remote_reads.RemoteReads`.
+The read side is :class:`~toolray_actors.driver._remote_reads.RemoteReads`.
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from toolray import Disposer, ToolDefinition, ToolPromptSection
+from toolray_actors._fingerprint import fingerprint
+from toolray_actors._mirror import Op, dumps_named
 
 from ._change_feed import ChangeFeed
 from ._connection import Connection
-from ._fingerprint import fingerprint
-from ._mirror import Op, dumps_named
 from ._remote_reads import RemoteReads
 
 __all__ = ("RemoteRegistry", "RemoteScope")

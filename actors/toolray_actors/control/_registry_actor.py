@@ -21,16 +21,16 @@ from dataclasses import replace
 from typing import Any
 
 from toolray import ToolPromptSection
+from toolray_actors._config import RuntimeConfig
+from toolray_actors._errors import RuntimeUnavailableError
+from toolray_actors._handles import executor_name, get_named, kill, kill_self, named_actors
+from toolray_actors._mirror import Mirror, Op
+from toolray_actors._stats import ActorStats, actor_stats
+from toolray_actors.execution._code_pool import CodePool, code_registry
 
-from ._code_pool import CodePool, code_registry
-from ._config import RuntimeConfig
-from ._errors import RuntimeUnavailableError
 from ._fanout import Fanout
-from ._handles import executor_name, get_named, kill, kill_self, named_actors
 from ._leases import Lease, LeaseTable, dead_jobs
-from ._mirror import Mirror, Op
 from ._registry_reads import RegistryReads
-from ._stats import ActorStats, actor_stats
 from ._store import Store
 
 __all__ = ("RegistryActor",)

@@ -31,10 +31,10 @@ from typing import Any
 from toolray import AbortError, ToolRunContext, ToolWorkerLostError
 from toolray.isolation import CallOutcome
 from toolray.lowlevel import Entry, run_body_inline, thaw_json
+from toolray_actors._errors import is_actor_death, is_cancelled, task_cause, wire_reason
+from toolray_actors._handles import kill
 
 from ._coalesce import AbortQueue, Chunk, Outbox, Request, Transport
-from ._errors import is_actor_death, is_cancelled, task_cause, wire_reason
-from ._handles import kill
 from ._pool_client import PoolClient, WorkerSlot
 
 __all__ = ("NOT_JSON", "RayBodyRunner", "RunnerStats")

@@ -19,8 +19,7 @@ from typing import Any
 import ray
 
 from toolray.errors import ToolrayError
-
-from ._config import RuntimeConfig
+from toolray_actors._config import RuntimeConfig
 
 __all__ = ("StartError", "connect_ray", "probe")
 

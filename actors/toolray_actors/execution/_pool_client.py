@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolray import AbortError, AbortSignal
-
-from ._placement import Isolation
+from toolray_actors._placement import Isolation
 
 __all__ = ("PoolClient", "WorkerSlot")
 

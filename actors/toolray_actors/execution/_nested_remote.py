@@ -20,9 +20,8 @@ import ray.exceptions as rex
 
 from toolray import AbortSignal, ToolExecutionResult, ToolRunContext
 from toolray.isolation import context_from_ident, refuse_in_loop
-
-from ._errors import is_actor_death, translate
-from ._wire import shippable_arguments
+from toolray_actors._errors import is_actor_death, translate
+from toolray_actors._wire import shippable_arguments
 
 __all__ = ("RemoteNested", "worker_context")
 

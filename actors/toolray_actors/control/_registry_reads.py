@@ -27,10 +27,9 @@ from toolray import (
     ToolDefinition,
     ToolExecutionInput,
 )
-
-from ._mirror import Mirror
-from ._toolset import RemoteToolSet, core_tool_set
-from ._wire import ExecutionSnapshot
+from toolray_actors._mirror import Mirror
+from toolray_actors._toolset import RemoteToolSet, core_tool_set
+from toolray_actors._wire import ExecutionSnapshot
 
 __all__ = ("RUN_CODE_MARK", "RegistryReads")
 

@@ -23,13 +23,14 @@ import logging
 import time
 from typing import Any
 
+from toolray_actors._handles import create_worker, kill, resources_offered
+from toolray_actors._placement import WorkerSettings
+from toolray_actors._stats import ActorStats, ChildStats, PoolStats, actor_stats
+
 from ._elastic import ElasticPolicy, Resizer
-from ._handles import create_worker, kill, resources_offered
 from ._metrics import PoolMetrics
-from ._placement import WorkerSettings
 from ._pool_client import PoolClient as PoolClient
 from ._pool_client import WorkerSlot as WorkerSlot
-from ._stats import ActorStats, ChildStats, PoolStats, actor_stats
 
 __all__ = ("PoolClient", "PoolManager", "PoolStats", "WorkerSlot")
 

@@ -33,16 +33,16 @@ from toolray import (
     ToolExecutionInput,
     ToolExecutionResult,
 )
+from toolray_actors._config import RuntimeConfig
+from toolray_actors._errors import is_actor_death, translate, wire_reason
+from toolray_actors._handles import control_options, create_executor, get_named
+from toolray_actors._toolset import RemoteToolSet, wire_tool_set
+from toolray_actors._tracing import DriverTrace
+from toolray_actors._wire import CallSpec
+from toolray_actors.execution._executor_actor import BatchSpec, ExecutorActor, ExecutorStats
 
 from ._batch_stream import Accumulator
-from ._config import RuntimeConfig
 from ._connection import Connection
-from ._errors import is_actor_death, translate, wire_reason
-from ._executor_actor import BatchSpec, ExecutorActor, ExecutorStats
-from ._handles import control_options, create_executor, get_named
-from ._toolset import RemoteToolSet, wire_tool_set
-from ._tracing import DriverTrace
-from ._wire import CallSpec
 
 __all__ = ("ExecutorHandle",)
 

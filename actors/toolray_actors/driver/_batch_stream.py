@@ -16,8 +16,7 @@ from typing import Any
 
 from toolray import ExecutorLostError, ToolBatchInput, ToolBatchResult, ToolCallResult
 from toolray.lowlevel import failure_from
-
-from ._tracing import SpanRecord
+from toolray_actors._tracing import SpanRecord
 
 __all__ = ("Accumulator",)
 

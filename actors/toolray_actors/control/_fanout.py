@@ -20,7 +20,7 @@ import asyncio
 import logging
 from typing import Any
 
-from ._errors import is_actor_death
+from toolray_actors._errors import is_actor_death
 
 __all__ = ("Fanout",)
 

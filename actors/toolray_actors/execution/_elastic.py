@@ -24,7 +24,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ._handles import kill
+from toolray_actors._handles import kill
 
 __all__ = ("ElasticPolicy", "PoolHost", "Resizer")
 

@@ -42,11 +42,11 @@ from toolray.isolation import (
     body_limit,
     shippable_error,
 )
+from toolray_actors._placement import WorkerSettings
+from toolray_actors._stats import ActorStats, ChildStats, WorkerStatus, actor_stats
 
 from ._children import CallProcesses
 from ._nested_remote import RemoteNested, worker_context
-from ._placement import WorkerSettings
-from ._stats import ActorStats, ChildStats, WorkerStatus, actor_stats
 
 __all__ = ("ToolInterrupted", "ToolWorker", "WorkerStatus", "body_limit")
 

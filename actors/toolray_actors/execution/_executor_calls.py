@@ -27,11 +27,11 @@ from toolray import (
     ToolRunContext,
 )
 from toolray.lowlevel import admitted_entries, not_live, run_pipeline
+from toolray_actors._mirror import Mirror
+from toolray_actors._toolset import RemoteToolSet, core_tool_set
+from toolray_actors._wire import CallSpec
 
-from ._mirror import Mirror
 from ._runner import RayBodyRunner
-from ._toolset import RemoteToolSet, core_tool_set
-from ._wire import CallSpec
 
 __all__ = ("ExecutorCalls",)
 

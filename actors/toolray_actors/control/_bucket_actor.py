@@ -19,8 +19,7 @@ import time
 from dataclasses import dataclass
 
 from toolray.farm import RateLimit, TokenSchedule, latest_slot
-
-from ._stats import ActorStats, actor_stats
+from toolray_actors._stats import ActorStats, actor_stats
 
 __all__ = ("HORIZON_S", "BucketActor", "Lease")
 

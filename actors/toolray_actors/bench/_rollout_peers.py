@@ -12,7 +12,7 @@
 A crash in an in-process pattern would end the process with every call in it; the
 benchmark stands in a raised :class:`SimulatedCrash` and counts that call as without a
 result. The in-process patterns run in a child process of the benchmark (``python -m
-toolray_actors.cli._rollout_peers PATTERN PLAN-JSON``), which prints its report and exits
+toolray_actors.bench._rollout_peers PATTERN PLAN-JSON``), which prints its report and exits
 without waiting for its hung threads.
 """
 

@@ -27,7 +27,7 @@ from typing import Any, final
 import ray
 from ray.util import metrics
 
-from ._farm_stats import FarmObserver
+from toolray_actors._farm_stats import FarmObserver
 
 __all__ = ("CallMetrics", "PoolMetrics", "flush_every", "pool_tag")
 

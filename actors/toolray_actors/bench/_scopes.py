@@ -178,7 +178,7 @@ async def measure_scopes(rt: RayRuntime, scopes: int, calls: int) -> dict[str, A
 
 
 async def _noop_row(rt: RayRuntime, opts: ScopesOptions) -> dict[str, Any]:
-    from ._bench import BenchOptions, bench_rows
+    from toolray_actors.cli._bench import BenchOptions, bench_rows
 
     bench = BenchOptions(
         calls=opts.noop_calls,
@@ -192,7 +192,7 @@ async def _noop_row(rt: RayRuntime, opts: ScopesOptions) -> dict[str, Any]:
 
 def run_scopes(base: RayRuntime, opts: ScopesOptions, *, say: Say | None = None) -> dict[str, Any]:
     """Every (mode, N) row and, per mode, the no-op batch vs raw Ray; the report."""
-    from ._bench import machine
+    from toolray_actors.cli._bench import machine
 
     opts.check()
     tell = say or (lambda what: None)

@@ -2,7 +2,7 @@
 
 The registry mirror inside each executor actor takes its tokens here (it is the mirror's
 ``rate_limiter``). Per tool, the calls waiting in this executor form one FIFO queue; one
-pump asks the tool's :class:`~toolray_actors._bucket_actor.BucketActor` for a lease
+pump asks the tool's :class:`~toolray_actors.control._bucket_actor.BucketActor` for a lease
 covering every waiting call, hands the slots out in order, and asks again for the rest
 when the bucket's horizon has moved. A call whose next possible slot lies past its
 ``max_wait_ms`` fails ``RATE_LIMITED``; an aborted call leaves the queue (a slot it was
@@ -24,8 +24,7 @@ from typing import Any
 from toolray import AbortSignal, RateLimit
 from toolray.farm import rate_limited, wait_until
 from toolray.lowlevel import SystemClock
-
-from ._bucket_actor import HORIZON_S, Lease
+from toolray_actors.control._bucket_actor import HORIZON_S, Lease
 
 __all__ = ("RayRateLimiter",)
 

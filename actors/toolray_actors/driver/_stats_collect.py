@@ -11,11 +11,12 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolray_actors._farm_stats import merge_tools
+from toolray_actors._handles import get_named, named_actors
+from toolray_actors._stats import ActorStats, PoolStats, RuntimeStats
+from toolray_actors.execution._executor_actor import ExecutorStats
+
 from ._connection import Connection
-from ._executor_actor import ExecutorStats
-from ._farm_stats import merge_tools
-from ._handles import get_named, named_actors
-from ._stats import ActorStats, PoolStats, RuntimeStats
 
 __all__ = ("Gathered", "collect_stats", "gather")
 

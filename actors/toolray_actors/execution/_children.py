@@ -42,10 +42,10 @@ from toolray.isolation import (
     describe_exit,
 )
 from toolray.procs import Child, Template
+from toolray_actors._stats import ChildStats
 
 from ._call_code import TemplateCode
 from ._call_sizing import GROW_AFTER_S, Sizing
-from ._stats import ChildStats
 
 __all__ = ("CallProcesses", "Nested")
 

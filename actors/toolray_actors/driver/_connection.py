@@ -19,12 +19,13 @@ from typing import Any
 import ray
 import ray.exceptions as rex
 
-from ._config import RuntimeConfig
-from ._directory import ActorDirectory
-from ._errors import RuntimeUnavailableError, is_actor_death, translate
-from ._handles import executor_name, get_named, registry_name, shard_name
+from toolray_actors._config import RuntimeConfig
+from toolray_actors._errors import RuntimeUnavailableError, is_actor_death, translate
+from toolray_actors._handles import executor_name, get_named, registry_name, shard_name
+from toolray_actors.control._directory import ActorDirectory
+from toolray_actors.control._store import Store
+
 from ._portal import Portal
-from ._store import Store
 
 __all__ = ("Connection",)
 

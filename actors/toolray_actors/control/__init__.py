@@ -1,0 +1,1 @@
+"""The control actors: the registry actor, leases, the directory, fan-out, the store, buckets."""

@@ -1,0 +1,1 @@
+"""Execution: the executor actor, pools, workers, coalescing and call processes."""
