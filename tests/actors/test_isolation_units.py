@@ -293,7 +293,7 @@ def test_sizing_forks_for_long_calls_and_waits_while_short_ones_free_processes()
     for _ in range(20):
         sizing.took(0.0002)
     assert sizing.forks_wanted(100.01, waiting=9, live=2, forking=0, waiting_since=100.0) is None
-    assert sizing.trim(200.0, [100.0, 150.0, 190.0 + IDLE_S, 199.0]) == 2  # two idle too long
+    assert sizing.trim(200.0, [200 - 3 * IDLE_S, 200 - 2 * IDLE_S, 199.0, 199.5]) == 2  # too long
     sizing.released(50.0)  # long ago: calls that just began to wait are not stuck yet
     for _ in range(20):
         sizing.took(0.0002)

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import json
 import os
+import select
 import signal
 import socket
 import sys
@@ -72,6 +73,28 @@ def test_how_a_child_ended_is_reported(make_template, entry, args, described) ->
         assert not child.alive
         assert child.pid not in descendants()  # reaped by the template
     finally:
+        child.close()
+
+
+def test_a_dead_child_tells_how_it_ended_before_its_template_reaps_it(make_template) -> None:
+    template = make_template("report")
+    child = template.fork(timeout=WAIT_S)
+    pidfd = os.pidfd_open(child.pid)
+    try:
+        read_frame(child.channel)  # it runs
+        assert child.zombie_status() is None
+        os.kill(template.pid, signal.SIGSTOP)  # its template cannot reap it now
+        try:
+            os.kill(child.pid, signal.SIGKILL)
+            select.select([pidfd], [], [], WAIT_S)  # readable once it has died
+            assert child.zombie_status() == ExitStatus(signal=signal.SIGKILL)
+            assert child.status is None  # not reported yet
+        finally:
+            os.kill(template.pid, signal.SIGCONT)
+        assert child.wait_exit_blocking(WAIT_S).signal == signal.SIGKILL
+        assert child.zombie_status() == child.status  # reaped: the report from now on
+    finally:
+        os.close(pidfd)
         child.close()
 
 

@@ -28,7 +28,7 @@ LONG_CALL_S = 0.001
 """An average call length from which more processes help waiting calls."""
 STUCK_S = 1.0
 """No process free for this long: more are forked whatever the calls' length."""
-IDLE_S = 10.0
+IDLE_S = 60.0
 """Idle processes beyond the warm ones exit after this long."""
 _SAMPLES = 32
 

@@ -24,6 +24,10 @@ from ._messages import FrameReader, Message, encode
 
 __all__ = ("ProcessLink", "call_template", "describe_exit")
 
+_ZOMBIE_LOOKS = 5
+_ZOMBIE_STEP_S = 0.002
+"""A process whose end of file came looks for its zombie this often, this far apart."""
+
 
 def _pidfd(pid: int) -> int | None:
     try:
@@ -161,7 +165,17 @@ class ProcessLink:
         self._child.kill()
 
     async def wait_exit(self, within_s: float) -> ExitStatus | None:
-        """How the process ended, as its template reported it (``None`` if not in time)."""
+        """How the process ended (``None`` if not known within ``within_s``).
+
+        Read from the kernel while the process is a zombie (at once, usually: its end of
+        file comes as it exits), else as its template reports it after reaping — which a
+        busy template can delay past a short deadline of the call.
+        """
+        for _ in range(_ZOMBIE_LOOKS):
+            status = self._child.zombie_status()
+            if status is not None:
+                return status
+            await asyncio.sleep(_ZOMBIE_STEP_S)  # still exiting: a zombie in a moment
         with contextlib.suppress(TimeoutError):
             return await asyncio.wait_for(self._child.wait_exit(), within_s)
         return self._child.status

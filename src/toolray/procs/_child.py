@@ -18,12 +18,20 @@ __all__ = ("Child", "ChildOwner")
 
 _log = logging.getLogger("toolray.procs")
 
+_EXIT_CODE_FIELD = 49
+"""``exit_code`` in ``/proc/<pid>/stat`` (field 52), counted from the state (field 3)."""
+
 
 class ChildOwner(Protocol):
     """What a child needs of its template: a way to ask for a signal."""
 
     def signal_child(self, pid: int, signum: int) -> None:
         """Send ``signum`` to the child's process group (ignored once it was reaped)."""
+        ...
+
+    @property
+    def parent_pid(self) -> int | None:
+        """The pid of the children's parent (the template), while it runs."""
         ...
 
 
@@ -85,6 +93,32 @@ class Child:
         """Signal the child's whole process group (a no-op once it has ended)."""
         if self._status is None:
             self._owner.signal_child(self.pid, signum)
+
+    def zombie_status(self) -> ExitStatus | None:
+        """How it ended, read from the kernel while it is a zombie its template has not reaped.
+
+        The template's report (:meth:`wait_exit`) comes after a reap and a message; this
+        is at hand the moment the child has died. ``None`` while it runs, once it was
+        reaped, or where ``/proc`` does not tell (its CPU and memory are not reported).
+        """
+        if self._status is not None:
+            return self._status
+        try:
+            with open(f"/proc/{self.pid}/stat", "rb") as stat:
+                text = stat.read()
+        except OSError:
+            return None
+        fields = text[text.rfind(b")") + 2 :].split()
+        # a zombie whose parent is our template is still this child (its pid is not free)
+        parent = self._owner.parent_pid
+        if len(fields) < _EXIT_CODE_FIELD + 1 or fields[0] != b"Z" or parent is None:
+            return None
+        if int(fields[1]) != parent:
+            return None
+        status = int(fields[_EXIT_CODE_FIELD])
+        if os.WIFSIGNALED(status):
+            return ExitStatus(signal=os.WTERMSIG(status))
+        return ExitStatus(code=os.WEXITSTATUS(status))
 
     def wait_exit_blocking(self, timeout: float | None = None) -> ExitStatus | None:
         """Block until the child has ended (``None`` past ``timeout``)."""

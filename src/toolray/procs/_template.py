@@ -81,6 +81,10 @@ class _Generation:
         with contextlib.suppress(OSError):
             self.send({"op": "kill", "pid": pid, "signal": int(signum)})
 
+    @property
+    def parent_pid(self) -> int | None:
+        return None if self.dead.is_set() else self.popen.pid
+
     # -- the template's reports (the reader thread) --------------------------------------
     def read(self) -> None:
         while True:

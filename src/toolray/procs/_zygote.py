@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import fcntl
+import gc
 import importlib
 import importlib.util
 import json
@@ -167,6 +168,7 @@ class Zygote:
     def fork(self, request: dict[str, Any], fds: list[int]) -> None:
         asked = bool(request.get("pid_namespace"))
         pidns_error = self.enter_pid_namespace() if asked else None
+        gc.freeze()  # the collector in a child never writes to (and so copies) these pages
         try:
             pid = os.fork()
         except OSError as err:
