@@ -47,6 +47,7 @@ from ._connection import Connection
 
 if TYPE_CHECKING:
     import ray
+    import ray.actor
 
 __all__ = ("ExecutorHandle",)
 
@@ -154,7 +155,7 @@ class ExecutorHandle:
 
     async def _submitted(
         self, spec: BatchSpec
-    ) -> tuple[Any, AsyncIterator[ray.ObjectRef[StreamItem]]]:
+    ) -> tuple[ray.actor.ActorHandle[ExecutorActor], AsyncIterator[ray.ObjectRef[StreamItem]]]:
         """Reserve and submit ``spec`` in one round trip: ``(actor, its chunk stream)``.
 
         The reservation and the batch leave together, the reservation first (a caller's

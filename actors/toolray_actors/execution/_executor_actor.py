@@ -28,6 +28,7 @@ from toolray import (
     LogStep,
     RateLimit,
     ToolBatchInput,
+    ToolCallResult,
 )
 from toolray.lowlevel import TraceParent, observe
 from toolray_actors import _wire as wire
@@ -65,7 +66,6 @@ __all__ = ("BatchSpec", "ExecutorActor", "ExecutorStats")
 _log = logging.getLogger("toolray")
 
 _PACE_S = 0.01  # a paced batch's chunks leave at most this often (``BatchSpec.paced``)
-
 _METRICS_FLUSH_S = 1.0
 """How often the calls counted here reach the Ray metrics (Ray exports on its own interval)."""
 
@@ -80,7 +80,7 @@ class _Feed:
     def append(self, event: dict[str, Any]) -> None:
         self.queue.put_nowait(wire.LogRecord(event))
 
-    def __call__(self, index: int, result: Any) -> None:
+    def __call__(self, index: int, result: ToolCallResult) -> None:
         self.queue.put_nowait(wire.Committed(index, result))
         self.left -= 1
 
