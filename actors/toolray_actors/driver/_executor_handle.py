@@ -3,9 +3,10 @@
 A batch streams back as it commits (records and results together, see ``ExecutorActor``),
 so whatever happens the caller gets one result per call, in model order:
 
-- the executor actor dies under the batch: the results committed before the death stay as
-  they were, every other call fails with ``EXECUTOR_LOST`` (``ExecutorLostError``), and the
-  log holds every record committed before the death plus the synthetic ones for the rest;
+- the executor actor dies under the batch: the results that reached the driver before the
+  death stay as they were (``execute_batch``'s arrive at most 10 ms after they commit), every
+  other call fails with ``EXECUTOR_LOST`` (``ExecutorLostError``), and the log holds every
+  record committed before the death plus the synthetic ones for the rest;
 - the caller's task is cancelled (or a stream is closed early): the remote batch is aborted
   exactly as its signal would be, with the ``CancelledError`` as the reason, and the
   cancellation propagates;
