@@ -138,21 +138,16 @@ class ToolWorker:
         """Run one body; never raises for the body's own faults.
 
         ``request`` is one record (one serialized value per call is measurably cheaper for
-        the executor than five arguments).
+        the executor than five arguments). The definition is resolved before the first
+        await, so the calls of a message start in request order.
         """
-        token, key, blob, arguments, ident = (
-            request.token,
-            request.key,
-            request.blob,
-            request.arguments,
-            request.ident,
-        )
         if not self._enter():
             return _RETIRED
         try:
-            if self._procs is not None:
-                return await self._procs.run(token, key, blob, arguments, ident)
-            return await self._host.run(token, key, blob, arguments, ident)
+            run = self._procs.run if self._procs is not None else self._host.run
+            return await run(
+                request.token, request.key, request.blob, request.arguments, request.ident
+            )
         finally:
             self._leave()
 
@@ -167,7 +162,7 @@ class ToolWorker:
         settled: asyncio.Queue[tuple[str, asyncio.Task[CallOutcome]]] = asyncio.Queue()
         tasks = []
         for request in requests:
-            task = asyncio.ensure_future(self._first(request))
+            task = asyncio.ensure_future(self.run(request))
             task.add_done_callback(functools.partial(_settle, settled, request.token))
             tasks.append(task)
         left = len(tasks)
@@ -187,30 +182,6 @@ class ToolWorker:
             for task in tasks:  # the message was abandoned (its caller is gone)
                 if not task.done():
                     task.cancel()
-
-    async def _first(self, request: WorkerRequest) -> CallOutcome:
-        """:meth:`run`, resolving the definition before the first await (request order)."""
-        token, key, blob, arguments, ident = (
-            request.token,
-            request.key,
-            request.blob,
-            request.arguments,
-            request.ident,
-        )
-        if not self._enter():
-            return _RETIRED
-        try:
-            if self._procs is not None:
-                return await self._procs.run(token, key, blob, arguments, ident)
-            try:
-                execute = self._host.resolve(key, blob)
-            except Exception as exc:  # a blob that does not load fails its own call only
-                return CallOutcome(status="error", error=shippable_error(exc))
-            if execute is None:
-                return CallOutcome(status="missing")
-            return await self._host.run_resolved(token, execute, arguments, ident)
-        finally:
-            self._leave()
 
     async def prepare(self, key: str, blob: bytes) -> bool:
         """Hold ``key``'s code before its calls come (``False``: its blob does not load)."""
