@@ -102,6 +102,14 @@ class Connection:
         self._registry = handle if handle is not None else self._create_registry()
         self.recoveries += 1
 
+    def _retry_after(self, err: rex.RayError, pauses: Iterator[float]) -> float:
+        """A registry call failed: recover a dead actor and say how long to pause, else raise."""
+        pause = next(pauses, None)
+        if not is_actor_death(err) or pause is None:
+            raise translate(err, self.what) from None
+        self._recover(err)
+        return pause
+
     def call(
         self,
         method: Callable[Concatenate[RegistryActor, _P], Coroutine[Any, Any, _R]],
@@ -115,11 +123,7 @@ class Connection:
             try:
                 return ray.get(send(self._registry, method, *args, **kwargs))
             except rex.RayError as err:
-                pause = next(pauses, None)
-                if not is_actor_death(err) or pause is None:
-                    raise translate(err, self.what) from None
-                self._recover(err)
-                time.sleep(pause)
+                time.sleep(self._retry_after(err, pauses))
 
     def tool_set_view(self, tool_set: RemoteToolSet) -> list[tuple[str, DefinitionBlob]]:
         """A remote set's admitted definitions still in view, in view order."""
@@ -138,8 +142,4 @@ class Connection:
             try:
                 return await send(self._registry, method, *args, **kwargs)
             except rex.RayError as err:
-                pause = next(pauses, None)
-                if not is_actor_death(err) or pause is None:
-                    raise translate(err, self.what) from None
-                self._recover(err)
-                await asyncio.sleep(pause)
+                await asyncio.sleep(self._retry_after(err, pauses))
