@@ -5,11 +5,14 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import psutil
 import pytest
 
+import toolray
 from tests.code._helpers import child_pids, run, warm_pids
 from toolray.code import Confinement, PythonRuntime
 from toolray.code._cgroup import ChildCgroup, delegated
@@ -250,9 +253,23 @@ def test_a_childs_cgroup_gets_its_limits_and_its_pid(tmp_path: Path) -> None:
 def test_an_unprivileged_host_gets_every_layer_but_the_pid_namespace(tmp_path: Path) -> None:
     # The template runs as uid 65534, as it would where toolray is not root: the child's
     # user namespace comes first and owns the others; no pid namespace can be made.
+    # The checkout may sit below a directory only root can enter (a clone in `mktemp -d`):
+    # uid 65534 runs a readable copy of the package, its paths rewritten in the arguments.
+    source = str(Path(toolray.__file__).parent.parent)
+    readable = tempfile.mkdtemp(prefix="toolray-nobody-")
+    os.chmod(readable, 0o755)
+    shutil.copytree(
+        Path(source) / "toolray",
+        Path(readable) / "toolray",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
     python = tmp_path / "python-as-nobody"
     python.write_text(
-        "#!/bin/sh\nexec setpriv --reuid=65534 --regid=65534 --clear-groups"
+        "#!/bin/sh\n"
+        'for a in "$@"; do\n'
+        f'  set -- "$@" "$(printf %s "$a" | sed "s#{source}/#{readable}/#g")"; shift\n'
+        "done\n"
+        "exec setpriv --reuid=65534 --regid=65534 --clear-groups"
         f' {psutil.Process().exe()} "$@"\n'
     )
     python.chmod(0o755)
@@ -274,6 +291,7 @@ def test_an_unprivileged_host_gets_every_layer_but_the_pid_namespace(tmp_path: P
         out = asyncio.run(run(runtime, program))
     finally:
         runtime.close()
+        shutil.rmtree(readable)
     flags = (report.user_namespace, report.network_namespace, report.mount_namespace)
     assert (*flags, report.ipc_namespace, report.seccomp) == (True,) * 5
     assert (report.pid_namespace, report.landlock_abi) == (False, LANDLOCK_ABI)
