@@ -15,6 +15,7 @@ idle TTL the actor detaches and exits; the next use creates a fresh one.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import os
@@ -39,7 +40,6 @@ from toolray_actors._farm_stats import FarmObserver
 from toolray_actors._handles import (
     control_options,
     create_bucket,
-    create_pool,
     get_named,
     kill_self,
     registry_name,
@@ -53,10 +53,9 @@ from toolray_actors.control._registry_actor import RegistryActor
 from toolray_actors.control._store import Store
 
 from ._code_pool import CodePool, code_registry
-from ._elastic import ElasticPolicy
 from ._executor_calls import ExecutorCalls
 from ._metrics import CallMetrics, PoolMetrics, flush_every
-from ._pool import PoolManager
+from ._pool import PoolManager, open_pool
 from ._pool_client import PoolClient
 from ._rate_client import RayRateLimiter
 from ._runner import RayBodyRunner
@@ -99,6 +98,7 @@ class ExecutorActor(ExecutorCalls):
         self.seq = -1
         self.batches: dict[str, AbortController] = {}
         self.pools: dict[str, PoolClient] = {}
+        self._placed: dict[object, PoolClient] = {}
         self.scopes_seen: set[str | None] = set()
         self.runner = RayBodyRunner(
             self._pool_for,
@@ -147,32 +147,16 @@ class ExecutorActor(ExecutorCalls):
         self.pool_metrics.killed(next((k for k, c in self.pools.items() if c is pool), ""))
 
     def _pool_for(self, placement: Any) -> PoolClient:
-        plan = pool_plan(placement, self.config)
+        try:  # a placement is a frozen value: its pool is looked up once
+            return self._placed[placement]
+        except (KeyError, TypeError):  # new, or unhashable (a resources dict)
+            plan = pool_plan(placement, self.config)
         client = self.pools.get(plan.key)
         if client is None:
-            elastic = None
-            if plan.elastic:
-                elastic = ElasticPolicy(
-                    min_size=plan.min_size,
-                    max_size=plan.max_size,
-                    idle_s=plan.idle_s,
-                    per_worker=plan.max_concurrency,
-                )
-            manager = create_pool(
-                PoolManager,
-                plan.key,
-                self.namespace,
-                control_options(self.config.control_resource),
-                plan.size,
-                plan.spare,
-                plan.options,
-                plan.worker,
-                elastic,
-            )
-            client = PoolClient(
-                manager, plan.isolation, per_worker=plan.max_concurrency, elastic=plan.elastic
-            )
-            self.pools[plan.key] = client
+            control = control_options(self.config.control_resource)
+            client = self.pools[plan.key] = open_pool(plan, self.namespace, control)
+        with contextlib.suppress(TypeError):
+            self._placed[placement] = client
         return client
 
     async def ready(self) -> dict[str, Any]:

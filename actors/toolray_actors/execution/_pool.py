@@ -23,8 +23,8 @@ import logging
 import time
 from typing import Any
 
-from toolray_actors._handles import create_worker, kill, resources_offered
-from toolray_actors._placement import WorkerSettings
+from toolray_actors._handles import create_pool, create_worker, kill, resources_offered
+from toolray_actors._placement import PoolPlan, WorkerSettings
 from toolray_actors._remote import send
 from toolray_actors._stats import ActorStats, ChildStats, PoolStats, actor_stats
 
@@ -34,7 +34,7 @@ from ._pool_client import PoolClient as PoolClient
 from ._pool_client import WorkerSlot as WorkerSlot
 from ._worker import ToolWorker
 
-__all__ = ("PoolClient", "PoolManager", "PoolStats", "WorkerSlot")
+__all__ = ("PoolClient", "PoolManager", "PoolStats", "WorkerSlot", "open_pool")
 
 _log = logging.getLogger("toolray")
 
@@ -305,3 +305,29 @@ async def _started(handle: Any) -> None:
     """A worker answers, and its call processes (``"call"``) are warm."""
     await send(handle, ToolWorker.health)
     await send(handle, ToolWorker.warm_up)
+
+
+def open_pool(plan: PoolPlan, namespace: str, control: dict[str, Any]) -> PoolClient:
+    """Create (or find) ``plan``'s pool manager; an executor's client of that pool."""
+    elastic = None
+    if plan.elastic:
+        elastic = ElasticPolicy(
+            min_size=plan.min_size,
+            max_size=plan.max_size,
+            idle_s=plan.idle_s,
+            per_worker=plan.max_concurrency,
+        )
+    manager = create_pool(
+        PoolManager,
+        plan.key,
+        namespace,
+        control,
+        plan.size,
+        plan.spare,
+        plan.options,
+        plan.worker,
+        elastic,
+    )
+    return PoolClient(
+        manager, plan.isolation, per_worker=plan.max_concurrency, elastic=plan.elastic
+    )
