@@ -113,11 +113,17 @@ def _new_list() -> FrozenList:
 
 
 def _frozen_dict_from(plain: dict[str, Any]) -> FrozenDict:
-    return FrozenDict(plain)
+    # Unpickling: the contents were snapshotted where the value was made, and its nested
+    # arrays and objects come back frozen first, so the copy needs no second walk.
+    made = _new_dict()
+    dict.update(made, plain)
+    return made
 
 
 def _frozen_list_from(plain: list[Any]) -> FrozenList:
-    return FrozenList(plain)
+    made = _new_list()
+    list.extend(made, plain)
+    return made
 
 
 _dict_set = dict.__setitem__

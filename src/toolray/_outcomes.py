@@ -24,6 +24,9 @@ class ToolErrorInfo:
     code: str
     reason: str | None = None
 
+    def __reduce__(self) -> tuple[Any, ...]:  # positional: pickled per result on Ray
+        return (ToolErrorInfo, (self.name, self.code, self.reason))
+
     def to_wire(self) -> dict[str, Any]:
         """``{"name", "code", "reason"?}``."""
         wire: dict[str, Any] = {"name": self.name, "code": self.code}
@@ -38,6 +41,9 @@ class ToolFailure:
 
     message: str
     info: ToolErrorInfo | None = None
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (ToolFailure, (self.message, self.info))
 
     def to_wire(self) -> dict[str, Any]:
         """``{"message", "info"?}``."""
@@ -66,6 +72,10 @@ class ToolExecutionSuccess:
     additional_contexts: tuple[UserMessage, ...] = ()
     concludes_turn: bool = False
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        fields = (self.value, self.content, self.meta, self.additional_contexts)
+        return (ToolExecutionSuccess, (*fields, self.concludes_turn))
+
     @property
     def is_error(self) -> Literal[False]:
         """Always ``False``."""
@@ -84,6 +94,10 @@ class ToolExecutionFailure:
     content: list[ContentBlock]
     meta: Any = None
     additional_contexts: tuple[UserMessage, ...] = ()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        fields = (self.error, self.content, self.meta, self.additional_contexts)
+        return (ToolExecutionFailure, fields)
 
     @property
     def is_error(self) -> Literal[True]:

@@ -202,6 +202,28 @@ def test_frozen_containers_compare_dump_copy_and_pickle() -> None:
     assert type(back["a"]) is FrozenList
     assert copy.copy(snap) is snap
     assert copy.deepcopy(snap) is snap
+    with pytest.raises(TypeError):
+        back["a"].append(2)  # unpickled without a second walk, and still frozen
+    with pytest.raises(TypeError):
+        back["c"] = 1
+
+
+@given(json_values)
+@settings(max_examples=100, deadline=None)
+def test_a_pickled_snapshot_comes_back_equal_and_frozen_all_the_way_down(value: object) -> None:
+    snap = snapshot_json(value)
+    back = pickle.loads(pickle.dumps(snap, protocol=5))
+    assert back == snap
+    assert is_json(back)
+    stack = [back]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            assert type(item) is FrozenDict
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            assert type(item) is FrozenList
+            stack.extend(item)
 
 
 def test_frozen_constructors_snapshot_their_input() -> None:

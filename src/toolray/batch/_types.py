@@ -60,6 +60,9 @@ class ToolCall:
         if not isinstance(self.name, str):
             raise TypeError(f"ToolCall.name must be a str, not {type(self.name).__name__}")
 
+    def __reduce__(self) -> tuple[Any, ...]:  # positional: pickled per call on Ray
+        return (ToolCall, (self.id, self.name, self.arguments))
+
 
 @dataclass(frozen=True, slots=True, init=False)
 class ToolBatchInput:
@@ -120,6 +123,9 @@ class ToolCallResult:
 
     call_id: str
     result: ToolExecutionResult
+
+    def __reduce__(self) -> tuple[Any, ...]:  # positional: pickled per result on Ray
+        return (ToolCallResult, (self.call_id, self.result))
 
 
 @dataclass(frozen=True, slots=True)
