@@ -88,8 +88,9 @@ class WorkerRequest:
         return WorkerRequest(self.token, self.key, None, self.arguments, self.ident)
 
     def __reduce__(self) -> tuple[object, ...]:
-        # by its constructor: a third of the default (slots) state protocol's cost per call
-        return (WorkerRequest, (self.token, self.key, self.blob, self.arguments, self.ident))
+        # its fields in one C-pickled value (see ``packed``): a fraction of the cost per call
+        fields = (self.token, self.key, self.blob, self.arguments, self.ident)
+        return (_unpacked, (WorkerRequest, packed(fields)))
 
 
 class ExecutorHome(NamedTuple):
@@ -116,7 +117,7 @@ class Settled:
     outcome: CallOutcome
 
     def __reduce__(self) -> tuple[object, ...]:
-        return (Settled, (self.token, self.outcome))
+        return (_unpacked, (Settled, packed((self.token, self.outcome))))
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,7 +199,10 @@ def packed(fields: tuple[object, ...]) -> bytes:
         return blob
 
 
-def _unpacked(cls: type[StreamChunk] | type[StreamEnd], blob: bytes) -> StreamItem:
+_Packed = WorkerRequest | Settled | StreamChunk | StreamEnd
+
+
+def _unpacked(cls: type[_Packed], blob: bytes) -> _Packed:
     return cls(*pickle.loads(blob))
 
 

@@ -1,8 +1,9 @@
-"""What a batch's stream carries to the driver pickles cheaply and comes back equal.
+"""The hot wire records pickle cheaply and come back equal.
 
-Results, failures and log records are core values and JSON: a stream chunk or end record
-goes through the C pickler as one ``bytes`` value inside Ray's cloudpickle, and a record the
-C pickler refuses (a local class in a span's trace) still crosses by cloudpickle.
+A worker request, a worker's settled outcome, and a batch's stream chunk and end record go
+through the C pickler as one ``bytes`` value inside Ray's cloudpickle (their contents are
+core values and JSON); what the C pickler refuses (a local class: a tool's own exception,
+a span's odd value) still crosses by cloudpickle.
 """
 
 from __future__ import annotations
@@ -22,7 +23,16 @@ from toolray import (
     UserMessage,
     snapshot_json,
 )
-from toolray_actors._wire import Committed, LogRecord, StreamChunk, StreamEnd
+from toolray.errors import ToolWorkerLostError
+from toolray.isolation import CallOutcome
+from toolray_actors._wire import (
+    Committed,
+    LogRecord,
+    Settled,
+    StreamChunk,
+    StreamEnd,
+    WorkerRequest,
+)
 
 
 def _results() -> list[ToolCallResult]:
@@ -75,3 +85,29 @@ def test_a_record_the_c_pickler_refuses_still_crosses() -> None:
     end = StreamEnd((), False, [{"span": Local()}], [])
     back = _round_trip(end)
     assert back.trace[0]["span"] == Local()
+
+
+class _ToolsOwnError(Exception):
+    pass
+
+
+def test_worker_requests_and_outcomes_round_trip() -> None:
+    request = WorkerRequest(
+        "tok-1", "k", b"blob", {"a": [1]}, {"call_id": "c1", "home": ["e", "n"]}
+    )
+    assert _round_trip(request) == request
+    assert _round_trip(request.without_code()) == request.without_code()
+    lost = CallOutcome(status="lost", detail="the call's process exited with status 3")
+    assert _round_trip(Settled("tok-1", lost)) == Settled("tok-1", lost)
+
+    def local_error() -> Exception:
+        class Local(Exception):  # only cloudpickle takes it (by value)
+            pass
+
+        return Local("boom")
+
+    for error in (ToolWorkerLostError("gone"), _ToolsOwnError("own"), local_error()):
+        back = _round_trip(Settled("t", CallOutcome(status="error", error=error)))
+        assert back.outcome.status == "error"
+        assert type(back.outcome.error).__name__ == type(error).__name__
+        assert str(back.outcome.error) == str(error)
