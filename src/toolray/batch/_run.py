@@ -94,6 +94,8 @@ class BatchRun(Hooks):
             log.sink.append({"turn": log.turn, "step": log.step, **event})
 
     def _log_call(self, k: int) -> None:
+        if self.batch.log is None:  # nothing records it: no JSON text to make
+            return
         call = self.calls[k]
         raw = call.arguments  # the model's text; a parsed mapping is logged as its JSON text
         arguments = raw if type(raw) is str else logged_arguments(raw)
@@ -102,7 +104,9 @@ class BatchRun(Hooks):
 
     def _record(self, k: int, result: ToolExecutionResult) -> None:
         self.results[k] = result
-        self._log({"type": "tool/result", "callId": self.calls[k].id, "result": result.to_wire()})
+        if self.batch.log is not None:
+            wire = result.to_wire()
+            self._log({"type": "tool/result", "callId": self.calls[k].id, "result": wire})
         if self.trace is not None:
             span = self._spans.get(k) or self._span(k, "skipped")
             span["committed"] = self._elapsed()
