@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 import cloudpickle
 import ray.exceptions as rex
@@ -44,7 +43,7 @@ class WireRecordError(ToolrayError, TypeError):
     """A record on the Ray wire that its reader does not know: a bug, never ignored."""
 
 
-def wire_reason(reason: Any) -> Any:
+def wire_reason(reason: object) -> object:
     """An abort reason that can cross to another process: itself, or its text."""
     try:
         cloudpickle.dumps(reason)

@@ -34,7 +34,7 @@ from toolray_actors.execution._pool import PoolManager
 from ._fanout import Fanout
 from ._leases import Lease, LeaseTable, dead_jobs
 from ._registry_reads import RegistryReads
-from ._store import Store
+from ._store import Meta, Store
 
 __all__ = ("RegistryActor",)
 
@@ -103,7 +103,7 @@ class RegistryActor(RegistryReads):
         self._start_change_count(self._restore())
 
     # ------------------------------------------------------------------ persistence
-    def _meta(self) -> dict[str, Any]:
+    def _meta(self) -> Meta:
         return {
             "next_id": self.next_id,
             "seq": self.fanout.seq,

@@ -24,6 +24,7 @@ from toolray import (
     AbortController,
     ExecutionToken,
     RegistryStatistics,
+    ResolvedToolSet,
     ToolDefinition,
     ToolExecutionInput,
 )
@@ -68,7 +69,7 @@ class RegistryReads:
         return self.changes
 
     # ------------------------------------------------------------------ helpers
-    def _set(self, tool_set: RemoteToolSet | None) -> Any:
+    def _set(self, tool_set: ResolvedToolSet | None) -> ResolvedToolSet | None:
         return core_tool_set(self.mirror, tool_set)
 
     def _blob(self, definition: ToolDefinition | None) -> DefinitionBlob:

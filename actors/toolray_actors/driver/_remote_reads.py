@@ -32,11 +32,12 @@ from toolray_actors._wire import ExecutionSnapshot, definition_of, shippable_arg
 from toolray_actors.control._registry_actor import RegistryActor
 
 from ._connection import Connection
+from ._executor_handle import ExecutorHandle
 
 __all__ = ("RemoteReads",)
 
 
-def _check_name(name: Any) -> None:
+def _check_name(name: object) -> None:
     if not isinstance(name, str):
         raise TypeError(f"a tool name is a str, not {type(name).__name__}")
 
@@ -45,7 +46,7 @@ class RemoteReads:
     """Reads of the namespace's registry actor (mixed into ``RemoteRegistry``)."""
 
     _conn: Connection
-    _executors: Callable[[str | None], Any]
+    _executors: Callable[[str | None], ExecutorHandle]
 
     # ------------------------------------------------------------------ visibility
     def get(
@@ -134,19 +135,19 @@ class RemoteReads:
         """
         if not isinstance(context, ActivationContext):
             raise TypeError(f"resolve() takes an ActivationContext, not {type(context).__name__}")
-        return await self._executors(context.scope).resolve(context)  # type: ignore[no-any-return]
+        return await self._executors(context.scope).resolve(context)
 
     async def execute_batch(self, batch: ToolBatchInput) -> ToolBatchResult:
         """Run ``batch`` on its scope's executor actor (``rt.executor(batch.scope)``)."""
         if not isinstance(batch, ToolBatchInput):
             raise TypeError(f"execute_batch() takes a ToolBatchInput, not {type(batch).__name__}")
-        return await self._executors(batch.scope).execute_batch(batch)  # type: ignore[no-any-return]
+        return await self._executors(batch.scope).execute_batch(batch)
 
     async def execute(self, inp: ToolExecutionInput) -> ToolExecutionResult:
         """Run one call through its scope's executor actor (the core ``execute()``)."""
         if not isinstance(inp, ToolExecutionInput):
             raise TypeError(f"execute() takes a ToolExecutionInput, not {type(inp).__name__}")
-        return await self._executors(inp.scope).execute(inp)  # type: ignore[no-any-return]
+        return await self._executors(inp.scope).execute(inp)
 
     def info(self) -> dict[str, Any]:
         """Registry counters (contributions, sequence, executors, restarts, leases, scopes)."""

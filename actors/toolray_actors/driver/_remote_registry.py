@@ -15,13 +15,14 @@ from __future__ import annotations
 from collections.abc import Callable, Coroutine, Iterable
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from toolray import Disposer, ToolDefinition, ToolPromptSection
+from toolray import Disposer, ToolDefinition, ToolExecution, ToolPromptSection
 from toolray_actors._fingerprint import fingerprint
 from toolray_actors._mirror import Op, dumps_named
 from toolray_actors.control._registry_actor import RegistryActor
 
 from ._change_feed import ChangeFeed
 from ._connection import Connection
+from ._executor_handle import ExecutorHandle
 from ._remote_reads import RemoteReads
 
 __all__ = ("RemoteRegistry", "RemoteScope")
@@ -48,7 +49,7 @@ class _RemoteWriter:
 
     def _call(
         self,
-        method: Callable[Concatenate[RegistryActor, _P], Coroutine[Any, Any, _R]],
+        method: Callable[Concatenate[RegistryActor, _P], Coroutine[object, object, _R]],
         *args: _P.args,
         **kwargs: _P.kwargs,
     ) -> _R:
@@ -66,7 +67,7 @@ class _RemoteWriter:
         self,
         definition: ToolDefinition,
         *,
-        when: Callable[..., Any] | None = None,
+        when: Callable[..., object] | None = None,
         replace: bool = False,
     ) -> Disposer:
         """Register a tool (pickled; the actor validates it).
@@ -102,7 +103,7 @@ class _RemoteWriter:
         op = Op(id=0, kind="restrict", key=self._key, allow=_names(allow), deny=_names(deny))
         return self._apply(op)
 
-    def guard(self, fn: Callable[[Any], str | None]) -> Disposer:
+    def guard(self, fn: Callable[[ToolExecution], str | None]) -> Disposer:
         """A monotonic guard (runs in the executor actors)."""
         if not callable(fn):
             raise TypeError("guard() takes a callable")
@@ -112,7 +113,7 @@ class _RemoteWriter:
         """This scope's presentation mode."""
         return self._apply(Op(id=0, kind="present_as", key=self._key, mode=mode))
 
-    def _hook(self, hook: str, fn: Callable[..., Any], prepend: bool = False) -> Disposer:
+    def _hook(self, hook: str, fn: Callable[..., object], prepend: bool = False) -> Disposer:
         if not callable(fn):
             kind = {"pre_execute": "pre", "post_execute": "post"}.get(hook, hook)
             raise TypeError(f"a {kind} hook must be callable")  # the core's text
@@ -121,27 +122,31 @@ class _RemoteWriter:
             Op(id=0, kind="hook", key=self._key, blob=blob, hook=hook, prepend=prepend)
         )
 
-    def on_pre_execute(self, listener: Callable[..., Any], *, prepend: bool = False) -> Disposer:
+    def on_pre_execute(self, listener: Callable[..., object], *, prepend: bool = False) -> Disposer:
         """Pre-execute waterfall listener (runs in the executor actors)."""
         return self._hook("pre_execute", listener, prepend)
 
-    def on_execute(self, wrapper: Callable[..., Any], *, prepend: bool = False) -> Disposer:
+    def on_execute(self, wrapper: Callable[..., object], *, prepend: bool = False) -> Disposer:
         """Around-dispatch wrapper (runs in the executor actors)."""
         return self._hook("execute", wrapper, prepend)
 
-    def on_post_execute(self, listener: Callable[..., Any], *, prepend: bool = False) -> Disposer:
+    def on_post_execute(
+        self, listener: Callable[..., object], *, prepend: bool = False
+    ) -> Disposer:
         """Post-execute listener (runs in the executor actors)."""
         return self._hook("post_execute", listener, prepend)
 
-    def on_result(self, observer: Callable[..., Any]) -> Disposer:
+    def on_result(self, observer: Callable[..., object]) -> Disposer:
         """Result observer (runs in the executor actors)."""
         return self._hook("result", observer)
 
-    def on_dispatch_log(self, listener: Callable[..., Any], *, prepend: bool = False) -> Disposer:
+    def on_dispatch_log(
+        self, listener: Callable[..., object], *, prepend: bool = False
+    ) -> Disposer:
         """Code Mode sub-call log waterfall (runs in the executor actors)."""
         return self._hook("dispatch_log", listener, prepend)
 
-    def on_change(self, listener: Callable[[], Any]) -> Disposer:
+    def on_change(self, listener: Callable[[], object]) -> Disposer:
         """``() -> None`` in this driver after every committed change, never scope-filtered.
 
         It runs on the runtime's loop thread; a change made through this driver is
@@ -150,7 +155,7 @@ class _RemoteWriter:
         self._check()
         return self._feed.add(listener)
 
-    def set_executor(self, executor: Any) -> Disposer:
+    def set_executor(self, executor: object) -> Disposer:
         """The batch executor for this context (global = the deployment default).
 
         ``executor`` is a picklable ``ToolExecutor``; it runs inside the executor actor
@@ -196,7 +201,7 @@ class RemoteScope(_RemoteWriter):
         if self._disposed:
             raise RuntimeError(f'scope "{self.key}" is disposed')
 
-    def on_change(self, listener: Callable[[], Any]) -> Disposer:
+    def on_change(self, listener: Callable[[], object]) -> Disposer:
         """``() -> None`` after every committed change (owned by this scope: see dispose)."""
         disposer = super().on_change(listener)
         self._listeners.append(disposer)
@@ -219,12 +224,12 @@ class RemoteScope(_RemoteWriter):
 class RemoteRegistry(_RemoteWriter, RemoteReads):
     """The global context and the read side of the namespace's registry actor."""
 
-    def __init__(self, conn: Connection, executors: Callable[[str | None], Any]) -> None:
+    def __init__(self, conn: Connection, executors: Callable[[str | None], ExecutorHandle]) -> None:
         super().__init__(conn, None, ChangeFeed(conn))
         self._executors = executors
         self._scopes: dict[str, RemoteScope] = {}
 
-    def set_approval(self, service: Any) -> Disposer:
+    def set_approval(self, service: object) -> Disposer:
         """Mount the approval service in every executor actor (it must be picklable)."""
         if not callable(getattr(service, "request", None)):
             raise TypeError("set_approval() takes an object with an async request(request)")

@@ -21,6 +21,7 @@ from toolray import (
     AbortController,
     ActivationContext,
     ModelSelection,
+    ResolvedToolSet,
     ToolBatchInput,
     ToolExecutionInput,
     ToolExecutionResult,
@@ -28,7 +29,7 @@ from toolray import (
 )
 from toolray.lowlevel import admitted_entries, not_live, run_pipeline
 from toolray_actors._mirror import Mirror
-from toolray_actors._toolset import RemoteToolSet, core_tool_set
+from toolray_actors._toolset import core_tool_set
 from toolray_actors._wire import CallSpec
 
 from ._runner import RayBodyRunner
@@ -51,7 +52,7 @@ class ExecutorCalls:
             ctrl.abort(reason)
         return ctrl
 
-    def _tool_set(self, tool_set: RemoteToolSet | None) -> Any:
+    def _tool_set(self, tool_set: ResolvedToolSet | None) -> ResolvedToolSet | None:
         return core_tool_set(self.mirror, tool_set)
 
     def _live(self, token_id: str) -> ToolRunContext:
