@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
     from ._leases import Lease
 
-__all__ = ("Meta", "Store")
+__all__ = ("Meta", "RegistryInfo", "Store")
 
 
 class Meta(TypedDict):
@@ -30,6 +30,19 @@ class Meta(TypedDict):
     leases: NotRequired[list[Lease]]
     detached: bool
     changes: NotRequired[int]
+
+
+class RegistryInfo(TypedDict):
+    """The registry actor's counters (``RemoteRegistry.info()``)."""
+
+    contributions: int
+    seq: int
+    executors: list[str]
+    restarts: int
+    leases: int
+    scopes: int
+    changes: int
+    pid: int
 
 
 class _KV(Protocol):

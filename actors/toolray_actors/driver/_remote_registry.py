@@ -7,18 +7,32 @@ executors travel as cloudpickle blobs; one that cannot be pickled fails at once 
 definition under a live name just adds a holder (see ``_fingerprint``); a different one
 needs ``replace=True``. ``on_change`` listeners run in this driver (``_change_feed``);
 ``set_executor`` ships a picklable ``ToolExecutor`` that runs inside the executor actors.
-The read side is :class:`~toolray_actors.driver._remote_reads.RemoteReads`.
+The read side is a :class:`~toolray_actors.driver._remote_reads.RemoteReads` the registry holds.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Coroutine, Iterable
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from toolray import Disposer, ToolDefinition, ToolExecution, ToolPromptSection
+from toolray import (
+    ActivationContext,
+    Disposer,
+    RegistryStatistics,
+    ToolBatchInput,
+    ToolBatchResult,
+    ToolDefinition,
+    ToolExecution,
+    ToolExecutionInput,
+    ToolExecutionResult,
+    ToolPromptSection,
+)
 from toolray_actors._fingerprint import fingerprint
 from toolray_actors._mirror import Op, dumps_named
+from toolray_actors._toolset import RemoteToolSet
 from toolray_actors.control._registry_actor import RegistryActor
+from toolray_actors.control._store import RegistryInfo
 
 from ._change_feed import ChangeFeed
 from ._connection import Connection
@@ -221,13 +235,86 @@ class RemoteScope(_RemoteWriter):
         return f"<RemoteScope {self.key!r} parent={self.parent!r}>"
 
 
-class RemoteRegistry(_RemoteWriter, RemoteReads):
-    """The global context and the read side of the namespace's registry actor."""
+class RemoteRegistry(_RemoteWriter):
+    """The global context and the read side of the namespace's registry actor.
+
+    Writes are its own (as a scope's); reads and calls go to the :class:`RemoteReads` it
+    holds.
+    """
 
     def __init__(self, conn: Connection, executors: Callable[[str | None], ExecutorHandle]) -> None:
         super().__init__(conn, None, ChangeFeed(conn))
-        self._executors = executors
+        self._reads = RemoteReads(conn, executors)
         self._scopes: dict[str, RemoteScope] = {}
+
+    # ------------------------------------------------------------------ reads (delegated)
+    def get(
+        self, name: str, scope: str | None = None, tool_set: RemoteToolSet | None = None
+    ) -> ToolDefinition | None:
+        """The definition ``scope`` sees under ``name`` (``run_code`` when presented)."""
+        return self._reads.get(name, scope, tool_set)
+
+    def executable(
+        self, name: str, scope: str | None = None, tool_set: RemoteToolSet | None = None
+    ) -> ToolDefinition | None:
+        """The definition a call may execute: the step's set decides, else unconditional."""
+        return self._reads.executable(name, scope, tool_set)
+
+    def definitions(
+        self, scope: str | None = None, tool_set: RemoteToolSet | None = None
+    ) -> list[ToolDefinition]:
+        """The visible capability definitions (never ``run_code``), in view order."""
+        return self._reads.definitions(scope, tool_set)
+
+    def schemas(
+        self, scope: str | None = None, tool_set: RemoteToolSet | None = None
+    ) -> list[dict[str, Any]]:
+        """One detached ``{"name", "description", "parameters"}`` per visible tool."""
+        return self._reads.schemas(scope, tool_set)
+
+    def names(self, scope: str | None = None, tool_set: RemoteToolSet | None = None) -> list[str]:
+        """Visible capability names, in view order."""
+        return self._reads.names(scope, tool_set)
+
+    def known_names(self, scope: str | None = None) -> list[str]:
+        """R-SCH-11 ``knownNames`` for the scope's wire contribution."""
+        return self._reads.known_names(scope)
+
+    def execution_mode(self, inp: ToolExecutionInput) -> str:
+        """``"parallel"`` only when the visible classifier returns exactly ``True``."""
+        return self._reads.execution_mode(inp)
+
+    def check_guards(self, execution: ToolExecution) -> str | None:
+        """Global guards, then the caller's chain farthest first; the first ``str`` denies."""
+        return self._reads.check_guards(execution)
+
+    def stats(self) -> RegistryStatistics:
+        """The authoritative registry's counts (scopes, layers, tools, views)."""
+        return self._reads.stats()
+
+    async def resolve(self, context: ActivationContext) -> RemoteToolSet:
+        """Evaluate every ``when`` visible to the scope, in its executor actor, once."""
+        return await self._reads.resolve(context)
+
+    async def execute_batch(self, batch: ToolBatchInput) -> ToolBatchResult:
+        """Run ``batch`` on its scope's executor actor (``rt.executor(batch.scope)``)."""
+        return await self._reads.execute_batch(batch)
+
+    async def execute(self, inp: ToolExecutionInput) -> ToolExecutionResult:
+        """Run one call through its scope's executor actor (the core ``execute()``)."""
+        return await self._reads.execute(inp)
+
+    def info(self) -> RegistryInfo:
+        """Registry counters (contributions, sequence, executors, restarts, leases, scopes)."""
+        return self._reads.info()
+
+    def statistics(self) -> RegistryStatistics:
+        """Deprecated name of :meth:`stats`."""
+        message = "RemoteRegistry.statistics() is deprecated: use stats()"
+        warnings.warn(message, DeprecationWarning, stacklevel=2)
+        return self.stats()
+
+    # ------------------------------------------------------------------ the global context
 
     def set_approval(self, service: object) -> Disposer:
         """Mount the approval service in every executor actor (it must be picklable)."""
