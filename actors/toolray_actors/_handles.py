@@ -94,8 +94,14 @@ class _WorkerClass(ToolWorker):
         super().__init__(threads, settings, env=env)
 
     @_control
-    async def abort(self, token: str, reason: object = None) -> bool:
-        return await super().abort(token, reason)
+    async def abort(
+        self,
+        token: str,
+        reason: object = None,
+        interrupt_after: float | None = None,
+        kill_after: float | None = None,
+    ) -> bool:
+        return await super().abort(token, reason, interrupt_after, kill_after)
 
     @_control
     async def abort_many(self, items: list[AbortOrder]) -> int:

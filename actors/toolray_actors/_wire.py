@@ -121,10 +121,17 @@ class Settled:
 
 @dataclass(frozen=True, slots=True)
 class AbortOrder:
-    """Fire one call's signal on its worker."""
+    """Fire one call's signal on its worker (and, with ``kill_after``, run the ladder there).
+
+    With per-call isolation the worker runs the rest of the cancellation ladder itself:
+    ``interrupt_after`` / ``kill_after`` seconds after the abort arrives it interrupts, then
+    kills, the call's process — one message per stopped call instead of three.
+    """
 
     token: str
     reason: object = None
+    interrupt_after: float | None = None
+    kill_after: float | None = None
 
 
 # ---------------------------------------------------------------- executor → driver (a batch)

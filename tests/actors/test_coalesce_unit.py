@@ -248,15 +248,15 @@ async def test_an_abort_that_arrives_before_its_message_starts_the_call_aborted(
 
 async def test_aborts_of_one_tick_leave_in_one_control_message() -> None:
     sent: list[Any] = []
-    queue = AbortQueue(lambda t, r: sent.append(("one", t, r)), lambda i: sent.append(("many", i)))
-    queue.put("t1", "stop")
-    queue.put("t2", "stop")
+    queue = AbortQueue(lambda o: sent.append(("one", o)), lambda i: sent.append(("many", i)))
+    queue.put(AbortOrder("t1", "stop"))
+    queue.put(AbortOrder("t2", "stop"))
     assert sent == []  # nothing leaves before the end of the tick
     await asyncio.sleep(0)
     assert sent == [("many", [AbortOrder("t1", "stop"), AbortOrder("t2", "stop")])]
-    queue.put("t3", None)
+    queue.put(AbortOrder("t3", None, 0.01, 0.05))
     await asyncio.sleep(0)
-    assert sent[-1] == ("one", "t3", None)  # a lone abort uses the plain method
+    assert sent[-1] == ("one", AbortOrder("t3", None, 0.01, 0.05))  # a lone abort: plain method
 
 
 async def test_abort_many_fires_each_named_call_and_remembers_the_early_ones() -> None:

@@ -10,6 +10,7 @@ ignores its cancellation, or — at ``crash_rate`` — a body that ends its proc
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import random
@@ -112,14 +113,24 @@ class RolloutPlan:
         return made
 
     def turns_of(self, trajectory: int) -> list[list[PlannedCall]]:
-        """The calls of one trajectory, turn by turn."""
-        calls = [c for c in self.calls() if c.trajectory == trajectory]
-        return [[c for c in calls if c.turn == u] for u in range(self.turns)]
+        """The calls of one trajectory, turn by turn (the plan is drawn once, then kept)."""
+        return [list(turn) for turn in _schedule(self)[trajectory]]
 
     @property
     def turn_p99_target_ms(self) -> float:
         """The target for toolray: ``timeout_ms + kill_grace_ms + 150 ms``."""
         return self.timeout_ms + self.kill_grace_ms + 150.0
+
+
+@functools.lru_cache(maxsize=4)
+def _schedule(plan: RolloutPlan) -> tuple[tuple[tuple[PlannedCall, ...], ...], ...]:
+    """Every trajectory's turns (drawing them is not part of any backend's timed run)."""
+    by: list[list[list[PlannedCall]]] = [
+        [[] for _ in range(plan.turns)] for _ in range(plan.trajectories)
+    ]
+    for call in plan.calls():
+        by[call.trajectory][call.turn].append(call)
+    return tuple(tuple(tuple(turn) for turn in turns) for turns in by)
 
 
 def _render(args: Any, value: Any) -> list[Any]:

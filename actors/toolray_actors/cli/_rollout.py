@@ -141,6 +141,7 @@ async def run_rollout(
 ) -> list[BackendReport]:
     """Run the plan through each backend in turn (Ray must be up); one report each."""
     reports = []
+    plan.turns_of(0)  # the plan is drawn before any backend's clock starts
     for backend in backends:
         if backend in ("toolray", "toolray-shared"):
             isolation = "call" if backend == "toolray" else "shared"

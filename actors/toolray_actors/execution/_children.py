@@ -48,12 +48,15 @@ from ._call_sizing import GROW_AFTER_S, Sizing
 
 __all__ = ("CallProcesses", "Nested")
 
-Nested = Callable[[Mapping[str, object], NestedRequest], Awaitable[NestedAnswer]]
+Ident = Mapping[str, object]  # a call's identity (JSON)
+Nested = Callable[[Ident, NestedRequest], Awaitable[NestedAnswer]]
 """Runs a call process's nested request for the call whose identity is given."""
 
 _EXIT_WAIT_S = 2.0
 """How long a dead process's call waits for the template to say how it ended."""
 _MAX_EARLY = 4096
+_KILL = object()  # among a call's early orders: its kill came first (it never starts)
+_KILLED_EARLY = CallOutcome(status="killed", detail="killed before it started")
 
 
 @dataclass(eq=False)
@@ -166,12 +169,7 @@ class CallProcesses:
 
     # ------------------------------------------------------------------ assignment
     async def run(
-        self,
-        token: str,
-        key: str,
-        blob: bytes | None,
-        arguments: object,
-        ident: Mapping[str, object],
+        self, token: str, key: str, blob: bytes | None, arguments: object, ident: Ident
     ) -> CallOutcome:
         """Run one call in a process of its own; never raises for the body's faults."""
         if self._loop is None:
@@ -185,6 +183,8 @@ class CallProcesses:
         self.runs += 1
         with self._lock:
             call.aborts = self._early.pop(token, [])
+            if _KILL in call.aborts:
+                return _KILLED_EARLY
             self._calls[token] = call
         if self._idle:
             self._start_on(self._idle.pop(), call)
@@ -310,25 +310,25 @@ class CallProcesses:
         _settle(call, _lost(describe_exit(status, self._memory_mb)))
 
     # ------------------------------------------------------------------ control lane
-    def _call_of(self, token: str) -> _Call | None:
-        with self._lock:
-            return self._calls.get(token)
-
     def abort(self, token: str, reason: object) -> bool:
         """Forward an abort to the call's process (remembered if the call is not here yet)."""
         with self._lock:
             call = self._calls.get(token)
             if call is None:
-                self._early.setdefault(token, []).append(reason)
-                if len(self._early) > _MAX_EARLY:
-                    self._early.popitem(last=False)
+                self._remember(token, reason)
                 return False
         self._on_loop(self._forward, call, AbortCall(token=token, reason=reason))
         return True
 
+    def _remember(self, token: str, order: object) -> None:  # the lock is held
+        self._early.setdefault(token, []).append(order)
+        if len(self._early) > _MAX_EARLY:
+            self._early.popitem(last=False)
+
     def interrupt(self, token: str) -> str:
         """Forward an interrupt; a call still waiting for a process stops at once."""
-        call = self._call_of(token)
+        with self._lock:
+            call = self._calls.get(token)
         if call is None or call.done.done():
             return "gone"
         self._on_loop(self._forward, call, InterruptCall(token=token))
@@ -338,14 +338,17 @@ class CallProcesses:
         """Kill the call's process group (its call fails ``killed``); ``False`` if gone."""
         with self._lock:
             call = self._calls.get(token)
-            proc = call.proc if call is not None else None
+            if call is None:  # not here yet (or settled): a later arrival never starts
+                self._remember(token, _KILL)
+                return False
+            proc = call.proc
             if proc is not None and proc.call is call:
                 proc.killed = True
                 proc.signal_kill()
                 return True
-        if call is None or proc is not None:
+        if proc is not None:
             return False  # settled already
-        self._on_loop(_settle, call, aborted_outcome("killed before it started"))
+        self._on_loop(_settle, call, _KILLED_EARLY)
         return True
 
     def _on_loop(self, fn: Callable[..., object], *args: object) -> None:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from toolray.isolation import CallOutcome
 from toolray_actors._wire import AbortOrder, Settled, WorkerRequest
@@ -198,24 +198,24 @@ class AbortQueue:
 
     def __init__(
         self,
-        send_one: Callable[[str, Any], object],
+        send_one: Callable[[AbortOrder], object],
         send_many: Callable[[list[AbortOrder]], object],
     ) -> None:
         self._send_one = send_one
         self._send_many = send_many
         self._pending: list[AbortOrder] = []
 
-    def put(self, token: str, reason: Any) -> None:
-        """Queue an abort of call ``token``; it leaves at the end of this tick."""
+    def put(self, order: AbortOrder) -> None:
+        """Queue an abort (``order``); it leaves at the end of this tick."""
         if not self._pending:
             asyncio.get_running_loop().call_soon(self.flush)
-        self._pending.append(AbortOrder(token, reason))
+        self._pending.append(order)
 
     def flush(self) -> None:
         """Send the queued aborts (one message)."""
         items, self._pending = self._pending, []
         match items:
-            case [AbortOrder(token, reason)]:
-                self._send_one(token, reason)
+            case [order]:
+                self._send_one(order)
             case [_, _, *_]:
                 self._send_many(items)

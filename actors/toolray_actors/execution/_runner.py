@@ -21,6 +21,7 @@ worker — its value is checked against the call's ``max_result_bytes`` before i
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import logging
 import uuid
@@ -34,7 +35,7 @@ from toolray.lowlevel import Entry, run_body_inline, thaw_json
 from toolray_actors._errors import is_actor_death, is_cancelled, task_cause, wire_reason
 from toolray_actors._handles import kill
 from toolray_actors._remote import send, stream
-from toolray_actors._wire import Settled, WorkerRequest
+from toolray_actors._wire import AbortOrder, Settled, WorkerRequest
 
 from ._coalesce import AbortQueue, Chunk, Outbox, Transport
 from ._pool_client import PoolClient, WorkerSlot
@@ -43,6 +44,10 @@ from ._worker import ToolWorker
 __all__ = ("NOT_JSON", "RayBodyRunner", "RunnerStats")
 
 _SENDS = 4
+
+_KILL_ECHO_S = 0.1
+"""How long the executor waits for the worker's own kill of a call's process to answer
+before it orders the kill itself (a worker swamped, or the abort lost with its message)."""
 """How often a call is sent again that a worker did not start (no definition, retired)."""
 
 _log = logging.getLogger("toolray")
@@ -96,7 +101,9 @@ class RayBodyRunner:
         if lane is None:
             handle = slot.handle
             aborts = AbortQueue(
-                lambda token, reason: send(handle, ToolWorker.abort, token, reason),
+                lambda o: send(
+                    handle, ToolWorker.abort, o.token, o.reason, o.interrupt_after, o.kill_after
+                ),
                 lambda orders: send(handle, ToolWorker.abort_many, orders),
             )
             lane = self._lanes[slot] = (Outbox(self._transport(handle)), aborts)
@@ -237,20 +244,31 @@ class RayBodyRunner:
                 await wake
             finally:
                 remove()
+        # per-call isolation: the abort carries the ladder, and the worker interrupts and
+        # kills the call's process itself (one message instead of three)
+        local = pool.isolation == "call"
         if not result.done():
             self.stats.aborts += 1
             _, aborts = self._lane(slot)
-            aborts.put(token, wire_reason(signal.reason))  # with its batch-mates
+            order = AbortOrder(token, wire_reason(signal.reason))
+            if local:
+                order = dataclasses.replace(
+                    order, interrupt_after=self.cancel_grace, kill_after=self.kill_grace
+                )
+            aborts.put(order)  # with its batch-mates
             await asyncio.wait({result}, timeout=self.cancel_grace)
         if not result.done():
             self.stats.interrupts += 1
-            send(slot.handle, ToolWorker.interrupt, token)  # this call only, never its message
+            if not local:
+                send(slot.handle, ToolWorker.interrupt, token)  # this call only, not its message
             await asyncio.wait({result}, timeout=self.kill_grace - self.cancel_grace)
-        if not result.done():
+        if local and not result.done():  # the worker kills it now: its end is on its way
+            await asyncio.wait({result}, timeout=_KILL_ECHO_S)
+        if not result.done() or _killed(result):
             self.stats.kills += 1
             if self._on_kill is not None:
                 self._on_kill(pool)
-            what = self._kill(pool, slot, token, notes)
+            what = self._kill(pool, slot, token, notes, echoed=result.done())
             err = AbortError("tool call aborted")
             err.reason = (
                 f"{what} was terminated: the tool ignored cancellation for "
@@ -259,10 +277,13 @@ class RayBodyRunner:
             raise err
         return await self._settled(pool, slot, result, ctx)
 
-    def _kill(self, pool: PoolClient, slot: WorkerSlot, token: str, notes: dict[str, Any]) -> str:
-        """The ladder's last step; names what it killed."""
+    def _kill(
+        self, pool: PoolClient, slot: WorkerSlot, token: str, notes: dict[str, Any], echoed: bool
+    ) -> str:
+        """The ladder's last step; names what it killed (``echoed``: the worker did it)."""
         if pool.isolation == "call":
-            send(slot.handle, ToolWorker.kill_call, token)  # the call's process; its mates run on
+            if not echoed:  # the worker's own kill has not answered: order it from here
+                send(slot.handle, ToolWorker.kill_call, token)  # its mates run on
             notes["killed"] = "process"
             return "the call's process"
         kill(slot.handle)
@@ -312,6 +333,16 @@ async def _one(ref: Any, token: str) -> AsyncIterator[Chunk]:
 async def _many(stream: Any) -> AsyncIterator[Chunk]:
     async for ref in stream:
         yield await ref
+
+
+def _killed(result: asyncio.Future[CallOutcome]) -> bool:
+    """``result`` is the call's end by the worker's kill (the ladder's last step)."""
+    return (
+        result.done()
+        and not result.cancelled()
+        and result.exception() is None
+        and result.result().status == "killed"
+    )
 
 
 def _set(fut: asyncio.Future[None]) -> None:

@@ -199,17 +199,36 @@ class ToolWorker:
         return await self._procs.warm_up() if self._procs is not None else 0
 
     # ------------------------------------------------------------------ control lane
-    async def abort(self, token: str, reason: Any = None) -> bool:
-        """Fire the body's signal (cooperative step); ``False`` if the call is not here yet."""
-        if self._procs is not None:
-            return self._procs.abort(token, reason)
-        return self._host.abort(token, reason)
+    async def abort(
+        self,
+        token: str,
+        reason: Any = None,
+        interrupt_after: float | None = None,
+        kill_after: float | None = None,
+    ) -> bool:
+        """Fire the body's signal (cooperative step); ``False`` if the call is not here yet.
+
+        With ``kill_after`` (per-call isolation) the worker runs the rest of the ladder
+        itself: it interrupts the call ``interrupt_after`` seconds from now and kills its
+        process ``kill_after`` seconds from now, unless the call has ended by then.
+        """
+        if self._procs is None:
+            return self._host.abort(token, reason)
+        found = self._procs.abort(token, reason)
+        if kill_after is not None:
+            loop = asyncio.get_running_loop()
+            if interrupt_after is not None:
+                loop.call_later(interrupt_after, self._procs.interrupt, token)
+            loop.call_later(kill_after, self._procs.kill, token)
+        return found
 
     async def abort_many(self, items: list[AbortOrder]) -> int:
         """:meth:`abort` for several calls at once (a batch aborted as a whole)."""
         found = 0
         for item in items:
-            found += await self.abort(item.token, item.reason)
+            found += await self.abort(
+                item.token, item.reason, item.interrupt_after, item.kill_after
+            )
         return found
 
     async def interrupt(self, token: str) -> str:
