@@ -717,8 +717,8 @@ def test_wire_records_are_frozen_slotted_dataclasses_matched_exhaustively() -> N
 
 
 # ---------------------------------------------------------------- typed remote calls
-ACTOR_CLASS = re.compile(r"\w+(Actor|Manager|Worker|Calls)$")
-"""Actor classes and the method sets they take from bases."""
+ACTOR_CLASS = re.compile(r"\w+(Actor|Manager|Worker)$")
+"""Actor classes (a component's methods reach Ray through the actor's own delegates)."""
 
 SENDERS = frozenset({"call", "acall", "_call", "_forwarded", "send", "remote"})
 """The Ray layer's ways to call an actor: each takes the method itself, never its name."""
@@ -916,3 +916,45 @@ def test_the_boundary_checkers_see_what_they_look_for() -> None:
         "line 6: ray._private",
         "line 7: importlib.import_module('ray._private.services')",
     ]
+
+
+# ---------------------------------------------------------------- composition, not mixins
+DECLARING = ("Protocol", "TypedDict", "NamedTuple")
+
+
+def declared_for_others(tree: ast.AST) -> list[str]:
+    """Bare class-level annotations (``mirror: Mirror``) in a plain class: attributes it
+    expects another class to set (a mixin's). Dataclasses, Protocols, TypedDicts and
+    NamedTuples declare their own fields."""
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ClassDef):
+            continue
+        if any("dataclass" in ast.unparse(d) for d in node.decorator_list):
+            continue
+        if any(ast.unparse(b).split("[")[0] in DECLARING for b in node.bases):
+            continue
+        found.extend(
+            f"{node.name}.{item.target.id}"
+            for item in node.body
+            if isinstance(item, ast.AnnAssign)
+            and item.value is None
+            and isinstance(item.target, ast.Name)
+        )
+    return found
+
+
+def test_no_ray_layer_class_declares_attributes_for_another_to_set() -> None:
+    offenders = [f"{m} {hit}" for m, tree in _ray_trees() for hit in declared_for_others(tree)]
+    assert offenders == [], "hold a component and delegate to it instead of a mixin"
+
+
+def test_the_mixin_checker_sees_what_it_looks_for() -> None:
+    tree = ast.parse(
+        "class Reads:\n    mirror: Mirror\n    limit: int = 3\n"
+        "@dataclass(frozen=True)\nclass Spec:\n    key: str\n"
+        "class Host(Protocol):\n    mirror: Mirror\n"
+        "class Service:\n    def __init__(self, mirror: Mirror) -> None:\n"
+        "        self.mirror: Mirror = mirror\n"
+    )
+    assert declared_for_others(tree) == ["Reads.mirror"]

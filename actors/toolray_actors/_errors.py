@@ -22,6 +22,7 @@ __all__ = (
     "is_actor_death",
     "is_cancelled",
     "is_ray_error",
+    "namespace_ended",
     "ray_boundary",
     "task_cause",
     "translate",
@@ -41,6 +42,18 @@ class RuntimeUnavailableError(HarnessError):
 
 class WireRecordError(ToolrayError, TypeError):
     """A record on the Ray wire that its reader does not know: a bug, never ignored."""
+
+
+def namespace_ended(namespace: str, why: str | None) -> RuntimeUnavailableError:
+    """The error of a call into a namespace whose registry actor is gone: why, if known."""
+    if why:
+        return RuntimeUnavailableError(
+            f"the toolray namespace {namespace!r} ended: {why}; RayRuntime.start() creates it anew"
+        )
+    return RuntimeUnavailableError(
+        f"the toolray registry actor of namespace {namespace!r} is not running; "
+        "RayRuntime.start() recreates it"
+    )
 
 
 def wire_reason(reason: object) -> object:

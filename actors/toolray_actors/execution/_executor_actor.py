@@ -26,20 +26,21 @@ from toolray import (
     AbortController,
     BatchExecutor,
     LogStep,
+    ModelSelection,
     RateLimit,
     ToolBatchInput,
     ToolCallResult,
+    ToolExecutionResult,
 )
 from toolray.lowlevel import TraceParent, observe
 from toolray_actors import _wire as wire
 from toolray_actors._config import RuntimeConfig
-from toolray_actors._errors import RuntimeUnavailableError
+from toolray_actors._errors import namespace_ended
 from toolray_actors._executor_wire import BatchSpec, ExecutorStats
 from toolray_actors._farm_stats import FarmObserver
 from toolray_actors._handles import (
     control_options,
     create_bucket,
-    create_pool,
     get_named,
     kill_self,
     registry_name,
@@ -53,10 +54,9 @@ from toolray_actors.control._registry_actor import RegistryActor
 from toolray_actors.control._store import Store
 
 from ._code_pool import CodePool, code_registry
-from ._elastic import ElasticPolicy
-from ._executor_calls import ExecutorCalls
+from ._executor_calls import CallService
 from ._metrics import CallMetrics, PoolMetrics, flush_every
-from ._pool import PoolManager
+from ._pool import PoolManager, start_pool
 from ._pool_client import PoolClient
 from ._rate_client import RayRateLimiter
 from ._runner import RayBodyRunner
@@ -85,8 +85,8 @@ class _Feed:
         self.left -= 1
 
 
-class ExecutorActor(ExecutorCalls):
-    """Runs batches for the scopes routed to it (single calls: :class:`ExecutorCalls`)."""
+class ExecutorActor:
+    """Runs batches for the scopes routed to it (single calls: its ``calls``, a CallService)."""
 
     def __init__(
         self, name: str, scope: str | None, namespace: str, config: dict[str, Any]
@@ -107,6 +107,9 @@ class ExecutorActor(ExecutorCalls):
             kill_grace_ms=self.config.kill_grace_ms,
             home=(name, namespace),
             on_kill=self._killed,
+        )
+        self.calls = CallService(
+            lambda: self.mirror, self.runner, self.batches, self.scopes_seen, self._touch
         )
         self.pool_metrics = PoolMetrics()
         self.buckets: dict[str, Any] = {}
@@ -150,29 +153,8 @@ class ExecutorActor(ExecutorCalls):
         plan = pool_plan(placement, self.config)
         client = self.pools.get(plan.key)
         if client is None:
-            elastic = None
-            if plan.elastic:
-                elastic = ElasticPolicy(
-                    min_size=plan.min_size,
-                    max_size=plan.max_size,
-                    idle_s=plan.idle_s,
-                    per_worker=plan.max_concurrency,
-                )
-            manager = create_pool(
-                PoolManager,
-                plan.key,
-                self.namespace,
-                control_options(self.config.control_resource),
-                plan.size,
-                plan.spare,
-                plan.options,
-                plan.worker,
-                elastic,
-            )
-            client = PoolClient(
-                manager, plan.isolation, per_worker=plan.max_concurrency, elastic=plan.elastic
-            )
-            self.pools[plan.key] = client
+            control = control_options(self.config.control_resource)
+            client = self.pools[plan.key] = start_pool(plan, self.namespace, control)
         return client
 
     async def ready(self) -> dict[str, Any]:
@@ -182,13 +164,7 @@ class ExecutorActor(ExecutorCalls):
             if registry is None:  # the namespace ended: say why, and do not linger
                 asyncio.get_running_loop().call_later(0.2, kill_self)
                 why = await asyncio.to_thread(Store(self.namespace).read_tombstone)
-                raise RuntimeUnavailableError(
-                    f"the toolray namespace {self.namespace!r} ended: {why}; "
-                    "RayRuntime.start() creates it anew"
-                    if why
-                    else f"the toolray registry actor of namespace {self.namespace!r} is not "
-                    "running; RayRuntime.start() recreates it"
-                )
+                raise namespace_ended(self.namespace, why)
             seq, ops = await send(registry, RegistryActor.attach_executor, self.name)
             if not self._attached:
                 self._rebuild(ops)
@@ -261,7 +237,7 @@ class ExecutorActor(ExecutorCalls):
             ctrl.signal,
             max_parallel_tool_calls=spec.max_parallel_tool_calls,
             scope=spec.scope,
-            tool_set=self._tool_set(spec.tool_set),
+            tool_set=self.calls.tool_set(spec.tool_set),
             log=step,
         )
 
@@ -323,7 +299,7 @@ class ExecutorActor(ExecutorCalls):
         recorder: SpanRecorder | None,
     ) -> Any:
         """Run ``batch`` on the scope's executor: ours, or a ``set_executor()`` one."""
-        custom = self._custom_executor(batch)
+        custom = self.calls.custom_executor(batch)
         if custom is None:
             return await self.executor.execute(
                 batch, on_commit=commit, trace=trace, observer=recorder
@@ -398,3 +374,23 @@ class ExecutorActor(ExecutorCalls):
     async def ping(self) -> int:
         """Liveness: the pid."""
         return os.getpid()
+
+    # ------------------------------------------------------------------ single calls
+    def _touch(self) -> None:
+        self.last_active = time.monotonic()
+
+    async def execute_call(self, spec: wire.CallSpec) -> ToolExecutionResult:
+        """One call through the whole pipeline (bodies on workers); ``spec.key`` was reserved."""
+        return await self.calls.execute_call(spec)
+
+    async def resolve(
+        self, key: str, scope: str | None, model: ModelSelection, aborted: bool, reason: object
+    ) -> tuple[int, ...]:
+        """Evaluate the scope's ``when`` conditions here; returns the admitted ids."""
+        return await self.calls.resolve(key, scope, model, aborted, reason)
+
+    async def dispatch_nested(
+        self, token_id: str, name: str, arguments: object, call_id: str | None
+    ) -> ToolExecutionResult:
+        """A nested call from a worker body, for the live execution ``token_id`` names."""
+        return await self.calls.dispatch_nested(token_id, name, arguments, call_id)

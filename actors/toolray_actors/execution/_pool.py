@@ -24,8 +24,8 @@ import time
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, TypeVar
 
-from toolray_actors._handles import create_worker, kill, resources_offered
-from toolray_actors._placement import WorkerSettings
+from toolray_actors._handles import create_pool, create_worker, kill, resources_offered
+from toolray_actors._placement import PoolPlan, WorkerSettings
 from toolray_actors._remote import Handle, send
 from toolray_actors._stats import ActorStats, ChildStats, PoolStats, actor_stats
 
@@ -38,7 +38,7 @@ from ._worker import ToolWorker
 if TYPE_CHECKING:
     import ray
 
-__all__ = ("PoolClient", "PoolManager", "PoolStats", "WorkerSlot")
+__all__ = ("PoolClient", "PoolManager", "PoolStats", "WorkerSlot", "start_pool")
 
 _T = TypeVar("_T")
 
@@ -311,3 +311,29 @@ async def _started(handle: Handle) -> None:
     """A worker answers, and its call processes (``"call"``) are warm."""
     await send(handle, ToolWorker.health)
     await send(handle, ToolWorker.warm_up)
+
+
+def start_pool(plan: PoolPlan, namespace: str, control: dict[str, object]) -> PoolClient:
+    """Start (or find) the manager actor of ``plan``'s pool; the executor's client of it."""
+    elastic = None
+    if plan.elastic:
+        elastic = ElasticPolicy(
+            min_size=plan.min_size,
+            max_size=plan.max_size,
+            idle_s=plan.idle_s,
+            per_worker=plan.max_concurrency,
+        )
+    manager = create_pool(
+        PoolManager,
+        plan.key,
+        namespace,
+        control,
+        plan.size,
+        plan.spare,
+        plan.options,
+        plan.worker,
+        elastic,
+    )
+    return PoolClient(
+        manager, plan.isolation, per_worker=plan.max_concurrency, elastic=plan.elastic
+    )
