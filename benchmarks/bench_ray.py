@@ -260,20 +260,14 @@ async def figure_d(rt: RayRuntime, reps: int) -> Figure:
 
 
 def _node_pids() -> set[int]:
-    """This Ray node's processes (gcs, raylet, agents, every actor), not this driver."""
-    import ray
+    """This Ray node's processes (gcs, raylet, agents, every actor), not this driver.
 
-    pids: set[int] = set()
-    node = ray._private.worker._global_node
-    for infos in node.all_processes.values():
-        for info in infos:
-            try:
-                proc = psutil.Process(info.process.pid)
-                pids.add(proc.pid)
-                pids.update(c.pid for c in proc.children(recursive=True))
-            except psutil.Error:
-                continue
-    return pids
+    The bench starts its node locally, so they are all this driver's descendants.
+    """
+    try:
+        return {child.pid for child in psutil.Process().children(recursive=True)}
+    except psutil.Error:
+        return set()
 
 
 def _memory(pids: set[int]) -> dict[str, float]:

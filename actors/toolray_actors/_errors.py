@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 import cloudpickle
 import ray.exceptions as rex
@@ -23,6 +22,7 @@ __all__ = (
     "is_actor_death",
     "is_cancelled",
     "is_ray_error",
+    "namespace_ended",
     "ray_boundary",
     "task_cause",
     "translate",
@@ -44,7 +44,19 @@ class WireRecordError(ToolrayError, TypeError):
     """A record on the Ray wire that its reader does not know: a bug, never ignored."""
 
 
-def wire_reason(reason: Any) -> Any:
+def namespace_ended(namespace: str, why: str | None) -> RuntimeUnavailableError:
+    """The error of a call into a namespace whose registry actor is gone: why, if known."""
+    if why:
+        return RuntimeUnavailableError(
+            f"the toolray namespace {namespace!r} ended: {why}; RayRuntime.start() creates it anew"
+        )
+    return RuntimeUnavailableError(
+        f"the toolray registry actor of namespace {namespace!r} is not running; "
+        "RayRuntime.start() recreates it"
+    )
+
+
+def wire_reason(reason: object) -> object:
     """An abort reason that can cross to another process: itself, or its text."""
     try:
         cloudpickle.dumps(reason)

@@ -11,11 +11,13 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import Callable
-from typing import Any, TypeVar, cast
+from typing import Any, Protocol, TypeVar, cast
 
 import ray
 
 from ._placement import WorkerSettings
+from ._remote import Handle, lookup
+from ._stats import ActorStats, WorkerStatus
 from ._wire import AbortOrder
 from .control._bucket_actor import BucketActor
 from .execution._worker import ToolWorker, body_limit
@@ -95,7 +97,7 @@ class _WorkerClass(ToolWorker):
     async def abort(
         self,
         token: str,
-        reason: Any = None,
+        reason: object = None,
         interrupt_after: float | None = None,
         kill_after: float | None = None,
     ) -> bool:
@@ -114,7 +116,7 @@ class _WorkerClass(ToolWorker):
         return await super().kill_call(token)
 
     @_control
-    async def status(self) -> Any:
+    async def status(self) -> WorkerStatus:
         return await super().status()
 
     @_control
@@ -126,29 +128,30 @@ class _WorkerClass(ToolWorker):
         return await super().drain()
 
     @_control
-    async def actor_stats(self) -> Any:
+    async def actor_stats(self) -> ActorStats:
         return await super().actor_stats()
 
 
 _WorkerActor: Any = _remote(num_cpus=0, concurrency_groups={"control": 4})(_WorkerClass)
 
 
-def create_worker(options: dict[str, Any], settings: WorkerSettings) -> Any:
+def create_worker(options: dict[str, object], settings: WorkerSettings) -> Handle:
     """Start one worker actor (async; control lane; no retries)."""
-    opts = {"num_cpus": 0, "max_restarts": 0, "max_task_retries": 0, **options}
+    opts: dict[str, object] = {"num_cpus": 0, "max_restarts": 0, "max_task_retries": 0, **options}
     opts.setdefault("max_concurrency", body_limit(settings.threads))
-    return _WorkerActor.options(**opts).remote(settings.threads, settings)
+    worker: Handle = _WorkerActor.options(**opts).remote(settings.threads, settings)
+    return worker
 
 
 HEAD_RESOURCE = "node:__internal_head__"
 
 
 @functools.cache
-def _actor_class(cls: Any) -> Any:
+def _actor_class(cls: type) -> Any:
     return _remote(cls)
 
 
-def control_options(control_resource: str | None) -> dict[str, Any]:
+def control_options(control_resource: str | None) -> dict[str, object]:
     """Where control actors live: the head node, or nodes offering ``control_resource``.
 
     Never the driver's node: a driver on a worker node that leaves the cluster must not
@@ -159,8 +162,16 @@ def control_options(control_resource: str | None) -> dict[str, Any]:
     return {"num_cpus": 0, "resources": {resource: 0.001}, "lifetime": "detached"}
 
 
-def _named(cls: Any, name: str, namespace: str, control: dict[str, Any], **extra: Any) -> Any:
-    options: dict[str, Any] = {
+class _Startable(Protocol):
+    """An actor class with its options applied: ``remote(*args)`` starts (or finds) it."""
+
+    def remote(self, *args: object) -> Handle: ...
+
+
+def _named(
+    cls: type, name: str, namespace: str, control: dict[str, object], **extra: int
+) -> _Startable:
+    options: dict[str, object] = {
         "name": name,
         "namespace": namespace,
         "get_if_exists": True,
@@ -168,10 +179,11 @@ def _named(cls: Any, name: str, namespace: str, control: dict[str, Any], **extra
         **control,
         **extra,
     }
-    return _actor_class(cls).options(**options)
+    started: _Startable = _actor_class(cls).options(**options)
+    return started
 
 
-def create_registry(cls: Any, namespace: str, control: dict[str, Any], *args: Any) -> Any:
+def create_registry(cls: type, namespace: str, control: dict[str, object], *args: object) -> Handle:
     """The registry actor (restarted from its persisted state if it dies)."""
     return _named(cls, REGISTRY, namespace, control, max_restarts=-1, max_concurrency=256).remote(
         *args
@@ -179,13 +191,13 @@ def create_registry(cls: Any, namespace: str, control: dict[str, Any], *args: An
 
 
 def create_executor(
-    cls: Any,
+    cls: type,
     name: str,
     namespace: str,
-    control: dict[str, Any],
-    *args: Any,
+    control: dict[str, object],
+    *args: object,
     max_concurrency: int = 1000,
-) -> Any:
+) -> Handle:
     """An executor actor (async; never restarted mid-batch: a handle recreates it).
 
     ``max_concurrency`` bounds its concurrent method calls: a shard hosting many scopes
@@ -196,7 +208,9 @@ def create_executor(
     ).remote(*args)
 
 
-def create_pool(cls: Any, pool: str, namespace: str, control: dict[str, Any], *args: Any) -> Any:
+def create_pool(
+    cls: type, pool: str, namespace: str, control: dict[str, object], *args: object
+) -> Handle:
     """The pool manager of one placement."""
     name = pool_name(pool)
     return _named(cls, name, namespace, control, max_restarts=-1, max_concurrency=256).remote(*args)
@@ -209,7 +223,7 @@ class _BucketClass(BucketActor):
         super().__init__(tool, restarted)
 
 
-def create_bucket(tool: str, namespace: str, control: dict[str, Any]) -> Any:
+def create_bucket(tool: str, namespace: str, control: dict[str, object]) -> Handle:
     """The namespace's token-bucket actor of ``tool`` (restarted if it dies)."""
     return _named(
         _BucketClass, bucket_name(tool), namespace, control, max_restarts=-1, max_concurrency=64
@@ -226,12 +240,9 @@ def named_actors(namespace: str, prefix: str = "toolray:") -> list[str]:
     )
 
 
-def get_named(name: str, namespace: str) -> Any | None:
+def get_named(name: str, namespace: str) -> Handle | None:
     """A named actor's handle, or ``None``."""
-    try:
-        return ray.get_actor(name, namespace=namespace)
-    except ValueError:
-        return None
+    return lookup(name, namespace)
 
 
 def resources_offered(options: dict[str, Any]) -> bool:
@@ -253,7 +264,7 @@ def resources_offered(options: dict[str, Any]) -> bool:
     return False
 
 
-def kill(handle: Any, *, no_restart: bool = True) -> None:
+def kill(handle: Handle, *, no_restart: bool = True) -> None:
     """Kill an actor process (idempotent)."""
     with contextlib.suppress(Exception):  # already gone
         ray.kill(handle, no_restart=no_restart)

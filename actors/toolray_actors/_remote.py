@@ -1,18 +1,42 @@
-"""The typed remote call: an actor's method named by the method itself, never by a string.
+"""The one Ray boundary of a call: send, wait, look up, retry on actor death, translate.
 
 ``send(handle, RegistryActor.apply, op)`` is ``handle.apply.remote(op)`` that mypy checks: the
 method exists on the actor class, the arguments fit it, the result has its type. ``stream``
-is the same for an async generator method (Ray's ``num_returns="streaming"``).
+is the same for an async generator method (Ray's ``num_returns="streaming"``). ``get`` waits
+for a reference from a thread, ``lookup`` finds a named actor, and ``retrying`` /
+``retrying_sync`` run an attempt again after its actor died (where a call site says that is
+safe), translating every other Ray error (``toolray_actors._errors.translate``). Only this
+module and ``_handles`` (which applies Ray to actor classes) call Ray's ``get``, ``wait``,
+``get_actor`` or ``num_returns`` (the architecture test checks it).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Coroutine
-from typing import Any, Concatenate, ParamSpec, TypeVar, cast
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Iterator
+from typing import Concatenate, ParamSpec, TypeAlias, TypeVar, cast
 
 import ray
+import ray.exceptions as rex
 
-__all__ = ("send", "stream")
+from ._errors import is_actor_death, translate
+
+__all__ = (
+    "Handle",
+    "actor_name",
+    "get",
+    "job_id",
+    "lookup",
+    "node_id",
+    "retrying",
+    "retrying_sync",
+    "send",
+    "stream",
+)
+
+Handle: TypeAlias = "ray.actor.ActorHandle[object]"
+"""A handle on one of toolray's actors (its class is the method :func:`send` is given)."""
 
 _A = TypeVar("_A")
 _P = ParamSpec("_P")
@@ -20,8 +44,8 @@ _R = TypeVar("_R")
 
 
 def send(
-    handle: Any,
-    method: Callable[Concatenate[_A, _P], Coroutine[Any, Any, _R]],
+    handle: Handle,
+    method: Callable[Concatenate[_A, _P], Coroutine[object, object, _R]],
     /,
     *args: _P.args,
     **kwargs: _P.kwargs,
@@ -36,7 +60,7 @@ def send(
 
 
 def stream(
-    handle: Any,
+    handle: Handle,
     method: Callable[Concatenate[_A, _P], AsyncIterator[_R]],
     /,
     *args: _P.args,
@@ -48,3 +72,91 @@ def stream(
     """
     remote = getattr(handle, method.__name__).options(num_returns="streaming").remote
     return cast("AsyncIterator[ray.ObjectRef[_R]]", remote(*args, **kwargs))
+
+
+def get(ref: ray.ObjectRef[_R]) -> _R:
+    """Wait for ``ref``'s value (blocking: a script's thread, never a running loop)."""
+    value: _R = ray.get(ref)
+    return value
+
+
+def lookup(name: str, namespace: str) -> Handle | None:
+    """The handle of the named actor ``name`` in ``namespace``, or ``None``."""
+    try:
+        return ray.get_actor(name, namespace=namespace)
+    except ValueError:
+        return None
+
+
+def node_id() -> str:
+    """The id of the node this process runs on."""
+    return str(ray.get_runtime_context().get_node_id())
+
+
+def job_id() -> str:
+    """The id of this process's Ray job."""
+    return str(ray.get_runtime_context().get_job_id())
+
+
+def actor_name() -> str:
+    """The name of the actor this process hosts (``""`` if none)."""
+    return ray.get_runtime_context().get_actor_name() or ""
+
+
+def _nothing() -> None:
+    return None
+
+
+def _pause_after(err: rex.RayError, pauses: Iterator[float], what: str) -> float:
+    """How long to wait before the next attempt after ``err``; raises ours if none is due.
+
+    Only an actor's death is retried, and only while ``pauses`` has a pause left.
+    """
+    pause = next(pauses, None)
+    if not is_actor_death(err) or pause is None:
+        raise translate(err, what) from None
+    return pause
+
+
+async def retrying(
+    attempt: Callable[[], Awaitable[_R]],
+    what: str,
+    pauses: Iterable[float],
+    *,
+    recover: Callable[[], object] = _nothing,
+) -> _R:
+    """``await attempt()``; after its actor died, ``recover()``, pause and try again.
+
+    One attempt more than ``pauses`` has pauses (a pause of 0 does not sleep). Any other
+    Ray error, or a death after the last attempt, raises ours for ``what`` (see
+    ``translate``). Only for attempts that are safe to repeat: nothing started, or a new
+    actor that refuses what the dead one accepted.
+    """
+    waits = iter(pauses)
+    while True:
+        try:
+            return await attempt()
+        except rex.RayError as err:
+            pause = _pause_after(err, waits, what)
+        recover()
+        if pause > 0:
+            await asyncio.sleep(pause)
+
+
+def retrying_sync(
+    attempt: Callable[[], _R],
+    what: str,
+    pauses: Iterable[float],
+    *,
+    recover: Callable[[], object] = _nothing,
+) -> _R:
+    """:func:`retrying` for a blocking ``attempt`` (one that waits with :func:`get`)."""
+    waits = iter(pauses)
+    while True:
+        try:
+            return attempt()
+        except rex.RayError as err:
+            pause = _pause_after(err, waits, what)
+        recover()
+        if pause > 0:
+            time.sleep(pause)

@@ -142,9 +142,9 @@ class RuntimeStats:
 
 def _node_id() -> str:
     try:
-        import ray
+        from ._remote import node_id
 
-        return str(ray.get_runtime_context().get_node_id())
+        return node_id()
     except Exception:
         return ""
 

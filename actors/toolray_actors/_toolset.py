@@ -12,12 +12,15 @@ object (a batch already sent keeps the copy it carried).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any, Protocol, final
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol, final
 
 from toolray import ResolvedToolSet, ToolDefinition
 from toolray.lowlevel import chain_entries, tool_set_of
 from toolray_actors._wire import DefinitionBlob, definition_of
+
+if TYPE_CHECKING:
+    from toolray_actors._mirror import Mirror
 
 __all__ = ("RemoteToolSet", "core_tool_set", "wire_tool_set")
 
@@ -40,7 +43,9 @@ class RemoteToolSet(ResolvedToolSet):
 
     __slots__ = ("_conn", "_ids")
 
-    def __init__(self, scope: str | None, ids: Iterable[int], conn: Any = None) -> None:
+    def __init__(
+        self, scope: str | None, ids: Iterable[int], conn: ViewSource | None = None
+    ) -> None:
         self._scope = scope
         self._ids = frozenset(ids)
         self._disposed = False
@@ -54,7 +59,7 @@ class RemoteToolSet(ResolvedToolSet):
         """The admitted registrations, by contribution id."""
         return frozenset() if self._disposed else self._ids
 
-    def admits(self, entry: Any) -> bool:
+    def admits(self, entry: object) -> bool:
         """Registrations of a live registry are never this set's (it admits by id)."""
         return False
 
@@ -66,15 +71,16 @@ class RemoteToolSet(ResolvedToolSet):
         """Admitted definitions still visible in ``scope`` (unpickled here), in view order."""
         if self._disposed or scope != self._scope or self._conn is None:
             return {}
-        views: ViewSource = self._conn
-        found = ((name, definition_of(blob)) for name, blob in views.tool_set_view(self))
+        found = ((name, definition_of(blob)) for name, blob in self._conn.tool_set_view(self))
         return {name: definition for name, definition in found if definition is not None}
 
     def entries(self, scope: str | None) -> Mapping[str, Any]:  # type: ignore[override]
         """The ``ToolSet`` protocol's registrations: here, the admitted definitions."""
         return self.view(scope)
 
-    def __reduce__(self) -> Any:
+    def __reduce__(
+        self,
+    ) -> tuple[Callable[[str | None, tuple[int, ...], bool], RemoteToolSet], tuple[object, ...]]:
         return (_restore, (self._scope, tuple(sorted(self._ids)), self._disposed))
 
     def __repr__(self) -> str:
@@ -88,7 +94,7 @@ def _restore(scope: str | None, ids: tuple[int, ...], disposed: bool) -> RemoteT
     return tool_set
 
 
-def wire_tool_set(tool_set: Any) -> RemoteToolSet | None:
+def wire_tool_set(tool_set: object) -> RemoteToolSet | None:
     """``tool_set`` as it may travel to an actor; an in-process set is a ``TypeError``."""
     if tool_set is None or isinstance(tool_set, RemoteToolSet):
         return tool_set
@@ -98,8 +104,9 @@ def wire_tool_set(tool_set: Any) -> RemoteToolSet | None:
     )
 
 
-def core_tool_set(mirror: Any, tool_set: RemoteToolSet | None) -> ResolvedToolSet | None:
-    """The core set ``tool_set`` stands for, over ``mirror``'s registry."""
+def core_tool_set(mirror: Mirror, wired: ResolvedToolSet | None) -> ResolvedToolSet | None:
+    """The core set ``wired`` (a ``RemoteToolSet``) stands for, over ``mirror``'s registry."""
+    tool_set = wire_tool_set(wired)
     if tool_set is None:
         return None
     registry = mirror.registry

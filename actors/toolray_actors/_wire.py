@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import pickle
 from dataclasses import dataclass
-from typing import Any, NamedTuple, NoReturn, final
+from typing import NamedTuple, NoReturn, final
 
 import cloudpickle
 
 from toolray import (
     AbortController,
     ExecutionToken,
+    ResolvedToolSet,
     ToolCallResult,
     ToolDefinition,
     ToolExecution,
@@ -79,8 +80,8 @@ class WorkerRequest:
     """The tool's cache key."""
     blob: bytes | None
     """The pickled definition, or ``None`` once the worker holds ``key``."""
-    arguments: Any
-    ident: dict[str, Any]
+    arguments: object
+    ident: dict[str, object]
     """The call's identity (JSON: it crosses into a call process as it is)."""
 
     def without_code(self) -> WorkerRequest:
@@ -130,7 +131,7 @@ class AbortOrder:
     """
 
     token: str
-    reason: Any = None
+    reason: object = None
     interrupt_after: float | None = None
     kill_after: float | None = None
 
@@ -140,7 +141,7 @@ class AbortOrder:
 class LogRecord:
     """A log record of the batch, in commit order."""
 
-    event: dict[str, Any]
+    event: dict[str, object]
 
     def __reduce__(self) -> tuple[object, ...]:
         return (LogRecord, (self.event,))
@@ -177,7 +178,7 @@ class StreamEnd:
 
     contexts: tuple[UserMessage, ...]
     concluded: bool
-    trace: list[dict[str, Any]]
+    trace: list[dict[str, object]]
     entries: list[StreamEntry]
 
     def __reduce__(self) -> tuple[object, ...]:
@@ -283,7 +284,7 @@ class _NotJsonArguments:
     def __repr__(self) -> str:
         return "<arguments that are not lossless JSON>"
 
-    def __reduce__(self) -> Any:
+    def __reduce__(self) -> tuple[object, ...]:
         return (_not_json, ())
 
 
@@ -302,7 +303,7 @@ def _portable_error(exc: Exception) -> Exception:
     return exc
 
 
-def shippable_arguments(arguments: Any) -> Any:
+def shippable_arguments(arguments: object) -> object:
     """``arguments`` when lossless JSON, else a marker the pipeline rejects the same way."""
     if type(arguments) is InvalidArguments:
         return InvalidArguments(error=_portable_error(arguments.error))
@@ -320,17 +321,17 @@ class CallSpec:
     key: str
     call_id: str
     name: str
-    arguments: Any
+    arguments: object
     scope: str | None = None
     root_call_id: str | None = None
-    schema: Any = None
-    tool_set: Any = None
+    schema: object = None
+    tool_set: ResolvedToolSet | None = None
     parent: str | None = None
     aborted: bool = False
-    reason: Any = None
+    reason: object = None
 
     @classmethod
-    def of(cls, inp: ToolExecutionInput, key: str, tool_set: Any) -> CallSpec:
+    def of(cls, inp: ToolExecutionInput, key: str, tool_set: ResolvedToolSet | None) -> CallSpec:
         """The spec of ``inp`` (``tool_set`` already in its wire form)."""
         signal = inp.signal
         return cls(
@@ -354,16 +355,16 @@ class ExecutionSnapshot:
 
     call_id: str
     name: str
-    arguments: Any
+    arguments: object
     scope: str | None
     root_call_id: str
-    schema: Any
-    tool_set: Any
+    schema: object
+    tool_set: ResolvedToolSet | None
     nested: bool
     aborted: bool
 
     @classmethod
-    def of(cls, execution: ToolExecution, tool_set: Any) -> ExecutionSnapshot:
+    def of(cls, execution: ToolExecution, tool_set: ResolvedToolSet | None) -> ExecutionSnapshot:
         """The snapshot of ``execution`` (``tool_set`` already in its wire form)."""
         return cls(
             call_id=execution.call_id,
@@ -377,7 +378,7 @@ class ExecutionSnapshot:
             aborted=execution.signal.aborted,
         )
 
-    def rebuild(self, tool_set: Any) -> ToolExecution:
+    def rebuild(self, tool_set: ResolvedToolSet | None) -> ToolExecution:
         """An execution equal in every field a guard reads (fresh tokens and signal)."""
         ctrl = AbortController()
         if self.aborted:

@@ -42,14 +42,23 @@ def test_a_deliberate_kill_and_shutdown_print_nothing_and_tool_prints_show() -> 
     assert [line for line in lines if any(n in line for n in NOISE)] == []
 
 
-def test_the_commands_quiet_window_routes_dead_worker_notices_and_restores_rays_printer() -> None:
-    from ray._private import worker
-
-    original = worker.print_to_stdstream
-    notice = {"pid": "raylet", "lines": ["A worker died or was killed while executing"]}
+def test_the_commands_quiet_window_routes_dead_worker_notices_and_restores_the_streams(
+    capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    notice = "\x1b[33m(raylet)\x1b[0m A worker died or was killed while executing a task"
     assert is_noise(notice)
-    assert not is_noise({"pid": 1234, "lines": ["A worker died or was killed"]})
-    assert not is_noise({"pid": "raylet", "lines": ["(raylet) some other notice"]})
-    with quiet_notices():
-        assert worker.print_to_stdstream is not original
-    assert worker.print_to_stdstream is original
+    assert is_noise("(raylet, ip=10.0.0.2) The actor died unexpectedly before finishing")
+    assert not is_noise("(pid=1234) A worker died or was killed")
+    assert not is_noise("(raylet) some other notice")
+    out, err = sys.stdout, sys.stderr
+    with caplog.at_level("DEBUG", logger="toolray"), quiet_notices():
+        assert sys.stdout is not out
+        print(notice)
+        print("(raylet) some other notice")
+        print(notice, file=sys.stderr)
+        print("a tool's line", file=sys.stderr)
+    assert (sys.stdout, sys.stderr) == (out, err)
+    captured = capsys.readouterr()
+    assert captured.out == "(raylet) some other notice\n"
+    assert captured.err == "a tool's line\n"
+    assert caplog.messages == ["ray: A worker died or was killed while executing a task"] * 2

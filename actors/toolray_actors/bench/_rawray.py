@@ -20,11 +20,11 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 import cloudpickle
 
-from toolray import ToolOutput, define_tool, text_block
+from toolray import ToolDefinition, ToolOutput, define_tool, text_block
 
 __all__ = (
     "BODIES",
@@ -103,18 +103,25 @@ def stages_of(flags: list[bool]) -> list[RawStage]:
 
 
 # ---------------------------------------------------------------------- the work
-async def noop_body(args: Any, ctx: Any) -> str:
+class BenchArgs(TypedDict, total=False):
+    """A bench call's arguments."""
+
+    ms: float
+    exclusive: bool
+
+
+async def noop_body(args: BenchArgs, ctx: object) -> str:
     """Does nothing."""
     return "ok"
 
 
-async def sleep_body(args: Any, ctx: Any) -> str:
+async def sleep_body(args: BenchArgs, ctx: object) -> str:
     """Awaits ``ms`` milliseconds."""
     await asyncio.sleep(float(args.get("ms", 0)) / 1000)
     return "ok"
 
 
-def cpu_body(args: Any, ctx: Any) -> str:
+def cpu_body(args: BenchArgs, ctx: object) -> str:
     """Spins the CPU for ``ms`` milliseconds (a pure-Python loop)."""
     end = time.perf_counter() + float(args.get("ms", 0)) / 1000
     spins = 0
@@ -126,11 +133,11 @@ def cpu_body(args: Any, ctx: Any) -> str:
 _EXECUTE = {"noop": noop_body, "sleep": sleep_body, "cpu": cpu_body}
 
 
-def _safe(args: Any) -> bool:
+def _safe(args: BenchArgs) -> bool:
     return not args.get("exclusive", False)
 
 
-def bench_tool(body: str) -> Any:
+def bench_tool(body: str) -> ToolDefinition:
     """The toolray tool ``bench_<body>`` (``exclusive: true`` makes a call a barrier).
 
     Its code travels by value, as a user's tool module would: a call process that loads it
@@ -154,7 +161,7 @@ class _RawWorker:
     def __init__(self, threads: int) -> None:
         self._pool = ThreadPoolExecutor(max(1, threads), thread_name_prefix="raw-body")
 
-    async def run(self, body: str, args: dict[str, Any]) -> str:
+    async def run(self, body: str, args: BenchArgs) -> str:
         fn: Any = _EXECUTE[body]
         if asyncio.iscoroutinefunction(fn):
             return str(await fn(args, None))
@@ -183,7 +190,9 @@ class _RawDriver:
         await asyncio.gather(*(s.handle.ping.remote() for s in self._slots))
         return len(self._slots)
 
-    async def _one(self, gate: asyncio.Semaphore, body: str, args: Any, out: list[float]) -> None:
+    async def _one(
+        self, gate: asyncio.Semaphore, body: str, args: BenchArgs, out: list[float]
+    ) -> None:
         async with gate:
             slot = min(self._slots, key=lambda s: s.in_flight)
             slot.in_flight += 1
@@ -195,7 +204,7 @@ class _RawDriver:
             out.append(time.perf_counter() - start)
 
     async def run(
-        self, stages: list[RawStage], cap: int, body: str, args: dict[str, Any]
+        self, stages: list[RawStage], cap: int, body: str, args: BenchArgs
     ) -> list[float]:
         """Run every stage in order; returns each call's latency in seconds."""
         gate = asyncio.Semaphore(cap)
@@ -239,7 +248,7 @@ class RawBaseline:
         await self.driver.ready.remote()
 
     async def run(
-        self, stages: list[RawStage], cap: int, body: str, args: dict[str, Any]
+        self, stages: list[RawStage], cap: int, body: str, args: BenchArgs
     ) -> list[float]:
         """One batch's worth of bare calls; per-call latencies in seconds."""
         return list(await self.driver.run.remote(stages, cap, body, args))

@@ -29,13 +29,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from toolray_actors.bench._rawray import GroupShape, stages_of
+from toolray_actors.bench._rawray import BenchArgs, GroupShape, stages_of
 
 from ._bench_report import machine, plot, table
 
 if TYPE_CHECKING:
     from toolray_actors import RayRuntime
     from toolray_actors.bench._rawray import RawBaseline
+    from toolray_actors.driver._executor_handle import ExecutorHandle
 
 __all__ = (
     "BenchOptions",
@@ -76,7 +77,7 @@ class BenchOptions:
         if self.body not in ("noop", "sleep", "cpu"):
             raise ValueError(f"unknown body {self.body!r}: use noop, sleep or cpu")
 
-    def body_args(self) -> dict[str, Any]:
+    def body_args(self) -> BenchArgs:
         """The arguments every call carries (besides ``exclusive``)."""
         if self.body == "sleep":
             return {"ms": self.sleep_ms}
@@ -116,7 +117,9 @@ def _trace_latencies(trace: list[dict[str, Any]]) -> list[float]:
 class _Side:
     """One configuration's batches on both sides, plus what was measured."""
 
-    def __init__(self, handle: Any, raw: RawBaseline, opts: BenchOptions, shape: GroupShape):
+    def __init__(
+        self, handle: ExecutorHandle, raw: RawBaseline, opts: BenchOptions, shape: GroupShape
+    ):
         from toolray import ToolCall
 
         self.handle, self.raw, self.opts = handle, raw, opts

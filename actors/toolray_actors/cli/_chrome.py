@@ -37,31 +37,62 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import SupportsFloat, TypedDict
 
 __all__ = ("chrome_json", "events_to_trace", "trace_to_chrome")
 
 _PID = 1
 _SCHEDULER_TID = 0
 
+Span = dict[str, object]
+"""One record of a batch trace (a call's span, a stage, an abort), as JSON."""
 
-def _us(seconds: Any) -> float:
-    return round(float(seconds or 0.0) * 1e6, 3)
+Event = dict[str, object]
+"""One Chrome trace event, as JSON."""
 
 
-def _end(span: dict[str, Any]) -> float:
+class ChromeTrace(TypedDict):
+    """The JSON Object Format document."""
+
+    traceEvents: list[Event]
+    displayTimeUnit: str
+    otherData: dict[str, str]
+
+
+def _float(value: object) -> float:
+    if isinstance(value, SupportsFloat | str):
+        return float(value)
+    raise TypeError(f"a trace time must be a number, not {value!r}")
+
+
+def _index(span: Span) -> int:
+    index = span["index"]
+    if isinstance(index, int):
+        return index
+    raise TypeError(f"a span's index must be an int, not {index!r}")
+
+
+def _mapping(value: object) -> Mapping[str, object]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _us(seconds: object) -> float:
+    return round(_float(seconds or 0.0) * 1e6, 3)
+
+
+def _end(span: Span) -> float:
     for key in ("settled", "committed", "started"):
         if span.get(key) is not None:
-            return float(span[key])
+            return _float(span[key])
     return 0.0
 
 
-def _natural(text: str) -> list[Any]:
+def _natural(text: str) -> list[int | str]:
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text)]
 
 
-def _track_of(span: dict[str, Any], unassigned: str) -> str:
+def _track_of(span: Span, unassigned: str) -> str:
     if span.get("track"):
         return str(span["track"])
     if span.get("worker"):
@@ -69,12 +100,12 @@ def _track_of(span: dict[str, Any], unassigned: str) -> str:
     return unassigned
 
 
-def _lanes(spans: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+def _lanes(spans: list[Span]) -> list[list[Span]]:
     """Greedy interval partition: no two spans of one lane overlap."""
-    lanes: list[list[dict[str, Any]]] = []
+    lanes: list[list[Span]] = []
     ends: list[float] = []
-    for span in sorted(spans, key=lambda s: (float(s.get("started") or 0.0), s["index"])):
-        start = float(span.get("started") or 0.0)
+    for span in sorted(spans, key=lambda s: (_float(s.get("started") or 0.0), _index(s))):
+        start = _float(span.get("started") or 0.0)
         for k, end in enumerate(ends):
             if end <= start:
                 lanes[k].append(span)
@@ -86,7 +117,7 @@ def _lanes(spans: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     return lanes
 
 
-def _metadata(tid: int, name: str, sort_index: int) -> list[dict[str, Any]]:
+def _metadata(tid: int, name: str, sort_index: int) -> list[Event]:
     return [
         {"ph": "M", "name": "thread_name", "pid": _PID, "tid": tid, "args": {"name": name}},
         {
@@ -99,13 +130,13 @@ def _metadata(tid: int, name: str, sort_index: int) -> list[dict[str, Any]]:
     ]
 
 
-def _sub_span(parent: dict[str, Any], sub: dict[str, Any]) -> dict[str, Any]:
+def _sub_span(parent: Span, sub: Mapping[str, object]) -> Span:
     """A sub-call span, placed under its ``run_code`` call."""
     return {**sub, "index": parent.get("index"), "parentCallId": parent.get("callId")}
 
 
-def _slice(span: dict[str, Any], tid: int) -> dict[str, Any]:
-    args: dict[str, Any] = {
+def _slice(span: Span, tid: int) -> Event:
+    args: dict[str, object] = {
         "callId": span.get("callId"),
         "code": span.get("code"),
         "isError": span.get("isError"),
@@ -130,7 +161,8 @@ def _slice(span: dict[str, Any], tid: int) -> dict[str, Any]:
     }
 
 
-def _instant(event: dict[str, Any]) -> dict[str, Any] | None:
+def _instant(event: Span) -> Event | None:
+    args: dict[str, object]
     if event.get("type") == "abort":
         name, args = "abort", {"index": event.get("index")}
     elif event.get("type") == "stage" and event.get("kind") == "exclusive":
@@ -150,12 +182,12 @@ def _instant(event: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def trace_to_chrome(
-    trace: Sequence[dict[str, Any]],
+    trace: Sequence[Span],
     *,
     process_name: str = "toolray batch",
     unassigned: str = "in-process",
     clock: str = "seconds since the batch started",
-) -> dict[str, Any]:
+) -> ChromeTrace:
     """Chrome/Perfetto trace JSON (a plain, JSON-serializable dict) of one batch trace.
 
     Example:
@@ -166,18 +198,20 @@ def trace_to_chrome(
         >>> [e["dur"] for e in out["traceEvents"] if e["ph"] == "X"]
         [120000.0]
     """
-    events: list[dict[str, Any]] = [
+    events: list[Event] = [
         {"ph": "M", "name": "process_name", "pid": _PID, "tid": 0, "args": {"name": process_name}},
         *_metadata(_SCHEDULER_TID, "scheduler", 0),
     ]
-    tracks: dict[str, list[dict[str, Any]]] = {}
-    order: dict[str, tuple[bool, list[Any]] | tuple[bool, list[Any], list[Any]]] = {}
+    tracks: dict[str, list[Span]] = {}
+    order: dict[
+        str, tuple[bool, list[int | str]] | tuple[bool, list[int | str], list[int | str]]
+    ] = {}
     for span in trace:
         if span.get("type") == "call":
             track = _track_of(span, unassigned)
             tracks.setdefault(track, []).append(span)
             order.setdefault(track, (track == unassigned, _natural(track)))
-            subs = [_sub_span(span, sub) for sub in span.get("subCalls") or ()]
+            subs = [_sub_span(span, _mapping(sub)) for sub in _items(span.get("subCalls"))]
             if subs:
                 name = f"{span.get('callId')} {span.get('name')} > sub-calls"
                 tracks.setdefault(name, []).extend(subs)
@@ -197,23 +231,23 @@ def trace_to_chrome(
     }
 
 
-def _compact(value: Any) -> str:
+def _compact(value: object) -> str:
     return json.dumps(value, separators=(",", ":"))
 
 
-def chrome_json(doc: dict[str, Any]) -> str:
+def chrome_json(doc: ChromeTrace) -> str:
     """``doc`` as JSON text with one trace event per line (compact, diff-friendly)."""
     events = ",\n".join(_compact(e) for e in doc["traceEvents"])
     rest = "".join(f",{_compact(k)}:{_compact(v)}" for k, v in doc.items() if k != "traceEvents")
     return '{"traceEvents":[\n' + events + "\n]" + rest + "}\n"
 
 
-def events_to_trace(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+def events_to_trace(events: Iterable[Mapping[str, object]]) -> list[Span]:
     """A logical-time trace of a durable event log (see the module docstring)."""
-    trace: list[dict[str, Any]] = []
-    open_spans: dict[tuple[Any, Any, Any], dict[str, Any]] = {}
-    batch_sizes: dict[tuple[Any, Any], int] = {}
-    aborted: set[tuple[Any, Any]] = set()
+    trace: list[Span] = []
+    open_spans: dict[tuple[object, object, object], Span] = {}
+    batch_sizes: dict[tuple[object, object], int] = {}
+    aborted: set[tuple[object, object]] = set()
     for tick, event in enumerate(events, 1):
         now = tick / 1000.0
         batch = (event.get("turn"), event.get("step"))
@@ -233,7 +267,7 @@ def events_to_trace(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
                 found = _log_span(batch, index - 1, event.get("callId"), "?", now)
                 trace.append(found)
             span = found
-            _close(span, event.get("result") or {}, now)
+            _close(span, _mapping(event.get("result")), now)
             if span["code"] == "ABORTED_BEFORE_DISPATCH" and batch not in aborted:
                 aborted.add(batch)
                 trace.append({"type": "abort", "index": span["index"], "time": span["started"]})
@@ -241,10 +275,10 @@ def events_to_trace(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _sub_event(
-    trace: list[dict[str, Any]],
-    open_spans: dict[tuple[Any, Any, Any], dict[str, Any]],
-    batch: tuple[Any, Any],
-    event: dict[str, Any],
+    trace: list[Span],
+    open_spans: dict[tuple[object, object, object], Span],
+    batch: tuple[object, object],
+    event: Mapping[str, object],
     now: float,
 ) -> None:
     key = (*batch, event.get("subCallId"))
@@ -263,8 +297,8 @@ def _sub_event(
 
 
 def _log_span(
-    batch: tuple[Any, Any], index: int, call_id: Any, name: Any, now: float
-) -> dict[str, Any]:
+    batch: tuple[object, object], index: int, call_id: object, name: object, now: float
+) -> Span:
     return {
         "type": "call",
         "index": index,
@@ -278,8 +312,13 @@ def _log_span(
     }
 
 
-def _close(span: dict[str, Any], wire: dict[str, Any], now: float) -> None:
+def _close(span: Span, wire: Mapping[str, object], now: float) -> None:
     span["committed"] = now
     span["isError"] = bool(wire.get("isError"))
-    info = (wire.get("error") or {}).get("info") or {}
+    info = _mapping(_mapping(wire.get("error")).get("info"))
     span["code"] = info.get("code")
+
+
+def _items(value: object) -> Iterable[object]:
+    """A list field (``subCalls``), or nothing."""
+    return value if isinstance(value, list | tuple) else ()

@@ -22,10 +22,10 @@ import sys
 import tempfile
 import textwrap
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from toolray import (
     AbortController,
@@ -41,6 +41,11 @@ from toolray_actors._config import RuntimeConfig, load_config
 from . import _demo_tools
 from ._demo_code import code_scene
 from ._timeline import render_results, render_timeline
+
+if TYPE_CHECKING:
+    from toolray_actors._stats import RuntimeStats
+    from toolray_actors.driver._executor_handle import ExecutorHandle
+    from toolray_actors.driver._runtime import RayRuntime
 
 __all__ = (
     "DemoSession",
@@ -76,7 +81,7 @@ def say(*lines: str) -> None:
     sys.stdout.flush()
 
 
-def _call(call_id: str, name: str, **arguments: Any) -> ToolCall:
+def _call(call_id: str, name: str, **arguments: object) -> ToolCall:
     return ToolCall(call_id, name, json.dumps(arguments))
 
 
@@ -84,7 +89,7 @@ def _call(call_id: str, name: str, **arguments: Any) -> ToolCall:
 class RayRunner:
     """Runs batches through one scope's executor actor."""
 
-    def __init__(self, handle: Any) -> None:
+    def __init__(self, handle: ExecutorHandle) -> None:
         self.handle = handle
 
     async def run(self, batch: ToolBatchInput) -> tuple[ToolBatchResult, list[dict[str, Any]]]:
@@ -147,7 +152,7 @@ def crash_calls(ws: Path) -> list[ToolCall]:
 
 
 async def cancel_batch(
-    runner: Any, ws: Path, *, scope: str | None = None, think_s: float = 0.25
+    runner: RayRunner | LocalRunner, ws: Path, *, scope: str | None = None, think_s: float = 0.25
 ) -> tuple[ToolBatchResult, list[dict[str, Any]], float]:
     """Two slow fetches, then a write and a read; the user aborts while the fetches run."""
     ctrl = AbortController()
@@ -175,7 +180,7 @@ async def cancel_batch(
 class DemoSession:
     """A started runtime with the demo kit registered, and its workspace."""
 
-    rt: Any
+    rt: RayRuntime
     workspace: Path
     runner: RayRunner
     disposers: list[Disposer]
@@ -225,7 +230,7 @@ def _wrap(text: str) -> list[str]:
     return textwrap.wrap(text, width=96, initial_indent="    ", subsequent_indent="    ")
 
 
-def _stats_delta(before: Any, after: Any) -> str:
+def _stats_delta(before: RuntimeStats, after: RuntimeStats) -> str:
     fields = ("workers", "kills", "replacements", "child_replacements", "workers_lost")
     parts = [f"{f} {getattr(before, f)} -> {getattr(after, f)}" for f in fields]
     return "  rt.stats(): " + ", ".join(parts)
@@ -265,7 +270,7 @@ async def _timeout(s: DemoSession) -> None:
     say(_stats_delta(before, await _replaced(s, before)))
 
 
-async def _replaced(s: DemoSession, before: Any) -> Any:
+async def _replaced(s: DemoSession, before: RuntimeStats) -> RuntimeStats:
     """``rt.stats()`` once the pool has replaced what was killed (in the background)."""
     for _ in range(100):
         stats = s.rt.stats()
@@ -341,7 +346,7 @@ async def _code(s: DemoSession) -> None:
     await code_scene(s, say)
 
 
-SCENARIOS: tuple[Callable[[DemoSession], Any], ...] = (
+SCENARIOS: tuple[Callable[[DemoSession], Awaitable[None]], ...] = (
     _barrier,
     _timeout,
     _cancel,

@@ -22,9 +22,16 @@ import os
 import re
 import time
 from pathlib import Path
-from typing import Any
+from typing import NotRequired, TypedDict
 
-from toolray import ToolDefinition, ToolOutput, define_tool, text_block
+from toolray import (
+    ContentBlock,
+    ToolDefinition,
+    ToolOutput,
+    ToolRunContext,
+    define_tool,
+    text_block,
+)
 
 __all__ = (
     "IO_LATENCY_S",
@@ -62,15 +69,61 @@ def make_workspace(root: str | os.PathLike[str]) -> Path:
     return base
 
 
+# ---------------------------------------------------------------- arguments and values
+class PathArgs(TypedDict):
+    path: str
+
+
+class GrepArgs(TypedDict):
+    pattern: str
+    root: str
+
+
+class WriteArgs(TypedDict):
+    path: str
+    text: str
+
+
+class FetchArgs(TypedDict):
+    url: str
+    latency_ms: NotRequired[float]
+
+
+class SecondsArgs(TypedDict):
+    seconds: NotRequired[float]
+
+
+class FileText(TypedDict):
+    path: str
+    lines: int
+    text: str
+
+
+class GrepMatches(TypedDict):
+    pattern: str
+    matches: list[str]
+
+
+class Written(TypedDict):
+    path: str
+    bytes: int
+
+
+class Fetched(TypedDict):
+    url: str
+    status: int
+    bytes: int
+
+
 # ---------------------------------------------------------------- bodies
-def read_file(args: Any, ctx: Any) -> dict[str, Any]:
+def read_file(args: PathArgs, ctx: ToolRunContext) -> FileText:
     """Read a text file (read-only, safe to run alongside other reads)."""
     time.sleep(IO_LATENCY_S)
     text = Path(args["path"]).read_text(encoding="utf-8")
     return {"path": args["path"], "lines": len(text.splitlines()), "text": text}
 
 
-def grep(args: Any, ctx: Any) -> dict[str, Any]:
+def grep(args: GrepArgs, ctx: ToolRunContext) -> GrepMatches:
     """Search the files under ``root`` for a regular expression."""
     time.sleep(IO_LATENCY_S)
     pattern = re.compile(args["pattern"])
@@ -84,7 +137,7 @@ def grep(args: Any, ctx: Any) -> dict[str, Any]:
     return {"pattern": args["pattern"], "matches": matches}
 
 
-def write_file(args: Any, ctx: Any) -> dict[str, Any]:
+def write_file(args: WriteArgs, ctx: ToolRunContext) -> Written:
     """Write a text file (a side effect: never concurrent with anything else)."""
     time.sleep(IO_LATENCY_S)
     path = Path(args["path"])
@@ -94,7 +147,7 @@ def write_file(args: Any, ctx: Any) -> dict[str, Any]:
     return {"path": args["path"], "bytes": len(data)}
 
 
-async def fetch_url(args: Any, ctx: Any) -> dict[str, Any]:
+async def fetch_url(args: FetchArgs, ctx: ToolRunContext) -> Fetched:
     """A simulated HTTP GET: waits ``latency_ms`` or until the call is cancelled."""
     try:
         await asyncio.wait_for(ctx.signal.wait(), timeout=args.get("latency_ms", 200) / 1000)
@@ -105,47 +158,47 @@ async def fetch_url(args: Any, ctx: Any) -> dict[str, Any]:
     raise AssertionError("unreachable")
 
 
-def stubborn(args: Any, ctx: Any) -> str:
+def stubborn(args: SecondsArgs, ctx: ToolRunContext) -> str:
     """Ignores its signal: one blocking C-level sleep that only a process kill stops."""
     time.sleep(float(args.get("seconds", 30)))
     return "finished (nobody stopped me)"
 
 
-def crash(args: Any, ctx: Any) -> str:
+def crash(args: object, ctx: ToolRunContext) -> str:
     """Kills its own worker process, as a segfaulting native extension would."""
     os._exit(17)
 
 
 # ---------------------------------------------------------------- rendering
-def _render_read(args: Any, value: Any) -> list[dict[str, Any]]:
+def _render_read(args: object, value: FileText) -> list[ContentBlock]:
     name = Path(value["path"]).name
     lines = value["lines"]
     return [text_block(f"{name}: {lines} line{'s' if lines != 1 else ''}\n{value['text']}")]
 
 
-def _render_grep(args: Any, value: Any) -> list[dict[str, Any]]:
+def _render_grep(args: object, value: GrepMatches) -> list[ContentBlock]:
     found = list(value["matches"])
     head = f"{len(found)} match(es) for /{value['pattern']}/"
     return [text_block("\n".join([head, *found]))]
 
 
-def _render_write(args: Any, value: Any) -> list[dict[str, Any]]:
+def _render_write(args: object, value: Written) -> list[ContentBlock]:
     return [text_block(f"wrote {value['bytes']} bytes to {Path(value['path']).name}")]
 
 
-def _render_fetch(args: Any, value: Any) -> list[dict[str, Any]]:
+def _render_fetch(args: object, value: Fetched) -> list[ContentBlock]:
     return [text_block(f"{value['status']} OK {value['url']} ({value['bytes']} bytes)")]
 
 
-def _render_text(args: Any, value: Any) -> list[dict[str, Any]]:
+def _render_text(args: object, value: object) -> list[ContentBlock]:
     return [text_block(str(value))]
 
 
-def _safe(args: Any) -> bool:
+def _safe(args: object) -> bool:
     return True
 
 
-def _unsafe(args: Any) -> bool:
+def _unsafe(args: object) -> bool:
     return False
 
 

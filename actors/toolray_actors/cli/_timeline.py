@@ -13,7 +13,10 @@ the same in a terminal and in a CI log.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from toolray import ToolCallResult, ToolExecutionResult
 
 __all__ = (
     "code_of",
@@ -145,7 +148,7 @@ def _cells(span: dict[str, Any], total: float, width: int, *, sub: bool) -> list
     return [number, call, name, worker, mode, _ms(start), _ms(end), bar, status]
 
 
-def first_line(result: Any) -> str:
+def first_line(result: ToolExecutionResult) -> str:
     """The first line of a result's content (what the model reads first)."""
     for block in getattr(result, "content", ()) or ():
         if block.get("type") == "text":
@@ -154,7 +157,7 @@ def first_line(result: Any) -> str:
     return ""
 
 
-def code_of(result: Any) -> str:
+def code_of(result: ToolExecutionResult) -> str:
     """``ok`` or the failure's code."""
     if not result.is_error:
         return "ok"
@@ -162,7 +165,7 @@ def code_of(result: Any) -> str:
     return info.code if info is not None and info.code else "error"
 
 
-def render_results(results: Iterable[Any], *, limit: int = 78) -> list[str]:
+def render_results(results: Iterable[ToolCallResult], *, limit: int = 78) -> list[str]:
     """``call id  status  first line of content`` per result, plus any failure reason."""
     lines = []
     for item in results:

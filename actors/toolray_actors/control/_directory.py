@@ -13,28 +13,31 @@ import asyncio
 import concurrent.futures
 import threading
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Generic, TypeVar
 
 __all__ = ("ActorDirectory",)
 
+_H = TypeVar("_H")
 
-class ActorDirectory:
+
+class ActorDirectory(Generic[_H]):
     """Ready actors by name; a name being started holds the future of its start."""
 
     def __init__(self) -> None:
-        self._entries: dict[str, Any] = {}
+        self._entries: dict[str, _H | concurrent.futures.Future[_H]] = {}
         self._lock = threading.Lock()
 
-    async def get(self, name: str, start: Callable[[], Awaitable[Any]]) -> Any:
+    async def get(self, name: str, start: Callable[[], Awaitable[_H]]) -> _H:
         """The ready actor ``name``; ``start()`` runs once for concurrent first callers."""
         while True:
+            mine: concurrent.futures.Future[_H] | None = None
             with self._lock:
-                entry: Any = self._entries.get(name)
-                mine = entry is None
-                if mine:
-                    entry = self._entries[name] = concurrent.futures.Future()
-            if mine:
-                return await self._start(name, entry, start)
+                entry = self._entries.get(name)
+                if entry is None:
+                    mine = concurrent.futures.Future()
+                    entry = self._entries[name] = mine
+            if mine is not None:
+                return await self._start(name, mine, start)
             if not isinstance(entry, concurrent.futures.Future):
                 return entry
             try:  # shielded: a waiter's own cancellation must not cancel the shared start
@@ -46,8 +49,8 @@ class ActorDirectory:
                 raise
 
     async def _start(
-        self, name: str, entry: concurrent.futures.Future[Any], start: Callable[[], Awaitable[Any]]
-    ) -> Any:
+        self, name: str, entry: concurrent.futures.Future[_H], start: Callable[[], Awaitable[_H]]
+    ) -> _H:
         try:
             actor = await start()
         except BaseException as err:
@@ -65,7 +68,7 @@ class ActorDirectory:
         entry.set_result(actor)
         return actor
 
-    def drop(self, name: str, actor: Any) -> None:
+    def drop(self, name: str, actor: _H) -> None:
         """Forget ``actor`` (found dead) unless another start already replaced it."""
         with self._lock:
             if self._entries.get(name) is actor:

@@ -18,11 +18,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from toolray_actors._errors import is_actor_death
-from toolray_actors._remote import send
+from toolray_actors._remote import Handle, send
 from toolray_actors._wire import RegistryChange
+
+if TYPE_CHECKING:
+    import ray
+
+_T = TypeVar("_T")
 
 __all__ = ("Fanout",)
 
@@ -34,7 +39,7 @@ _MAX_GROUP = 256
 """Changes per message at most (a longer queue goes out in several groups, in order)."""
 
 
-def _as_future(ref: Any) -> asyncio.Future[Any]:
+def _as_future(ref: ray.ObjectRef[_T]) -> asyncio.Future[_T]:
     return asyncio.wrap_future(ref.future())
 
 
@@ -52,7 +57,7 @@ class Fanout:
     def __init__(self, namespace: str) -> None:
         self.namespace = namespace
         self.seq = 0
-        self.executors: dict[str, Any] = {}
+        self.executors: dict[str, Handle] = {}
         self.messages = 0
         """``apply_changes`` messages sent (one per executor per group)."""
         self._queue: list[tuple[int, RegistryChange]] = []

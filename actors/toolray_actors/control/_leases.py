@@ -11,7 +11,11 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ("Lease", "LeaseTable", "dead_jobs")
+__all__ = ("WATCH_EVERY_S", "Lease", "LeaseTable", "dead_jobs")
+
+
+WATCH_EVERY_S = 2.0
+"""How often the liveness of lease holders is checked (a dead driver is noticed in ≤ 10 s)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -20,62 +20,38 @@ import os
 from dataclasses import replace
 from typing import Any
 
-from toolray import ToolPromptSection
+from toolray import RegistryStatistics, ToolPromptSection
 from toolray_actors._config import RuntimeConfig
 from toolray_actors._errors import RuntimeUnavailableError
-from toolray_actors._handles import executor_name, get_named, kill, kill_self, named_actors
+from toolray_actors._handles import executor_name, get_named, kill, kill_self
 from toolray_actors._mirror import Mirror, Op
-from toolray_actors._remote import send
 from toolray_actors._stats import ActorStats, actor_stats
-from toolray_actors._wire import Added, RegistryChange, Removed, ScopeDisposed, Swapped
+from toolray_actors._toolset import RemoteToolSet
+from toolray_actors._wire import (
+    Added,
+    DefinitionBlob,
+    ExecutionSnapshot,
+    RegistryChange,
+    Removed,
+    ScopeDisposed,
+    Swapped,
+)
 from toolray_actors.execution._code_pool import CodePool, code_registry
-from toolray_actors.execution._pool import PoolManager
 
+from ._ending import stop_namespace
 from ._fanout import Fanout
-from ._leases import Lease, LeaseTable, dead_jobs
-from ._registry_reads import RegistryReads
-from ._store import Store
+from ._index import Contributions
+from ._leases import WATCH_EVERY_S, Lease, LeaseTable, dead_jobs
+from ._registry_reads import RegistryReader
+from ._store import Meta, RegistryInfo, Store
 
 __all__ = ("RegistryActor",)
 
 _log = logging.getLogger("toolray")
 
-_WATCH_EVERY_S = 2.0
-"""How often the liveness of lease holders is checked (a dead driver is noticed in ≤ 10 s)."""
 
-
-class _Index:
-    """Lookups the writes need in O(1): live registrations, scope ops, ops per layer."""
-
-    def __init__(self) -> None:
-        self.registrations: dict[tuple[str | None, str | None], int] = {}
-        self.scopes: set[str] = set()
-        self.by_key: dict[str | None, set[int]] = {}
-
-    def add(self, op: Op) -> None:
-        if op.kind == "register":
-            self.registrations[(op.key, op.name)] = op.id
-        elif op.kind == "scope" and op.key is not None:
-            self.scopes.add(op.key)
-        self.by_key.setdefault(op.key, set()).add(op.id)
-
-    def remove(self, op: Op) -> None:
-        if op.kind == "register" and self.registrations.get((op.key, op.name)) == op.id:
-            del self.registrations[(op.key, op.name)]
-        elif op.kind == "scope" and op.key is not None:
-            self.scopes.discard(op.key)
-        ids = self.by_key.get(op.key)
-        if ids is not None:
-            ids.discard(op.id)
-            if not ids:
-                del self.by_key[op.key]
-
-
-class RegistryActor(RegistryReads):
-    """Holds the namespace's registry state and fans changes out to executor actors.
-
-    The read side and the change counter come from :class:`RegistryReads`.
-    """
+class RegistryActor:
+    """The namespace's registry state, fanned out to executors; ``reads`` answers its reads."""
 
     def __init__(
         self,
@@ -91,8 +67,7 @@ class RegistryActor(RegistryReads):
         cfg = RuntimeConfig.model_validate(config or {})
         # the same mode, cap and runtime language as the executors' mirrors (no program runs here)
         self.mirror = Mirror(code_registry(cfg, CodePool(cfg.code)))
-        self.ops: dict[int, Op] = {}
-        self.index = _Index()
+        self.contributions = Contributions()
         self.next_id = 1
         self.restarts = 0
         self.leases = LeaseTable()
@@ -100,10 +75,12 @@ class RegistryActor(RegistryReads):
         self._lock = asyncio.Lock()
         self._watcher: asyncio.Task[None] | None = None
         self._ending = False
-        self._start_change_count(self._restore())
+        self.reads = RegistryReader(self.mirror)
+        self._restore()
+        self.reads.count_changes()
 
     # ------------------------------------------------------------------ persistence
-    def _meta(self) -> dict[str, Any]:
+    def _meta(self) -> Meta:
         return {
             "next_id": self.next_id,
             "seq": self.fanout.seq,
@@ -111,19 +88,18 @@ class RegistryActor(RegistryReads):
             "restarts": self.restarts,
             "leases": self.leases.snapshot(),
             "detached": self.detached,
-            "changes": self.changes,
+            "changes": self.reads.changes,
         }
 
-    def _restore(self) -> int:
-        """Replay the persisted state; returns the change count it had reached."""
-        self.changes = 0
+    def _restore(self) -> None:
+        """Replay the persisted state (the change count included)."""
         meta, ops = self.store.load()
         if meta is None:
-            return 0
+            return
         for op in ops:
             try:
                 self.mirror.apply(op)
-                self._record(op)
+                self.contributions.record(op)
             except Exception:
                 _log.debug("toolray: could not restore contribution %s", op.id, exc_info=True)
         self.next_id = meta["next_id"]
@@ -134,9 +110,8 @@ class RegistryActor(RegistryReads):
             handle = get_named(name, self.namespace)
             if handle is not None:
                 self.fanout.executors[name] = handle
-        self.changes = int(meta.get("changes", 0))
+        self.reads.changes = int(meta.get("changes", 0))
         self.store.put_meta(self._meta())
-        return self.changes
 
     async def _save_meta(self) -> None:
         await self.store.a_put_meta(self._meta())
@@ -179,7 +154,7 @@ class RegistryActor(RegistryReads):
 
     async def _watch_leases(self) -> None:
         while not self._ending:
-            await asyncio.sleep(_WATCH_EVERY_S)
+            await asyncio.sleep(WATCH_EVERY_S)
             try:
                 dead = await asyncio.to_thread(dead_jobs, self.leases.job_ids())
             except Exception:
@@ -202,48 +177,15 @@ class RegistryActor(RegistryReads):
     async def _end(self, why: str, *, forget: bool) -> None:
         self._ending = True
         async with self._lock:
-            await self._stop_others()
+            await stop_namespace(self.namespace)
+            self.fanout.executors.clear()
             if forget:
                 await asyncio.to_thread(self.store.forget)
                 await asyncio.to_thread(self.store.tombstone, why)
         # Exit after this reply has left (the caller must not see our death).
         asyncio.get_running_loop().call_later(0.2, kill_self)
 
-    async def _stop_others(self) -> None:
-        names = await asyncio.to_thread(named_actors, self.namespace)
-        pools = [n for n in names if n.startswith("toolray:pool:")]
-        others = [n for n in names if n not in pools and n != "toolray:registry"]
-        for name in pools:  # each pool kills its own workers first
-            handle = get_named(name, self.namespace)
-            if handle is not None:
-                try:
-                    await asyncio.wait_for(
-                        asyncio.wrap_future(send(handle, PoolManager.shutdown).future()), 5
-                    )
-                except Exception:
-                    _log.debug("toolray: pool %s did not shut down cleanly", name, exc_info=True)
-                kill(handle)
-        for name in others:
-            handle = get_named(name, self.namespace)
-            if handle is not None:
-                kill(handle)
-        self.fanout.executors.clear()
-
     # ------------------------------------------------------------------ writes
-    def _live_registration(self, op: Op) -> Op | None:
-        op_id = self.index.registrations.get((op.key, op.name))
-        return self.ops.get(op_id) if op_id is not None else None
-
-    def _record(self, op: Op) -> None:
-        self.ops[op.id] = op
-        self.index.add(op)
-
-    def _forget(self, op_id: int) -> Op | None:
-        op = self.ops.pop(op_id, None)
-        if op is not None:
-            self.index.remove(op)
-        return op
-
     async def apply(self, op: Op) -> int:
         """Validate and record one contribution; returns its id (idempotent registration)."""
         op_id, seq = await self._apply(op)
@@ -253,12 +195,12 @@ class RegistryActor(RegistryReads):
     async def _apply(self, op: Op) -> tuple[int, int]:
         async with self._lock:
             if op.kind == "register":
-                live = self._live_registration(op)
+                live = self.contributions.live_registration(op)
                 if live is not None and op.replace:
                     return await self._swap(live, op)
                 if live is not None and live.fingerprint == op.fingerprint:
                     held = replace(live, holders=live.holders + 1)
-                    self.ops[live.id] = held
+                    self.contributions.ops[live.id] = held
                     await self.store.a_put_op(held)
                     return live.id, self.fanout.seq  # its change may still be on its way
             op = replace(op, id=self.next_id, replace=False)
@@ -269,7 +211,7 @@ class RegistryActor(RegistryReads):
                     raise ValueError(f"{err}; pass replace=True to swap it") from None
                 raise
             self.next_id += 1
-            self._record(op)
+            self.contributions.record(op)
             await self.store.a_put_op(op)
             return op.id, await self._publish(Added(op))
 
@@ -277,8 +219,8 @@ class RegistryActor(RegistryReads):
         new = replace(op, id=self.next_id, replace=False)
         self.mirror.swap(live.id, new)
         self.next_id += 1
-        self._forget(live.id)
-        self._record(new)
+        self.contributions.forget(live.id)
+        self.contributions.record(new)
         await self.store.a_del_op(live.id)
         await self.store.a_put_op(new)
         return new.id, await self._publish(Swapped(live.id, new))
@@ -294,11 +236,11 @@ class RegistryActor(RegistryReads):
             reg.scope(key, parent=parent)
             seq = self.fanout.seq  # a known scope's change may still be on its way
             for k in () if known else reg.chain(key):  # new ancestors get scope ops too
-                if k in self.index.scopes:
+                if k in self.contributions.index.scopes:
                     continue
                 op = Op(id=self.next_id, kind="scope", key=k, parent=self.mirror.parent_of(k))
                 self.next_id += 1
-                self._record(op)
+                self.contributions.record(op)
                 await self.store.a_put_op(op)
                 seq = await self._publish(Added(op))
             found = self.mirror.parent_of(key)
@@ -308,15 +250,15 @@ class RegistryActor(RegistryReads):
     async def dispose(self, op_id: int) -> bool:
         """Drop one holder of a contribution; ``False`` if it was already gone."""
         async with self._lock:
-            op = self.ops.get(op_id)
+            op = self.contributions.ops.get(op_id)
             if op is None:
                 return False
             if op.holders > 1:
                 held = replace(op, holders=op.holders - 1)
-                self.ops[op_id] = held
+                self.contributions.ops[op_id] = held
                 await self.store.a_put_op(held)
                 return True
-            self._forget(op_id)
+            self.contributions.forget(op_id)
             self.mirror.remove(op_id)
             await self.store.a_del_op(op_id)
             seq = await self._publish(Removed(op_id))
@@ -326,9 +268,9 @@ class RegistryActor(RegistryReads):
     async def dispose_scope(self, key: str) -> int:
         """Lift everything contributed through ``key`` and forget the scope itself."""
         async with self._lock:
-            owned = sorted(self.index.by_key.get(key, ()))
+            owned = sorted(self.contributions.index.by_key.get(key, ()))
             for op_id in owned:
-                self._forget(op_id)
+                self.contributions.forget(op_id)
                 await self.store.a_del_op(op_id)
             self.mirror.dispose_scope(key, owned)
             seq = await self._publish(ScopeDisposed(key, tuple(owned)))
@@ -349,7 +291,7 @@ class RegistryActor(RegistryReads):
             if handle is not None:
                 self.fanout.executors[name] = handle
                 await self._save_meta()
-            return self.fanout.seq, list(self.ops.values())
+            return self.fanout.seq, list(self.contributions.ops.values())
 
     async def detach_executor(self, name: str) -> None:
         """Stop sending invalidations to ``name``."""
@@ -363,23 +305,23 @@ class RegistryActor(RegistryReads):
         Lock-free on purpose: an executor resyncing inside ``apply_changes`` calls it while a
         write holds the lock and awaits that very executor.
         """
-        return self.fanout.seq, list(self.ops.values())
+        return self.fanout.seq, list(self.contributions.ops.values())
 
-    # ------------------------------------------------------------------ reads
+    # ------------------------------------------------------------------ reads and counters
     async def prompt_sections(self, scope: str | None) -> list[ToolPromptSection]:
         """Code Mode's prompt sections for the scope (R-SCH-15)."""
         return self.mirror.registry.prompt_sections(scope)
 
-    async def info(self) -> dict[str, Any]:
+    async def info(self) -> RegistryInfo:
         """Counters: contributions, sequence, executors, restarts, leases."""
         return {
-            "contributions": len(self.ops),
+            "contributions": len(self.contributions.ops),
             "seq": self.fanout.seq,
             "executors": sorted(self.fanout.executors),
             "restarts": self.restarts,
             "leases": len(self.leases.leases),
             "scopes": self.mirror.scope_count(),
-            "changes": self.changes,
+            "changes": self.reads.changes,
             "pid": os.getpid(),
         }
 
@@ -391,3 +333,67 @@ class RegistryActor(RegistryReads):
         """Liveness (and starts the lease watchdog)."""
         self._watch()
         return True
+
+    # ------------------------------------------------------------------ reads (``reads``'s)
+    async def change_count(self) -> int:
+        """How many changes the registry has committed (it survives restarts)."""
+        return await self.reads.change_count()
+
+    async def wait_changes(self, seen: int, timeout_s: float) -> int:
+        """The change count, once it differs from ``seen`` (or after ``timeout_s``)."""
+        return await self.reads.wait_changes(seen, timeout_s)
+
+    async def read_get(
+        self, name: str, scope: str | None, tool_set: RemoteToolSet | None = None
+    ) -> DefinitionBlob:
+        """``get(name, scope, tool_set)``: the definition's blob, or ``None``."""
+        return await self.reads.read_get(name, scope, tool_set)
+
+    async def read_executable(
+        self, name: str, scope: str | None, tool_set: RemoteToolSet | None = None
+    ) -> DefinitionBlob:
+        """``executable(name, scope, tool_set)``: the definition's blob, or ``None``."""
+        return await self.reads.read_executable(name, scope, tool_set)
+
+    async def read_definitions(
+        self, scope: str | None, tool_set: RemoteToolSet | None = None
+    ) -> list[DefinitionBlob]:
+        """``definitions(scope, tool_set)``: blobs in view order."""
+        return await self.reads.read_definitions(scope, tool_set)
+
+    async def tool_set_view(self, tool_set: RemoteToolSet) -> list[tuple[str, DefinitionBlob]]:
+        """``tool_set.view(tool_set.scope)``: ``(name, blob)`` in view order."""
+        return await self.reads.tool_set_view(tool_set)
+
+    async def schemas(
+        self, scope: str | None, tool_set: RemoteToolSet | None = None
+    ) -> list[dict[str, Any]]:
+        """``schemas(scope, tool_set)`` of the authoritative registry."""
+        return await self.reads.schemas(scope, tool_set)
+
+    async def names(self, scope: str | None, tool_set: RemoteToolSet | None = None) -> list[str]:
+        """Visible capability names, in view order."""
+        return await self.reads.names(scope, tool_set)
+
+    async def known_names(self, scope: str | None) -> list[str]:
+        """R-SCH-11 known names for the scope."""
+        return await self.reads.known_names(scope)
+
+    async def execution_mode(
+        self,
+        name: str,
+        arguments: object,
+        scope: str | None,
+        tool_set: RemoteToolSet | None,
+        nested: bool,
+    ) -> str:
+        """``execution_mode`` of one call, classified by the registered definition here."""
+        return await self.reads.execution_mode(name, arguments, scope, tool_set, nested)
+
+    async def check_guards(self, snapshot: ExecutionSnapshot) -> str | None:
+        """``check_guards`` over an execution rebuilt from ``snapshot`` (guards run here)."""
+        return await self.reads.check_guards(snapshot)
+
+    async def statistics(self) -> RegistryStatistics:
+        """The authoritative registry's ``RegistryStatistics``."""
+        return await self.reads.statistics()

@@ -1,4 +1,4 @@
-"""The registry actor's read side and its change counter (mixed into ``RegistryActor``).
+"""The registry actor's read side and its change counter (a component ``RegistryActor`` holds).
 
 Every read answers from the actor's authoritative core ``ToolRegistry`` (a mirror of the
 live contributions), so results, order and messages are the core's. Definitions travel as
@@ -8,7 +8,7 @@ step's set arrives by value (``RemoteToolSet``) and is rebuilt over this mirror.
 Change events: a core ``on_change`` listener on the mirror counts every committed change
 with the core's rules (one per registration, restriction or mode and per disposal of one,
 one for a swap, none for guards, hooks or an idempotent re-registration; R-EVT). Drivers
-long-poll :meth:`RegistryReads.wait_changes` and run their listeners once per change.
+long-poll :meth:`RegistryReader.wait_changes` and run their listeners once per change.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from toolray import (
     AbortController,
     ExecutionToken,
     RegistryStatistics,
+    ResolvedToolSet,
     ToolDefinition,
     ToolExecutionInput,
 )
@@ -31,23 +32,28 @@ from toolray_actors._mirror import Mirror
 from toolray_actors._toolset import RemoteToolSet, core_tool_set
 from toolray_actors._wire import DefinitionBlob, ExecutionSnapshot, RunCodeBlob
 
-__all__ = ("RegistryReads",)
+__all__ = ("RegistryReader",)
 
 """First item of a ``("run_code", blob)`` answer: the definition is the shared transport."""
 
 _MAX_POLL_S = 30.0
 
 
-class RegistryReads:
-    """Reads of the authoritative registry; the actor class provides ``mirror``."""
+class RegistryReader:
+    """Reads of the authoritative registry (``mirror``), and its change counter.
 
-    mirror: Mirror
-    changes: int
+    The registry actor holds one; its read methods delegate here.
+    """
+
+    def __init__(self, mirror: Mirror) -> None:
+        self.mirror = mirror
+        self.changes = 0
+        """How many changes the registry has committed (restored with its state)."""
+        self._change_event = asyncio.Event()
 
     # ------------------------------------------------------------------ change events
-    def _start_change_count(self, changes: int) -> None:
-        self.changes = changes
-        self._change_event = asyncio.Event()
+    def count_changes(self) -> None:
+        """Count every change the registry commits from now on (after the restore)."""
         self.mirror.registry.on_change(self._changed)
 
     def _changed(self) -> None:
@@ -68,7 +74,7 @@ class RegistryReads:
         return self.changes
 
     # ------------------------------------------------------------------ helpers
-    def _set(self, tool_set: RemoteToolSet | None) -> Any:
+    def _set(self, tool_set: ResolvedToolSet | None) -> ResolvedToolSet | None:
         return core_tool_set(self.mirror, tool_set)
 
     def _blob(self, definition: ToolDefinition | None) -> DefinitionBlob:
@@ -86,19 +92,19 @@ class RegistryReads:
     # ------------------------------------------------------------------ reads
     async def read_get(
         self, name: str, scope: str | None, tool_set: RemoteToolSet | None = None
-    ) -> Any:
+    ) -> DefinitionBlob:
         """``get(name, scope, tool_set)``: the definition's blob, or ``None``."""
         return self._blob(self.mirror.registry.get(name, scope, self._set(tool_set)))
 
     async def read_executable(
         self, name: str, scope: str | None, tool_set: RemoteToolSet | None = None
-    ) -> Any:
+    ) -> DefinitionBlob:
         """``executable(name, scope, tool_set)``: the definition's blob, or ``None``."""
         return self._blob(self.mirror.registry.executable(name, scope, self._set(tool_set)))
 
     async def read_definitions(
         self, scope: str | None, tool_set: RemoteToolSet | None = None
-    ) -> list[Any]:
+    ) -> list[DefinitionBlob]:
         """``definitions(scope, tool_set)``: blobs in view order."""
         found = self.mirror.registry.definitions(scope, self._set(tool_set))
         return [self._blob(d) for d in found]
@@ -126,7 +132,7 @@ class RegistryReads:
     async def execution_mode(
         self,
         name: str,
-        arguments: Any,
+        arguments: object,
         scope: str | None,
         tool_set: RemoteToolSet | None,
         nested: bool,

@@ -10,15 +10,55 @@ from __future__ import annotations
 
 import asyncio
 import pickle
-from typing import Any
+from typing import TYPE_CHECKING, NotRequired, Protocol, TypedDict
 
-__all__ = ("Store",)
+if TYPE_CHECKING:
+    from toolray_actors._mirror import Op
+
+    from ._leases import Lease
+
+__all__ = ("Meta", "RegistryInfo", "Store")
 
 
-def _kv() -> Any:
+class Meta(TypedDict):
+    """The namespace's small record: ids, the change sequence, executors, leases."""
+
+    next_id: int
+    seq: int
+    executors: list[str]
+    restarts: NotRequired[int]
+    leases: NotRequired[list[Lease]]
+    detached: bool
+    changes: NotRequired[int]
+
+
+class RegistryInfo(TypedDict):
+    """The registry actor's counters (``RemoteRegistry.info()``)."""
+
+    contributions: int
+    seq: int
+    executors: list[str]
+    restarts: int
+    leases: int
+    scopes: int
+    changes: int
+    pid: int
+
+
+class _KV(Protocol):
+    """Ray's internal KV (``ray.experimental.internal_kv``), as the store uses it."""
+
+    def _internal_kv_get(self, key: bytes) -> bytes | None: ...
+    def _internal_kv_list(self, prefix: bytes) -> list[bytes]: ...
+    def _internal_kv_put(self, key: bytes, value: bytes, overwrite: bool = ...) -> bool: ...
+    def _internal_kv_del(self, key: bytes, *, del_by_prefix: bool = ...) -> int: ...
+
+
+def _kv() -> _KV:
     from ray.experimental import internal_kv
 
-    return internal_kv
+    kv: _KV = internal_kv
+    return kv
 
 
 class Store:
@@ -35,24 +75,24 @@ class Store:
         return f"op:{op_id:012d}"
 
     # ------------------------------------------------------------------ blocking
-    def load(self) -> tuple[dict[str, Any] | None, list[Any]]:
+    def load(self) -> tuple[Meta | None, list[Op]]:
         """``(meta, ops in id order)``; ``meta`` is ``None`` for a new namespace."""
         kv = _kv()
         raw = kv._internal_kv_get(self._key("meta"))
-        meta = pickle.loads(raw) if raw else None
+        meta: Meta | None = pickle.loads(raw) if raw else None
         keys = sorted(kv._internal_kv_list(self._key("op:")))
-        ops = []
+        ops: list[Op] = []
         for key in keys:
             blob = kv._internal_kv_get(key)
             if blob:
                 ops.append(pickle.loads(blob))
         return meta, ops
 
-    def put_meta(self, meta: dict[str, Any]) -> None:
+    def put_meta(self, meta: Meta) -> None:
         """Replace the meta record (sequence, ids, executors, leases, restarts)."""
         _kv()._internal_kv_put(self._key("meta"), pickle.dumps(meta), overwrite=True)
 
-    def put_op(self, op: Any) -> None:
+    def put_op(self, op: Op) -> None:
         """Persist one contribution."""
         _kv()._internal_kv_put(self._key(self._op_suffix(op.id)), pickle.dumps(op), overwrite=True)
 
@@ -80,11 +120,11 @@ class Store:
         _kv()._internal_kv_del(self._key("tombstone"))
 
     # ------------------------------------------------------------------ async
-    async def a_put_meta(self, meta: dict[str, Any]) -> None:
+    async def a_put_meta(self, meta: Meta) -> None:
         """:meth:`put_meta` off the actor's loop."""
         await asyncio.to_thread(self.put_meta, meta)
 
-    async def a_put_op(self, op: Any) -> None:
+    async def a_put_op(self, op: Op) -> None:
         """:meth:`put_op` off the actor's loop."""
         await asyncio.to_thread(self.put_op, op)
 

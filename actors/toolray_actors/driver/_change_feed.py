@@ -20,7 +20,6 @@ import inspect
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any
 
 from toolray import Disposer
 from toolray_actors.control._registry_actor import RegistryActor
@@ -40,14 +39,14 @@ class ChangeFeed:
 
     def __init__(self, conn: Connection) -> None:
         self._conn = conn
-        self._listeners: list[Callable[[], Any]] = []
+        self._listeners: list[Callable[[], object]] = []
         self._seen = 0
         self._task: asyncio.Task[None] | None = None
         self._cond = threading.Condition()
         self._closed = False
 
     # ------------------------------------------------------------------ listeners
-    def add(self, listener: Callable[[], Any]) -> Disposer:
+    def add(self, listener: Callable[[], object]) -> Disposer:
         """Run ``listener`` after every committed change of the namespace's registry."""
         if not callable(listener):
             raise TypeError("on_change() takes a callable")
@@ -61,7 +60,7 @@ class ChangeFeed:
             self._conn.portal.submit(self._start())
         return Disposer(lambda: self._remove(listener))
 
-    def _remove(self, listener: Callable[[], Any]) -> None:
+    def _remove(self, listener: Callable[[], object]) -> None:
         with self._cond:
             if listener in self._listeners:
                 self._listeners.remove(listener)
@@ -120,7 +119,7 @@ class ChangeFeed:
             self._conn.portal.cancel(task)
 
 
-async def _run(listener: Callable[[], Any]) -> None:
+async def _run(listener: Callable[[], object]) -> None:
     try:
         outcome = listener()
         if inspect.isawaitable(outcome):

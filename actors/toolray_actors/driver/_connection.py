@@ -10,19 +10,15 @@ Ray exception type escapes.
 
 from __future__ import annotations
 
-import asyncio
 import time
 import zlib
 from collections.abc import Callable, Coroutine, Iterator
-from typing import Any, Concatenate, ParamSpec, TypeVar
-
-import ray
-import ray.exceptions as rex
+from typing import Concatenate, ParamSpec, TypeVar
 
 from toolray_actors._config import RuntimeConfig
-from toolray_actors._errors import RuntimeUnavailableError, is_actor_death, translate
+from toolray_actors._errors import RuntimeUnavailableError
 from toolray_actors._handles import executor_name, get_named, registry_name, shard_name
-from toolray_actors._remote import send
+from toolray_actors._remote import Handle, get, retrying, retrying_sync, send
 from toolray_actors._toolset import RemoteToolSet
 from toolray_actors._wire import DefinitionBlob
 from toolray_actors.control._directory import ActorDirectory
@@ -55,8 +51,8 @@ class Connection:
     def __init__(
         self,
         config: RuntimeConfig,
-        registry: Any,
-        create_registry: Callable[[], Any],
+        registry: Handle,
+        create_registry: Callable[[], Handle],
         portal: Portal,
     ) -> None:
         self.config = config
@@ -66,7 +62,7 @@ class Connection:
         self.portal = portal
         self.closed = False
         self.recoveries = 0
-        self.executors = ActorDirectory()
+        self.executors: ActorDirectory[Handle] = ActorDirectory()
         """Executor actors known ready, shared by this runtime's handles (a shard's scopes)."""
 
     @property
@@ -91,7 +87,8 @@ class Connection:
                 "RayRuntime.start() gives a new one"
             )
 
-    def _recover(self, err: BaseException) -> None:
+    def _recover(self) -> None:
+        """The registry actor died: find the one Ray restarted, or create it anew."""
         why = Store(self.namespace).read_tombstone()
         if why is not None:
             raise RuntimeUnavailableError(
@@ -102,28 +99,19 @@ class Connection:
         self._registry = handle if handle is not None else self._create_registry()
         self.recoveries += 1
 
-    def _retry_after(self, err: rex.RayError, pauses: Iterator[float]) -> float:
-        """A registry call failed: recover a dead actor and say how long to pause, else raise."""
-        pause = next(pauses, None)
-        if not is_actor_death(err) or pause is None:
-            raise translate(err, self.what) from None
-        self._recover(err)
-        return pause
-
     def call(
         self,
-        method: Callable[Concatenate[RegistryActor, _P], Coroutine[Any, Any, _R]],
+        method: Callable[Concatenate[RegistryActor, _P], Coroutine[object, object, _R]],
         *args: _P.args,
         **kwargs: _P.kwargs,
     ) -> _R:
         """Call a registry actor's method and wait (any thread, any loop); errors mapped."""
         self._check_open()
-        pauses = _pauses()
-        while True:
-            try:
-                return ray.get(send(self._registry, method, *args, **kwargs))
-            except rex.RayError as err:
-                time.sleep(self._retry_after(err, pauses))
+
+        def attempt() -> _R:
+            return get(send(self._registry, method, *args, **kwargs))
+
+        return retrying_sync(attempt, self.what, _pauses(), recover=self._recover)
 
     def tool_set_view(self, tool_set: RemoteToolSet) -> list[tuple[str, DefinitionBlob]]:
         """A remote set's admitted definitions still in view, in view order."""
@@ -131,15 +119,14 @@ class Connection:
 
     async def acall(
         self,
-        method: Callable[Concatenate[RegistryActor, _P], Coroutine[Any, Any, _R]],
+        method: Callable[Concatenate[RegistryActor, _P], Coroutine[object, object, _R]],
         *args: _P.args,
         **kwargs: _P.kwargs,
     ) -> _R:
         """:meth:`call` for coroutines."""
         self._check_open()
-        pauses = _pauses()
-        while True:
-            try:
-                return await send(self._registry, method, *args, **kwargs)
-            except rex.RayError as err:
-                await asyncio.sleep(self._retry_after(err, pauses))
+
+        async def attempt() -> _R:
+            return await send(self._registry, method, *args, **kwargs)
+
+        return await retrying(attempt, self.what, _pauses(), recover=self._recover)

@@ -37,7 +37,7 @@ from toolray import (
 from toolray_actors._config import RuntimeConfig
 from toolray_actors._errors import is_actor_death, translate, wire_reason
 from toolray_actors._handles import control_options, create_executor, get_named
-from toolray_actors._remote import send, stream
+from toolray_actors._remote import Handle, retrying, send, stream
 from toolray_actors._toolset import RemoteToolSet, wire_tool_set
 from toolray_actors._tracing import DriverTrace
 from toolray_actors._wire import CallSpec, StreamChunk, StreamEnd, StreamItem, unknown
@@ -48,11 +48,13 @@ from ._connection import Connection
 
 if TYPE_CHECKING:
     import ray
-    import ray.actor
 
 __all__ = ("ExecutorHandle",)
 
 _ENSURE_ATTEMPTS = 60
+
+_RESERVE_RETRIES = (0.0,) * 4
+"""A reservation is sent again at once to a new actor, up to five times in all."""
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -72,7 +74,7 @@ class ExecutorHandle:
         self._conn = conn
         self.scope = scope
         self.name, self._created_for = conn.executor_target(scope)
-        self._actor: Any = None
+        self._actor: Handle | None = None
         self.recreated = 0
         self.last_trace: list[dict[str, Any]] = []
         """The trace of the last batch this handle ran (spans per call, stage instants)."""
@@ -87,7 +89,7 @@ class ExecutorHandle:
         return f"the executor actor {self.name!r}"
 
     # ------------------------------------------------------------------ the actor
-    def _create(self) -> Any:
+    def _create(self) -> Handle:
         cfg = self._conn.config
         return create_executor(
             ExecutorActor,
@@ -101,7 +103,7 @@ class ExecutorHandle:
             max_concurrency=_PER_SCOPE_CALLS if self._created_for is not None else _SHARD_CALLS,
         )
 
-    async def _ensure(self) -> Any:
+    async def _ensure(self) -> Handle:
         if self._actor is not None:
             return self._actor
         self._conn._check_open()
@@ -111,52 +113,42 @@ class ExecutorHandle:
             self._actor = actor
         return self._actor
 
-    async def _start(self) -> Any:
+    async def _start(self) -> Handle:
         """Find (or create) the named actor and wait until it is ready."""
-        for attempt in range(_ENSURE_ATTEMPTS):
+
+        async def attempt() -> Handle:
             actor = get_named(self.name, self._conn.namespace) or self._create()
-            try:
-                await send(actor, ExecutorActor.ready)
-            except rex.RayError as err:
-                # A reaped or killed executor's name can outlive it for a moment.
-                if not is_actor_death(err) or attempt == _ENSURE_ATTEMPTS - 1:
-                    raise translate(err, self._what) from None
-                await asyncio.sleep(min(0.02 * (attempt + 1), 0.5))
-                continue
-            self.recreated += 1
+            await send(actor, ExecutorActor.ready)
             return actor
-        raise AssertionError("unreachable")
+
+        # A reaped or killed executor's name can outlive it for a moment.
+        pauses = (min(0.02 * (n + 1), 0.5) for n in range(_ENSURE_ATTEMPTS - 1))
+        actor = await retrying(attempt, self._what, pauses)
+        self.recreated += 1
+        return actor
 
     def _lost(self) -> None:
         actor, self._actor = self._actor, None
         if actor is not None:
             self._conn.executors.drop(self.name, actor)
 
-    async def _reserved(self, batch_id: str) -> Any:
+    async def _reserved(self, batch_id: str) -> Handle:
         """An executor that has accepted ``batch_id``.
 
         Nothing has started if this fails, so a dead actor is replaced and the reservation
         retried (never the batch).
         """
-        for attempt in range(5):
-            actor = await self._ensure()
-            try:
-                await send(actor, ExecutorActor.reserve, batch_id)
-            except rex.RayError as err:
-                self._retry_or_raise(err, attempt)
-                continue
-            return actor
-        raise AssertionError("unreachable")
 
-    def _retry_or_raise(self, err: rex.RayError, attempt: int) -> None:
-        """A reservation failed: forget a dead actor (and try again), else raise."""
-        if not is_actor_death(err) or attempt == 4:
-            raise translate(err, self._what) from None
-        self._lost()
+        async def attempt() -> Handle:
+            actor = await self._ensure()
+            await send(actor, ExecutorActor.reserve, batch_id)
+            return actor
+
+        return await retrying(attempt, self._what, _RESERVE_RETRIES, recover=self._lost)
 
     async def _submitted(
         self, spec: BatchSpec
-    ) -> tuple[ray.actor.ActorHandle[ExecutorActor], AsyncIterator[ray.ObjectRef[StreamItem]]]:
+    ) -> tuple[Handle, AsyncIterator[ray.ObjectRef[StreamItem]]]:
         """Reserve and submit ``spec`` in one round trip: ``(actor, its chunk stream)``.
 
         The reservation and the batch leave together, the reservation first (a caller's
@@ -165,7 +157,8 @@ class ExecutorHandle:
         dead before the batch reached it: the actor is replaced and both are sent again.
         """
         batch_id = spec.batch_id
-        for attempt in range(5):
+
+        async def attempt() -> tuple[Handle, AsyncIterator[ray.ObjectRef[StreamItem]]]:
             actor = await self._ensure()
             reserved = send(actor, ExecutorActor.reserve, batch_id)
             items = stream(actor, ExecutorActor.run_batch, spec)
@@ -174,10 +167,10 @@ class ExecutorHandle:
             except rex.RayError as err:
                 if not is_actor_death(err):
                     send(actor, ExecutorActor.cancel, batch_id, "the batch's reservation failed")
-                self._retry_or_raise(err, attempt)
-                continue
+                raise
             return actor, items
-        raise AssertionError("unreachable")
+
+        return await retrying(attempt, self._what, _RESERVE_RETRIES, recover=self._lost)
 
     # ------------------------------------------------------------------ batches
     def _check_scope(self, scope: str | None) -> None:
@@ -231,7 +224,7 @@ class ExecutorHandle:
         stop = signal.add_listener(
             lambda: send(actor, ExecutorActor.cancel, batch_id, wire_reason(signal.reason))
         )
-        reason: Any = "the batch stream was closed"
+        reason: object = "the batch stream was closed"
         try:
             async for ref in items:
                 item: StreamItem = await ref
@@ -290,7 +283,7 @@ class ExecutorHandle:
         self,
         key: str,
         signal: AbortSignal,
-        method: Callable[Concatenate[ExecutorActor, _P], Coroutine[Any, Any, _R]],
+        method: Callable[Concatenate[ExecutorActor, _P], Coroutine[object, object, _R]],
         *args: _P.args,
         **kwargs: _P.kwargs,
     ) -> _R:
@@ -360,15 +353,11 @@ class ExecutorHandle:
 
     async def statistics(self) -> ExecutorStats:
         """The executor actor's ``ExecutorStats`` (the actor starts if it is not running)."""
-        for attempt in range(3):
-            actor = await self._ensure()
-            try:
-                return await send(actor, ExecutorActor.statistics)
-            except rex.RayError as err:
-                if not is_actor_death(err) or attempt == 2:
-                    raise translate(err, self._what) from None
-                self._lost()
-        raise AssertionError("unreachable")
+
+        async def attempt() -> ExecutorStats:
+            return await send(await self._ensure(), ExecutorActor.statistics)
+
+        return await retrying(attempt, self._what, (0.0, 0.0), recover=self._lost)
 
 
 def _raise_if_aborted(signal: AbortSignal) -> None:

@@ -12,7 +12,7 @@ import concurrent.futures
 import contextlib
 import threading
 from collections.abc import Coroutine
-from typing import Any, TypeVar
+from typing import TypeVar
 
 __all__ = ("Portal",)
 
@@ -48,7 +48,7 @@ class Portal:
                 self._loop, self._thread = loop, thread
             return self._loop
 
-    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+    def run(self, coro: Coroutine[object, object, T]) -> T:
         """Run ``coro`` on the portal's loop and wait for it (from any thread)."""
         loop = self._ensure()
         if threading.current_thread().name == "toolray-portal":
@@ -61,7 +61,7 @@ class Portal:
             future.cancel()
             raise
 
-    def submit(self, coro: Coroutine[Any, Any, Any]) -> concurrent.futures.Future[Any]:
+    def submit(self, coro: Coroutine[object, object, T]) -> concurrent.futures.Future[T]:
         """Start ``coro`` on the portal's loop without waiting for it."""
         return asyncio.run_coroutine_threadsafe(coro, self._ensure())
 
@@ -69,7 +69,7 @@ class Portal:
         """Whether the caller runs on the portal's own thread (it must not block there)."""
         return threading.current_thread() is self._thread
 
-    def cancel(self, task: asyncio.Future[Any]) -> None:
+    def cancel(self, task: asyncio.Future[T]) -> None:
         """Cancel a task of the portal's loop and let it finish (bounded; quiet)."""
         loop = self._loop
         if loop is None or loop.is_closed():

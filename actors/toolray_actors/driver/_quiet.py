@@ -9,16 +9,21 @@ leaves Ray's printing exactly as it is.
 
 Only the ``toolray`` command line (``demo``, ``trace``, ``bench``, ``chaos``) crashes and kills
 workers on purpose to show or measure recovery. :func:`quiet_notices` routes those notices to
-the ``toolray`` logger at debug level for the duration of one command, and puts Ray's printer
-back afterwards.
+the ``toolray`` logger at debug level for the duration of one command, and puts the process's
+streams back afterwards. It patches nothing of Ray's: Ray prints a raylet notice to
+``sys.stdout`` / ``sys.stderr`` as a line ``(raylet) …``, and for the window those are
+streams that drop such a line (every other write passes through unchanged).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import re
+import sys
+import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import TextIO
 
 __all__ = ("is_noise", "quiet_notices")
 
@@ -31,37 +36,51 @@ _NOISE = (
     "The actor died unexpectedly",
 )
 
+_COLOUR = re.compile(r"\x1b\[[0-9;]*m")
+_RAYLET = re.compile(r"^\(raylet(?:, ip=[^)]*)?\) ")
 
-def is_noise(data: dict[str, Any]) -> bool:
-    """Whether a driver-side Ray record is a notice about a dead worker."""
-    if data.get("pid") != "raylet":
-        return False
-    return any(marker in line for line in data.get("lines", ()) for marker in _NOISE)
+
+def _plain(line: str) -> str:
+    return _COLOUR.sub("", line).strip()
+
+
+def is_noise(line: str) -> bool:
+    """Whether a line Ray prints in the driver is the raylet's notice about a dead worker."""
+    plain = _plain(line)
+    return bool(_RAYLET.match(plain)) and any(marker in plain for marker in _NOISE)
+
+
+class _Quiet:
+    """A text stream that sends dead-worker notices to the log and passes the rest on."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self._dropped = threading.local()  # the notice whose line end ``print`` sends next
+
+    def write(self, text: str) -> int:
+        if getattr(self._dropped, "end", False) and text == "\n":
+            self._dropped.end = False
+            return len(text)
+        self._dropped.end = False
+        if is_noise(text):
+            _log.debug("ray: %s", _RAYLET.sub("", _plain(text)))
+            self._dropped.end = not text.endswith("\n")
+            return len(text)
+        return self.stream.write(text)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.stream, name)
 
 
 @contextlib.contextmanager
 def quiet_notices() -> Iterator[None]:
     """Route Ray's dead-worker notices to the ``toolray`` logger while the block runs."""
-    try:
-        from ray._private import worker
-    except ImportError:
-        yield
-        return
-    original = getattr(worker, "print_to_stdstream", None)
-    if original is None:  # Ray changed: print as it does
-        yield
-        return
-
-    def quiet(data: dict[str, Any], ignore_prefix: bool) -> None:
-        if is_noise(data):
-            for line in data.get("lines", ()):
-                _log.debug("ray: %s", line)
-            return
-        original(data, ignore_prefix)
-
-    worker.print_to_stdstream = quiet
+    out, err = _Quiet(sys.stdout), _Quiet(sys.stderr)
+    sys.stdout, sys.stderr = out, err
     try:
         yield
     finally:
-        if worker.print_to_stdstream is quiet:
-            worker.print_to_stdstream = original
+        if sys.stdout is out:
+            sys.stdout = out.stream
+        if sys.stderr is err:
+            sys.stderr = err.stream

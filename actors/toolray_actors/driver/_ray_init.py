@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -45,14 +47,33 @@ def probe(address: str) -> None:
 
 
 def _found_cluster() -> str | None:
-    """The address ``ray.init()`` would attach to, or ``None`` (it would start one)."""
-    try:
-        from ray._private.services import canonicalize_bootstrap_address
+    """The address ``ray.init()`` would attach to, or ``None`` (it would start one).
 
-        found: str | None = canonicalize_bootstrap_address(None)  # type: ignore[arg-type]
-        return found
-    except Exception:
+    As Ray documents it: ``RAY_ADDRESS`` if set (``"local"`` starts one), else the cluster
+    of the last ``ray start`` on this machine (its address in ``ray_current_cluster`` in
+    Ray's temporary directory).
+    """
+    env = os.environ.get("RAY_ADDRESS", "")
+    if env and env != "auto":
+        return None if env == "local" else env
+    try:
+        found = (_ray_temp_dir() / "ray_current_cluster").read_text(encoding="utf-8").strip()
+    except OSError:
         return None
+    return found or None
+
+
+def _ray_temp_dir() -> Path:
+    """Ray's temporary directory: ``$RAY_TMPDIR``, else ``$TMPDIR`` or ``/tmp``, then ``ray``."""
+    if "RAY_TMPDIR" in os.environ:
+        base = os.environ["RAY_TMPDIR"]
+    elif sys.platform.startswith("linux") and "TMPDIR" in os.environ:
+        base = os.environ["TMPDIR"]
+    elif sys.platform.startswith(("linux", "darwin")):
+        base = "/tmp"
+    else:
+        base = tempfile.gettempdir()
+    return Path(base) / "ray"
 
 
 def connect_ray(cfg: RuntimeConfig) -> bool:

@@ -1,4 +1,4 @@
-"""The read side of ``RemoteRegistry``: every section-6 read, answered by the registry actor.
+"""The read side ``RemoteRegistry`` holds: every section-6 read, answered by the registry actor.
 
 Arguments and results are the core's: ``get`` / ``executable`` /
 ``definitions`` return definitions (unpickled here from the blobs they were registered
@@ -13,7 +13,6 @@ Code Mode. Batches and single calls go to the scope's executor actor.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -30,22 +29,28 @@ from toolray import (
 from toolray_actors._toolset import RemoteToolSet, wire_tool_set
 from toolray_actors._wire import ExecutionSnapshot, definition_of, shippable_arguments
 from toolray_actors.control._registry_actor import RegistryActor
+from toolray_actors.control._store import RegistryInfo
 
 from ._connection import Connection
+from ._executor_handle import ExecutorHandle
 
 __all__ = ("RemoteReads",)
 
 
-def _check_name(name: Any) -> None:
+def _check_name(name: object) -> None:
     if not isinstance(name, str):
         raise TypeError(f"a tool name is a str, not {type(name).__name__}")
 
 
 class RemoteReads:
-    """Reads of the namespace's registry actor (mixed into ``RemoteRegistry``)."""
+    """Reads of the namespace's registry actor, and calls sent to the scopes' executors.
 
-    _conn: Connection
-    _executors: Callable[[str | None], Any]
+    ``RemoteRegistry`` holds one and delegates its read API to it.
+    """
+
+    def __init__(self, conn: Connection, executors: Callable[[str | None], ExecutorHandle]) -> None:
+        self._conn = conn
+        self._executors = executors
 
     # ------------------------------------------------------------------ visibility
     def get(
@@ -117,12 +122,6 @@ class RemoteReads:
         stats: RegistryStatistics = self._conn.call(RegistryActor.statistics)
         return stats
 
-    def statistics(self) -> RegistryStatistics:
-        """Deprecated name of :meth:`stats`."""
-        message = "RemoteRegistry.statistics() is deprecated: use stats()"
-        warnings.warn(message, DeprecationWarning, stacklevel=2)
-        return self.stats()
-
     # ------------------------------------------------------------------ steps and calls
     async def resolve(self, context: ActivationContext) -> RemoteToolSet:
         """Evaluate every ``when`` visible to the scope, in its executor actor, once.
@@ -134,20 +133,20 @@ class RemoteReads:
         """
         if not isinstance(context, ActivationContext):
             raise TypeError(f"resolve() takes an ActivationContext, not {type(context).__name__}")
-        return await self._executors(context.scope).resolve(context)  # type: ignore[no-any-return]
+        return await self._executors(context.scope).resolve(context)
 
     async def execute_batch(self, batch: ToolBatchInput) -> ToolBatchResult:
         """Run ``batch`` on its scope's executor actor (``rt.executor(batch.scope)``)."""
         if not isinstance(batch, ToolBatchInput):
             raise TypeError(f"execute_batch() takes a ToolBatchInput, not {type(batch).__name__}")
-        return await self._executors(batch.scope).execute_batch(batch)  # type: ignore[no-any-return]
+        return await self._executors(batch.scope).execute_batch(batch)
 
     async def execute(self, inp: ToolExecutionInput) -> ToolExecutionResult:
         """Run one call through its scope's executor actor (the core ``execute()``)."""
         if not isinstance(inp, ToolExecutionInput):
             raise TypeError(f"execute() takes a ToolExecutionInput, not {type(inp).__name__}")
-        return await self._executors(inp.scope).execute(inp)  # type: ignore[no-any-return]
+        return await self._executors(inp.scope).execute(inp)
 
-    def info(self) -> dict[str, Any]:
+    def info(self) -> RegistryInfo:
         """Registry counters (contributions, sequence, executors, restarts, leases, scopes)."""
-        return dict(self._conn.call(RegistryActor.info))
+        return self._conn.call(RegistryActor.info)

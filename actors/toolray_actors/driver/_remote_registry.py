@@ -7,21 +7,36 @@ executors travel as cloudpickle blobs; one that cannot be pickled fails at once 
 definition under a live name just adds a holder (see ``_fingerprint``); a different one
 needs ``replace=True``. ``on_change`` listeners run in this driver (``_change_feed``);
 ``set_executor`` ships a picklable ``ToolExecutor`` that runs inside the executor actors.
-The read side is :class:`~toolray_actors.driver._remote_reads.RemoteReads`.
+The read side is a :class:`~toolray_actors.driver._remote_reads.RemoteReads` the registry holds.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Coroutine, Iterable
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from toolray import Disposer, ToolDefinition, ToolPromptSection
+from toolray import (
+    ActivationContext,
+    Disposer,
+    RegistryStatistics,
+    ToolBatchInput,
+    ToolBatchResult,
+    ToolDefinition,
+    ToolExecution,
+    ToolExecutionInput,
+    ToolExecutionResult,
+    ToolPromptSection,
+)
 from toolray_actors._fingerprint import fingerprint
 from toolray_actors._mirror import Op, dumps_named
+from toolray_actors._toolset import RemoteToolSet
 from toolray_actors.control._registry_actor import RegistryActor
+from toolray_actors.control._store import RegistryInfo
 
 from ._change_feed import ChangeFeed
 from ._connection import Connection
+from ._executor_handle import ExecutorHandle
 from ._remote_reads import RemoteReads
 
 __all__ = ("RemoteRegistry", "RemoteScope")
@@ -48,7 +63,7 @@ class _RemoteWriter:
 
     def _call(
         self,
-        method: Callable[Concatenate[RegistryActor, _P], Coroutine[Any, Any, _R]],
+        method: Callable[Concatenate[RegistryActor, _P], Coroutine[object, object, _R]],
         *args: _P.args,
         **kwargs: _P.kwargs,
     ) -> _R:
@@ -66,7 +81,7 @@ class _RemoteWriter:
         self,
         definition: ToolDefinition,
         *,
-        when: Callable[..., Any] | None = None,
+        when: Callable[..., object] | None = None,
         replace: bool = False,
     ) -> Disposer:
         """Register a tool (pickled; the actor validates it).
@@ -102,7 +117,7 @@ class _RemoteWriter:
         op = Op(id=0, kind="restrict", key=self._key, allow=_names(allow), deny=_names(deny))
         return self._apply(op)
 
-    def guard(self, fn: Callable[[Any], str | None]) -> Disposer:
+    def guard(self, fn: Callable[[ToolExecution], str | None]) -> Disposer:
         """A monotonic guard (runs in the executor actors)."""
         if not callable(fn):
             raise TypeError("guard() takes a callable")
@@ -112,7 +127,7 @@ class _RemoteWriter:
         """This scope's presentation mode."""
         return self._apply(Op(id=0, kind="present_as", key=self._key, mode=mode))
 
-    def _hook(self, hook: str, fn: Callable[..., Any], prepend: bool = False) -> Disposer:
+    def _hook(self, hook: str, fn: Callable[..., object], prepend: bool = False) -> Disposer:
         if not callable(fn):
             kind = {"pre_execute": "pre", "post_execute": "post"}.get(hook, hook)
             raise TypeError(f"a {kind} hook must be callable")  # the core's text
@@ -121,27 +136,31 @@ class _RemoteWriter:
             Op(id=0, kind="hook", key=self._key, blob=blob, hook=hook, prepend=prepend)
         )
 
-    def on_pre_execute(self, listener: Callable[..., Any], *, prepend: bool = False) -> Disposer:
+    def on_pre_execute(self, listener: Callable[..., object], *, prepend: bool = False) -> Disposer:
         """Pre-execute waterfall listener (runs in the executor actors)."""
         return self._hook("pre_execute", listener, prepend)
 
-    def on_execute(self, wrapper: Callable[..., Any], *, prepend: bool = False) -> Disposer:
+    def on_execute(self, wrapper: Callable[..., object], *, prepend: bool = False) -> Disposer:
         """Around-dispatch wrapper (runs in the executor actors)."""
         return self._hook("execute", wrapper, prepend)
 
-    def on_post_execute(self, listener: Callable[..., Any], *, prepend: bool = False) -> Disposer:
+    def on_post_execute(
+        self, listener: Callable[..., object], *, prepend: bool = False
+    ) -> Disposer:
         """Post-execute listener (runs in the executor actors)."""
         return self._hook("post_execute", listener, prepend)
 
-    def on_result(self, observer: Callable[..., Any]) -> Disposer:
+    def on_result(self, observer: Callable[..., object]) -> Disposer:
         """Result observer (runs in the executor actors)."""
         return self._hook("result", observer)
 
-    def on_dispatch_log(self, listener: Callable[..., Any], *, prepend: bool = False) -> Disposer:
+    def on_dispatch_log(
+        self, listener: Callable[..., object], *, prepend: bool = False
+    ) -> Disposer:
         """Code Mode sub-call log waterfall (runs in the executor actors)."""
         return self._hook("dispatch_log", listener, prepend)
 
-    def on_change(self, listener: Callable[[], Any]) -> Disposer:
+    def on_change(self, listener: Callable[[], object]) -> Disposer:
         """``() -> None`` in this driver after every committed change, never scope-filtered.
 
         It runs on the runtime's loop thread; a change made through this driver is
@@ -150,7 +169,7 @@ class _RemoteWriter:
         self._check()
         return self._feed.add(listener)
 
-    def set_executor(self, executor: Any) -> Disposer:
+    def set_executor(self, executor: object) -> Disposer:
         """The batch executor for this context (global = the deployment default).
 
         ``executor`` is a picklable ``ToolExecutor``; it runs inside the executor actor
@@ -196,7 +215,7 @@ class RemoteScope(_RemoteWriter):
         if self._disposed:
             raise RuntimeError(f'scope "{self.key}" is disposed')
 
-    def on_change(self, listener: Callable[[], Any]) -> Disposer:
+    def on_change(self, listener: Callable[[], object]) -> Disposer:
         """``() -> None`` after every committed change (owned by this scope: see dispose)."""
         disposer = super().on_change(listener)
         self._listeners.append(disposer)
@@ -216,15 +235,88 @@ class RemoteScope(_RemoteWriter):
         return f"<RemoteScope {self.key!r} parent={self.parent!r}>"
 
 
-class RemoteRegistry(_RemoteWriter, RemoteReads):
-    """The global context and the read side of the namespace's registry actor."""
+class RemoteRegistry(_RemoteWriter):
+    """The global context and the read side of the namespace's registry actor.
 
-    def __init__(self, conn: Connection, executors: Callable[[str | None], Any]) -> None:
+    Writes are its own (as a scope's); reads and calls go to the :class:`RemoteReads` it
+    holds.
+    """
+
+    def __init__(self, conn: Connection, executors: Callable[[str | None], ExecutorHandle]) -> None:
         super().__init__(conn, None, ChangeFeed(conn))
-        self._executors = executors
+        self._reads = RemoteReads(conn, executors)
         self._scopes: dict[str, RemoteScope] = {}
 
-    def set_approval(self, service: Any) -> Disposer:
+    # ------------------------------------------------------------------ reads (delegated)
+    def get(
+        self, name: str, scope: str | None = None, tool_set: RemoteToolSet | None = None
+    ) -> ToolDefinition | None:
+        """The definition ``scope`` sees under ``name`` (``run_code`` when presented)."""
+        return self._reads.get(name, scope, tool_set)
+
+    def executable(
+        self, name: str, scope: str | None = None, tool_set: RemoteToolSet | None = None
+    ) -> ToolDefinition | None:
+        """The definition a call may execute: the step's set decides, else unconditional."""
+        return self._reads.executable(name, scope, tool_set)
+
+    def definitions(
+        self, scope: str | None = None, tool_set: RemoteToolSet | None = None
+    ) -> list[ToolDefinition]:
+        """The visible capability definitions (never ``run_code``), in view order."""
+        return self._reads.definitions(scope, tool_set)
+
+    def schemas(
+        self, scope: str | None = None, tool_set: RemoteToolSet | None = None
+    ) -> list[dict[str, Any]]:
+        """One detached ``{"name", "description", "parameters"}`` per visible tool."""
+        return self._reads.schemas(scope, tool_set)
+
+    def names(self, scope: str | None = None, tool_set: RemoteToolSet | None = None) -> list[str]:
+        """Visible capability names, in view order."""
+        return self._reads.names(scope, tool_set)
+
+    def known_names(self, scope: str | None = None) -> list[str]:
+        """R-SCH-11 ``knownNames`` for the scope's wire contribution."""
+        return self._reads.known_names(scope)
+
+    def execution_mode(self, inp: ToolExecutionInput) -> str:
+        """``"parallel"`` only when the visible classifier returns exactly ``True``."""
+        return self._reads.execution_mode(inp)
+
+    def check_guards(self, execution: ToolExecution) -> str | None:
+        """Global guards, then the caller's chain farthest first; the first ``str`` denies."""
+        return self._reads.check_guards(execution)
+
+    def stats(self) -> RegistryStatistics:
+        """The authoritative registry's counts (scopes, layers, tools, views)."""
+        return self._reads.stats()
+
+    async def resolve(self, context: ActivationContext) -> RemoteToolSet:
+        """Evaluate every ``when`` visible to the scope, in its executor actor, once."""
+        return await self._reads.resolve(context)
+
+    async def execute_batch(self, batch: ToolBatchInput) -> ToolBatchResult:
+        """Run ``batch`` on its scope's executor actor (``rt.executor(batch.scope)``)."""
+        return await self._reads.execute_batch(batch)
+
+    async def execute(self, inp: ToolExecutionInput) -> ToolExecutionResult:
+        """Run one call through its scope's executor actor (the core ``execute()``)."""
+        return await self._reads.execute(inp)
+
+    def info(self) -> RegistryInfo:
+        """Registry counters (contributions, sequence, executors, restarts, leases, scopes)."""
+        return self._reads.info()
+
+    def statistics(self) -> RegistryStatistics:
+        """Deprecated name of :meth:`stats`."""
+        message = "RemoteRegistry.statistics() is deprecated: use stats()"
+        warnings.warn(message, DeprecationWarning, stacklevel=2)
+        return self.stats()
+
+    # ------------------------------------------------------------------ the global context
+
+    def set_approval(self, service: object) -> Disposer:
         """Mount the approval service in every executor actor (it must be picklable)."""
         if not callable(getattr(service, "request", None)):
             raise TypeError("set_approval() takes an object with an async request(request)")

@@ -27,7 +27,7 @@ import ray.exceptions as rex
 from toolray_actors._config import RuntimeConfig, load_config
 from toolray_actors._errors import RuntimeUnavailableError, is_actor_death, translate
 from toolray_actors._handles import control_options, create_registry
-from toolray_actors._remote import send
+from toolray_actors._remote import get, job_id, send
 from toolray_actors._stats import RuntimeStats
 from toolray_actors.control._registry_actor import RegistryActor
 
@@ -108,17 +108,17 @@ class RayRuntime:
             )
 
         lease_id = uuid.uuid4().hex
-        job_id = ray.get_runtime_context().get_job_id()
+        job = job_id()
         deadline = time.monotonic() + 60
         while True:
             actor = create()
             try:
-                ray.get(
+                get(
                     send(
                         actor,
                         RegistryActor.acquire_lease,
                         lease_id,
-                        job_id,
+                        job,
                         os.getpid(),
                         socket.gethostname(),
                     )

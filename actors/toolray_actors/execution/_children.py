@@ -24,7 +24,6 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from toolray.errors import ToolrayError
 from toolray.isolation import (
@@ -49,7 +48,8 @@ from ._call_sizing import GROW_AFTER_S, Sizing
 
 __all__ = ("CallProcesses", "Nested")
 
-Nested = Callable[[Mapping[str, Any], NestedRequest], Awaitable[NestedAnswer]]
+Ident = Mapping[str, object]  # a call's identity (JSON)
+Nested = Callable[[Ident, NestedRequest], Awaitable[NestedAnswer]]
 """Runs a call process's nested request for the call whose identity is given."""
 
 _EXIT_WAIT_S = 2.0
@@ -63,10 +63,10 @@ _KILLED_EARLY = CallOutcome(status="killed", detail="killed before it started")
 class _Call:
     token: str
     key: str
-    arguments: Any
-    ident: Mapping[str, Any]
+    arguments: object
+    ident: Mapping[str, object]
     done: asyncio.Future[CallOutcome]
-    aborts: list[Any] = field(default_factory=list)
+    aborts: list[object] = field(default_factory=list)
     queued: float = 0.0
     proc: ProcessLink | None = None
 
@@ -94,14 +94,14 @@ class CallProcesses:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock = threading.Lock()
         self._calls: dict[str, _Call] = {}
-        self._early: OrderedDict[str, list[Any]] = OrderedDict()
+        self._early: OrderedDict[str, list[object]] = OrderedDict()
         self._procs: dict[int, ProcessLink] = {}
         self._idle: deque[ProcessLink] = deque()
         self._waiters: deque[_Call] = deque()
         self._forking = 0
         self._grow_at: asyncio.TimerHandle | None = None
         self._sizing = Sizing(warm=warm, limit=max(1, limit))
-        self._background: set[asyncio.Task[Any]] = set()
+        self._background: set[asyncio.Task[None]] = set()
         self._closed = False
         self.forks = self.kills = self.deaths = self.retired = self.replacements = 0
         self.runs = 0
@@ -169,7 +169,7 @@ class CallProcesses:
 
     # ------------------------------------------------------------------ assignment
     async def run(
-        self, token: str, key: str, blob: bytes | None, arguments: Any, ident: Mapping[str, Any]
+        self, token: str, key: str, blob: bytes | None, arguments: object, ident: Ident
     ) -> CallOutcome:
         """Run one call in a process of its own; never raises for the body's faults."""
         if self._loop is None:
@@ -310,7 +310,7 @@ class CallProcesses:
         _settle(call, _lost(describe_exit(status, self._memory_mb)))
 
     # ------------------------------------------------------------------ control lane
-    def abort(self, token: str, reason: Any) -> bool:
+    def abort(self, token: str, reason: object) -> bool:
         """Forward an abort to the call's process (remembered if the call is not here yet)."""
         with self._lock:
             call = self._calls.get(token)
@@ -320,7 +320,7 @@ class CallProcesses:
         self._on_loop(self._forward, call, AbortCall(token=token, reason=reason))
         return True
 
-    def _remember(self, token: str, order: Any) -> None:  # the lock is held
+    def _remember(self, token: str, order: object) -> None:  # the lock is held
         self._early.setdefault(token, []).append(order)
         if len(self._early) > _MAX_EARLY:
             self._early.popitem(last=False)
@@ -351,7 +351,7 @@ class CallProcesses:
         self._on_loop(_settle, call, _KILLED_EARLY)
         return True
 
-    def _on_loop(self, fn: Callable[..., Any], *args: Any) -> None:
+    def _on_loop(self, fn: Callable[..., object], *args: object) -> None:
         if self._loop is not None:
             with contextlib.suppress(RuntimeError):  # the loop is closed: the worker is going
                 self._loop.call_soon_threadsafe(fn, *args)

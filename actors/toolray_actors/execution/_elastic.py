@@ -22,10 +22,10 @@ import logging
 import math
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from toolray_actors._handles import kill
-from toolray_actors._remote import send
+from toolray_actors._remote import Handle, send
 
 from ._worker import ToolWorker
 
@@ -63,11 +63,11 @@ class ElasticPolicy:
 class PoolHost(Protocol):
     """What the resizer uses of its pool manager."""
 
-    workers: dict[str, Any]
-    spares: list[tuple[str, Any]]
+    workers: dict[str, Handle]
+    spares: list[tuple[str, Handle]]
     started: set[str]
 
-    def _new_worker(self) -> tuple[str, Any]: ...
+    def _new_worker(self) -> tuple[str, Handle]: ...
     def _bump(self) -> None: ...
     def _watch(self) -> None: ...
     def _forget(self, wid: str) -> None: ...
@@ -156,14 +156,14 @@ class Resizer:
             self._retired.popitem(last=False)
 
 
-async def _idle_of(handle: Any) -> float:
+async def _idle_of(handle: Handle) -> float:
     status = await asyncio.wait_for(
         asyncio.wrap_future(send(handle, ToolWorker.status).future()), _STATUS_TIMEOUT_S
     )
     return float(status.idle_s)
 
 
-async def _drain_and_kill(handle: Any) -> None:
+async def _drain_and_kill(handle: Handle) -> None:
     """Stop the worker taking calls, wait until it runs none, then end it."""
     try:
         while True:

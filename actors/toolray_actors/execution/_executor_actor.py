@@ -8,8 +8,8 @@ its own lane, cap, abort and barriers, so one actor can host one scope (``per_sc
 many (``sharded``) with the same per-scope semantics.
 
 Batches stream back as they commit (``run_batch`` is a generator; a paced batch at most one
-chunk per ``_PACE_S``), so a driver keeps what reached it before an executor death. After an
-idle TTL the actor detaches and exits; the next use creates a fresh one.
+chunk per ``_PACE_S``): a driver keeps what reached it before an executor death. After an
+idle TTL the actor detaches and exits.
 """
 
 from __future__ import annotations
@@ -27,14 +27,16 @@ from toolray import (
     AbortController,
     BatchExecutor,
     LogStep,
+    ModelSelection,
     RateLimit,
     ToolBatchInput,
     ToolCallResult,
+    ToolExecutionResult,
 )
 from toolray.lowlevel import TraceParent, observe
 from toolray_actors import _wire as wire
 from toolray_actors._config import RuntimeConfig
-from toolray_actors._errors import RuntimeUnavailableError
+from toolray_actors._errors import namespace_ended
 from toolray_actors._executor_wire import BatchSpec, ExecutorStats
 from toolray_actors._farm_stats import FarmObserver
 from toolray_actors._handles import (
@@ -53,9 +55,9 @@ from toolray_actors.control._registry_actor import RegistryActor
 from toolray_actors.control._store import Store
 
 from ._code_pool import CodePool, code_registry
-from ._executor_calls import ExecutorCalls
+from ._executor_calls import CallService
 from ._metrics import CallMetrics, PoolMetrics, flush_every
-from ._pool import PoolManager, open_pool
+from ._pool import PoolManager, start_pool
 from ._pool_client import PoolClient
 from ._rate_client import RayRateLimiter
 from ._runner import RayBodyRunner
@@ -65,8 +67,7 @@ __all__ = ("BatchSpec", "ExecutorActor", "ExecutorStats")
 _log = logging.getLogger("toolray")
 
 _PACE_S = 0.01  # a paced batch's chunks leave at most this often (``BatchSpec.paced``)
-_METRICS_FLUSH_S = 1.0
-"""How often the calls counted here reach the Ray metrics (Ray exports on its own interval)."""
+_METRICS_FLUSH_S = 1.0  # how often the calls counted here reach the Ray metrics
 
 
 class _Feed:
@@ -84,12 +85,10 @@ class _Feed:
         self.left -= 1
 
 
-class ExecutorActor(ExecutorCalls):
-    """Runs batches for the scopes routed to it (single calls: :class:`ExecutorCalls`)."""
+class ExecutorActor:
+    """Runs batches for the scopes routed to it (single calls: its ``calls``, a CallService)."""
 
-    def __init__(
-        self, name: str, scope: str | None, namespace: str, config: dict[str, Any]
-    ) -> None:
+    def __init__(self, name: str, scope: str | None, namespace: str, config: dict[str, Any]):
         self.name = name
         self.scope = scope
         self.namespace = namespace
@@ -107,6 +106,9 @@ class ExecutorActor(ExecutorCalls):
             kill_grace_ms=self.config.kill_grace_ms,
             home=(name, namespace),
             on_kill=self._killed,
+        )
+        self.calls = CallService(
+            lambda: self.mirror, self.runner, self.batches, self.scopes_seen, self._touch
         )
         self.pool_metrics = PoolMetrics()
         self.buckets: dict[str, Any] = {}
@@ -147,15 +149,14 @@ class ExecutorActor(ExecutorCalls):
         self.pool_metrics.killed(next((k for k, c in self.pools.items() if c is pool), ""))
 
     def _pool_for(self, placement: Any) -> PoolClient:
-        try:  # a placement is a frozen value: its pool is looked up once
+        with contextlib.suppress(KeyError, TypeError):  # a frozen value: looked up once
             return self._placed[placement]
-        except (KeyError, TypeError):  # new, or unhashable (a resources dict)
-            plan = pool_plan(placement, self.config)
+        plan = pool_plan(placement, self.config)
         client = self.pools.get(plan.key)
         if client is None:
             control = control_options(self.config.control_resource)
-            client = self.pools[plan.key] = open_pool(plan, self.namespace, control)
-        with contextlib.suppress(TypeError):
+            client = self.pools[plan.key] = start_pool(plan, self.namespace, control)
+        with contextlib.suppress(TypeError):  # unhashable (a resources dict): not kept
             self._placed[placement] = client
         return client
 
@@ -166,13 +167,7 @@ class ExecutorActor(ExecutorCalls):
             if registry is None:  # the namespace ended: say why, and do not linger
                 asyncio.get_running_loop().call_later(0.2, kill_self)
                 why = await asyncio.to_thread(Store(self.namespace).read_tombstone)
-                raise RuntimeUnavailableError(
-                    f"the toolray namespace {self.namespace!r} ended: {why}; "
-                    "RayRuntime.start() creates it anew"
-                    if why
-                    else f"the toolray registry actor of namespace {self.namespace!r} is not "
-                    "running; RayRuntime.start() recreates it"
-                )
+                raise namespace_ended(self.namespace, why)
             seq, ops = await send(registry, RegistryActor.attach_executor, self.name)
             if not self._attached:
                 self._rebuild(ops)
@@ -245,7 +240,7 @@ class ExecutorActor(ExecutorCalls):
             ctrl.signal,
             max_parallel_tool_calls=spec.max_parallel_tool_calls,
             scope=spec.scope,
-            tool_set=self._tool_set(spec.tool_set),
+            tool_set=self.calls.tool_set(spec.tool_set),
             log=step,
         )
 
@@ -307,7 +302,7 @@ class ExecutorActor(ExecutorCalls):
         recorder: SpanRecorder | None,
     ) -> Any:
         """Run ``batch`` on the scope's executor: ours, or a ``set_executor()`` one."""
-        custom = self._custom_executor(batch)
+        custom = self.calls.custom_executor(batch)
         if custom is None:
             return await self.executor.execute(
                 batch, on_commit=commit, trace=trace, observer=recorder
@@ -382,3 +377,23 @@ class ExecutorActor(ExecutorCalls):
     async def ping(self) -> int:
         """Liveness: the pid."""
         return os.getpid()
+
+    # ------------------------------------------------------------------ single calls
+    def _touch(self) -> None:
+        self.last_active = time.monotonic()
+
+    async def execute_call(self, spec: wire.CallSpec) -> ToolExecutionResult:
+        """One call through the whole pipeline (bodies on workers); ``spec.key`` was reserved."""
+        return await self.calls.execute_call(spec)
+
+    async def resolve(
+        self, key: str, scope: str | None, model: ModelSelection, aborted: bool, reason: object
+    ) -> tuple[int, ...]:
+        """Evaluate the scope's ``when`` conditions here; returns the admitted ids."""
+        return await self.calls.resolve(key, scope, model, aborted, reason)
+
+    async def dispatch_nested(
+        self, token_id: str, name: str, arguments: object, call_id: str | None
+    ) -> ToolExecutionResult:
+        """A nested call from a worker body, for the live execution ``token_id`` names."""
+        return await self.calls.dispatch_nested(token_id, name, arguments, call_id)

@@ -1,8 +1,9 @@
 """The executor actor's single calls: ``execute``, ``resolve`` and nested dispatch.
 
-Mixed into ``ExecutorActor``, which provides the mirror, the runner and the table of
-cancellable operations (``batches``: key → ``AbortController``, the key reserved by the
-driver first, so a forwarded abort finds its operation).
+A component ``ExecutorActor`` holds (its methods of these names delegate here), sharing the
+actor's runner and its table of cancellable operations (``batches``: key →
+``AbortController``, the key reserved by the driver first, so a forwarded abort finds its
+operation).
 
 Nested dispatch is the trust boundary of the Ray layer: a worker names its calling execution
 by token id; the runner keeps the executions whose bodies are out on workers, and only
@@ -14,13 +15,14 @@ exactly as in-process.
 
 from __future__ import annotations
 
-import time
+from collections.abc import Callable
 from typing import Any
 
 from toolray import (
     AbortController,
     ActivationContext,
     ModelSelection,
+    ResolvedToolSet,
     ToolBatchInput,
     ToolExecutionInput,
     ToolExecutionResult,
@@ -28,22 +30,34 @@ from toolray import (
 )
 from toolray.lowlevel import admitted_entries, not_live, run_pipeline
 from toolray_actors._mirror import Mirror
-from toolray_actors._toolset import RemoteToolSet, core_tool_set
+from toolray_actors._toolset import core_tool_set
 from toolray_actors._wire import CallSpec
 
 from ._runner import RayBodyRunner
 
-__all__ = ("ExecutorCalls",)
+__all__ = ("CallService",)
 
 
-class ExecutorCalls:
-    """``execute``, ``resolve`` and ``dispatch_nested`` of one executor actor."""
+class CallService:
+    """``execute``, ``resolve`` and ``dispatch_nested`` of one executor actor.
 
-    mirror: Mirror
-    runner: RayBodyRunner
-    batches: dict[str, AbortController]
-    scopes_seen: set[str | None]
-    last_active: float
+    ``mirror`` gives the actor's current mirror (a resync rebuilds it), ``batches`` and
+    ``scopes`` are the actor's own table and set, and ``touch`` marks the actor active.
+    """
+
+    def __init__(
+        self,
+        mirror: Callable[[], Mirror],
+        runner: RayBodyRunner,
+        batches: dict[str, AbortController],
+        scopes: set[str | None],
+        touch: Callable[[], None],
+    ) -> None:
+        self._mirror = mirror
+        self.runner = runner
+        self.batches = batches
+        self.scopes_seen = scopes
+        self._touch = touch
 
     def _controller(self, key: str, aborted: bool, reason: Any) -> AbortController:
         ctrl = self.batches.setdefault(key, AbortController())
@@ -51,8 +65,9 @@ class ExecutorCalls:
             ctrl.abort(reason)
         return ctrl
 
-    def _tool_set(self, tool_set: RemoteToolSet | None) -> Any:
-        return core_tool_set(self.mirror, tool_set)
+    def tool_set(self, tool_set: ResolvedToolSet | None) -> ResolvedToolSet | None:
+        """The core set a wired ``tool_set`` stands for, over the current mirror."""
+        return core_tool_set(self._mirror(), tool_set)
 
     def _live(self, token_id: str) -> ToolRunContext:
         """The context of a live execution this executor issued, by its token id."""
@@ -61,18 +76,19 @@ class ExecutorCalls:
             raise not_live(token_id)
         return ctx
 
-    def _custom_executor(self, batch: ToolBatchInput) -> Any:
+    def custom_executor(self, batch: ToolBatchInput) -> Any:
         """The ``set_executor()`` executor serving ``batch.scope``, or ``None`` (ours).
 
         Raises ``ExecutorUnavailableError`` when a global ``set_executor`` was disposed and
         nothing replaced it, exactly as the core selection does.
         """
-        chosen = self.mirror.registry.executor_for(batch.scope)
-        return chosen if self.mirror.is_custom_executor(chosen) else None
+        mirror = self._mirror()
+        chosen = mirror.registry.executor_for(batch.scope)
+        return chosen if mirror.is_custom_executor(chosen) else None
 
     async def execute_call(self, spec: CallSpec) -> ToolExecutionResult:
         """One call through the whole pipeline (bodies on workers); ``spec.key`` was reserved."""
-        self.last_active = time.monotonic()
+        self._touch()
         ctrl = self._controller(spec.key, spec.aborted, spec.reason)
         self.scopes_seen.add(spec.scope)
         try:
@@ -85,33 +101,34 @@ class ExecutorCalls:
                 root_call_id=spec.root_call_id,
                 schema=spec.schema,
                 scope=spec.scope,
-                tool_set=self._tool_set(spec.tool_set),
+                tool_set=self.tool_set(spec.tool_set),
                 parent=parent,
             )
-            return await run_pipeline(self.mirror.registry, inp, self.runner)
+            return await run_pipeline(self._mirror().registry, inp, self.runner)
         finally:
             self.batches.pop(spec.key, None)
-            self.last_active = time.monotonic()
+            self._touch()
 
     async def resolve(
         self, key: str, scope: str | None, model: ModelSelection, aborted: bool, reason: Any
     ) -> tuple[int, ...]:
         """Evaluate the scope's ``when`` conditions here; returns the admitted ids."""
-        self.last_active = time.monotonic()
+        self._touch()
         ctrl = self._controller(key, aborted, reason)
         try:
-            registry = self.mirror.registry
+            registry = self._mirror().registry
             admitted = await registry.resolve(ActivationContext(scope, model, ctrl.signal))
-            ids = (self.mirror.op_id_of(e.definition) for e in admitted_entries(registry, admitted))
+            mirror = self._mirror()  # the current one, as before the await or rebuilt since
+            ids = (mirror.op_id_of(e.definition) for e in admitted_entries(registry, admitted))
             return tuple(sorted(i for i in ids if i is not None))
         finally:
             self.batches.pop(key, None)
-            self.last_active = time.monotonic()
+            self._touch()
 
     async def dispatch_nested(
         self, token_id: str, name: str, arguments: Any, call_id: str | None
     ) -> ToolExecutionResult:
         """A nested call from a worker body, for the live execution ``token_id`` names."""
-        self.last_active = time.monotonic()
+        self._touch()
         ctx = self._live(token_id)
         return await ctx.dispatch(name, arguments, call_id=call_id)

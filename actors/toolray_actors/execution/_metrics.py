@@ -24,10 +24,10 @@ import contextlib
 from collections.abc import Callable
 from typing import Any, final
 
-import ray
 from ray.util import metrics
 
 from toolray_actors._farm_stats import FarmObserver
+from toolray_actors._remote import actor_name
 
 __all__ = ("CallMetrics", "PoolMetrics", "flush_every", "pool_tag")
 
@@ -134,7 +134,7 @@ class PoolMetrics:
 def pool_tag() -> str:
     """The ``pool`` tag of the pool manager actor calling this (its placement key)."""
     try:
-        name = ray.get_runtime_context().get_actor_name() or ""
+        name = actor_name()
     except Exception:  # not in an actor (a unit test): an untagged pool
         name = ""
     return name.removeprefix("toolray:pool:")

@@ -20,8 +20,7 @@ import ray.exceptions as rex
 
 from toolray import AbortSignal, ToolExecutionResult, ToolRunContext
 from toolray.isolation import context_from_ident, refuse_in_loop
-from toolray_actors._errors import is_actor_death, translate
-from toolray_actors._remote import send
+from toolray_actors._remote import Handle, get, lookup, retrying, retrying_sync, send
 from toolray_actors._wire import ExecutorHome, shippable_arguments
 
 __all__ = ("RemoteNested", "worker_context")
@@ -29,22 +28,19 @@ __all__ = ("RemoteNested", "worker_context")
 _MAX_HANDLES = 256
 """Executor handles cached per worker (least recently used go first: scopes come and go)."""
 
-_handles: OrderedDict[ExecutorHome, Any] = OrderedDict()
+_handles: OrderedDict[ExecutorHome, Handle] = OrderedDict()
 _lock = threading.Lock()
 
 
-def _executor(home: ExecutorHome) -> Any:
+def _executor(home: ExecutorHome) -> Handle:
     with _lock:
         handle = _handles.get(home)
         if handle is not None:
             _handles.move_to_end(home)
     if handle is None:
-        try:  # not ``_handles.get_named``: the worker actor class lives there (no cycle)
-            handle = ray.get_actor(home.name, namespace=home.namespace)
-        except ValueError:
-            raise ValueError(
-                f"nested dispatch rejected: the executor actor {home.name!r} is gone"
-            ) from None
+        handle = lookup(home.name, home.namespace)
+        if handle is None:
+            raise ValueError(f"nested dispatch rejected: the executor actor {home.name!r} is gone")
         with _lock:
             _handles[home] = handle
             if len(_handles) > _MAX_HANDLES:
@@ -52,13 +48,12 @@ def _executor(home: ExecutorHome) -> Any:
     return handle
 
 
-def _forget(home: ExecutorHome, err: BaseException) -> BaseException:
+def _forget(home: ExecutorHome) -> None:
     with _lock:
         _handles.pop(home, None)  # a recreated executor gets the name: look it up again
-    return translate(err, f"the executor actor {home.name!r}")
 
 
-_ATTEMPTS = 2
+_RETRIES = (0.0,)
 """A cached handle may name an executor that was reaped and recreated under the same name:
 one retry with a fresh lookup. Safe: a new executor never accepts a parent it did not
 issue, so a request that did reach the dead one is rejected, never run twice."""
@@ -83,6 +78,10 @@ class RemoteNested:
     def __init__(self, home: ExecutorHome) -> None:
         self._home = home
 
+    @property
+    def _what(self) -> str:
+        return f"the executor actor {self._home.name!r}"
+
     def _send(
         self, ctx: ToolRunContext, name: str, arguments: Any, call_id: str | None
     ) -> ray.ObjectRef[ToolExecutionResult]:
@@ -100,28 +99,30 @@ class RemoteNested:
         self, ctx: ToolRunContext, name: str, arguments: Any, call_id: str | None
     ) -> ToolExecutionResult:
         """Run the nested call in the executor actor; returns its result."""
-        for attempt in range(_ATTEMPTS):
+
+        async def attempt() -> ToolExecutionResult:
             try:
                 return await self._send(ctx, name, arguments, call_id)
-            except rex.RayError as err:
-                failure = _forget(self._home, err)
-                if not is_actor_death(err) or attempt == _ATTEMPTS - 1:
-                    raise failure from None
-        raise AssertionError("unreachable")
+            except rex.RayError:
+                _forget(self._home)
+                raise
+
+        return await retrying(attempt, self._what, _RETRIES)
 
     def dispatch_sync(
         self, ctx: ToolRunContext, name: str, arguments: Any, call_id: str | None
     ) -> ToolExecutionResult:
         """:meth:`dispatch` from a sync body's thread."""
         refuse_in_loop("the worker's")
-        for attempt in range(_ATTEMPTS):
+
+        def attempt() -> ToolExecutionResult:
             try:
-                return ray.get(self._send(ctx, name, arguments, call_id))
-            except rex.RayError as err:
-                failure = _forget(self._home, err)
-                if not is_actor_death(err) or attempt == _ATTEMPTS - 1:
-                    raise failure from None
-        raise AssertionError("unreachable")
+                return get(self._send(ctx, name, arguments, call_id))
+            except rex.RayError:
+                _forget(self._home)
+                raise
+
+        return retrying_sync(attempt, self._what, _RETRIES)
 
 
 def worker_context(signal: AbortSignal, ident: dict[str, Any]) -> ToolRunContext:

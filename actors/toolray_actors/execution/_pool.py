@@ -21,11 +21,12 @@ import contextlib
 import itertools
 import logging
 import time
-from typing import Any
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, TypeVar
 
 from toolray_actors._handles import create_pool, create_worker, kill, resources_offered
 from toolray_actors._placement import PoolPlan, WorkerSettings
-from toolray_actors._remote import send
+from toolray_actors._remote import Handle, send
 from toolray_actors._stats import ActorStats, ChildStats, PoolStats, actor_stats
 
 from ._elastic import ElasticPolicy, Resizer
@@ -34,7 +35,12 @@ from ._pool_client import PoolClient as PoolClient
 from ._pool_client import WorkerSlot as WorkerSlot
 from ._worker import ToolWorker
 
-__all__ = ("PoolClient", "PoolManager", "PoolStats", "WorkerSlot", "open_pool")
+if TYPE_CHECKING:
+    import ray
+
+__all__ = ("PoolClient", "PoolManager", "PoolStats", "WorkerSlot", "start_pool")
+
+_T = TypeVar("_T")
 
 _log = logging.getLogger("toolray")
 
@@ -45,7 +51,7 @@ _READY_BOUND_S = 60.0
 _MEMBERS_POLL_S = 10.0
 
 
-def _as_future(ref: Any) -> Any:
+def _as_future(ref: ray.ObjectRef[_T]) -> asyncio.Future[_T]:
     return asyncio.wrap_future(ref.future())
 
 
@@ -56,7 +62,7 @@ class PoolManager:
         self,
         size: int,
         spare: int,
-        options: dict[str, Any],
+        options: dict[str, object],
         settings: WorkerSettings,
         elastic: ElasticPolicy | None = None,
     ) -> None:
@@ -67,13 +73,13 @@ class PoolManager:
         # A restarted manager is a new incarnation: its worker ids and versions must never
         # collide with those its clients remember from the previous one (chaos campaign).
         self._epoch = time.time_ns()
-        self.workers: dict[str, Any] = {}
-        self.spares: list[tuple[str, Any]] = []
+        self.workers: dict[str, Handle] = {}
+        self.spares: list[tuple[str, Handle]] = []
         self.version = 1
         self.kills = self.deaths = self.replacements = 0
         self._spare_target = spare
         self._size = size
-        self._background: set[asyncio.Task[Any]] = set()
+        self._background: set[asyncio.Task[None]] = set()
         self.started: set[str] = set()  # workers that answered once (only they are members)
         self._watched: set[str] = set()
         self._changed: asyncio.Event | None = None
@@ -85,7 +91,7 @@ class PoolManager:
         for _ in range(spare):
             self.spares.append(self._new_worker())
 
-    def _new_worker(self) -> tuple[str, Any]:
+    def _new_worker(self) -> tuple[str, Handle]:
         wid = f"w{next(self._ids)}.{self._epoch % 10**6:06d}"
         return wid, create_worker(self._options, self._settings)
 
@@ -99,12 +105,12 @@ class PoolManager:
                 self._watched.add(wid)
                 self._spawn(self._await_start(wid, handle))
 
-    def _spawn(self, coro: Any) -> None:
+    def _spawn(self, coro: Coroutine[object, object, None]) -> None:
         task = asyncio.ensure_future(coro)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
-    async def _await_start(self, wid: str, handle: Any) -> None:
+    async def _await_start(self, wid: str, handle: Handle) -> None:
         try:
             await send(handle, ToolWorker.health)
             await send(handle, ToolWorker.warm_up)
@@ -130,7 +136,7 @@ class PoolManager:
     def _member_count(self) -> int:
         return sum(1 for w in self.workers if w in self.started)
 
-    def _members(self) -> tuple[tuple[int, int], list[tuple[str, Any]]]:
+    def _members(self) -> tuple[tuple[int, int], list[tuple[str, Handle]]]:
         started = [(w, h) for w, h in self.workers.items() if w in self.started]
         return (self._epoch, self.version), started
 
@@ -153,14 +159,14 @@ class PoolManager:
                     self._started(wid)
         return self._member_count()
 
-    async def members(self) -> tuple[tuple[int, int], list[tuple[str, Any]]]:
+    async def members(self) -> tuple[tuple[int, int], list[tuple[str, Handle]]]:
         """``(version, [(worker id, handle), …])`` of the started workers."""
         self._watch()
         return self._members()
 
     async def wait_members(
         self, version: tuple[int, int], timeout_s: float = _MEMBERS_POLL_S
-    ) -> tuple[tuple[int, int], list[tuple[str, Any]]]:
+    ) -> tuple[tuple[int, int], list[tuple[str, Handle]]]:
         """:meth:`members`, once the version differs from ``version`` (or after a bound)."""
         self._watch()
         if (self._epoch, self.version) == tuple(version):
@@ -181,7 +187,7 @@ class PoolManager:
 
     async def replace(
         self, wid: str, killed: bool
-    ) -> tuple[tuple[int, int], list[tuple[str, Any]]]:
+    ) -> tuple[tuple[int, int], list[tuple[str, Handle]]]:
         """Retire ``wid`` (killing it if ``killed``) and promote a spare; idempotent.
 
         A worker that died on its own may have taken its node with it: then every member
@@ -200,7 +206,7 @@ class PoolManager:
         await self._fill(len(self.workers) + 1)
         return self._members()
 
-    async def _alive(self, handle: Any) -> bool:
+    async def _alive(self, handle: Handle) -> bool:
         try:
             await asyncio.wait_for(_as_future(send(handle, ToolWorker.health)), _HEALTH_TIMEOUT_S)
         except Exception:
@@ -301,14 +307,14 @@ class PoolManager:
         self.spares.clear()
 
 
-async def _started(handle: Any) -> None:
+async def _started(handle: Handle) -> None:
     """A worker answers, and its call processes (``"call"``) are warm."""
     await send(handle, ToolWorker.health)
     await send(handle, ToolWorker.warm_up)
 
 
-def open_pool(plan: PoolPlan, namespace: str, control: dict[str, Any]) -> PoolClient:
-    """Create (or find) ``plan``'s pool manager; an executor's client of that pool."""
+def start_pool(plan: PoolPlan, namespace: str, control: dict[str, object]) -> PoolClient:
+    """Start (or find) the manager actor of ``plan``'s pool; the executor's client of it."""
     elastic = None
     if plan.elastic:
         elastic = ElasticPolicy(

@@ -11,15 +11,19 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol, TypeVar
 
 from toolray import AbortError, AbortSignal
 from toolray_actors._placement import Isolation
-from toolray_actors._remote import send
+from toolray_actors._remote import Handle, send
 
 __all__ = ("PoolClient", "WorkerSlot")
 
 _log = logging.getLogger("toolray")
+
+
+_T = TypeVar("_T")
+_U = TypeVar("_U")
 
 
 @dataclass(eq=False)
@@ -27,13 +31,13 @@ class WorkerSlot:
     """One worker as an executor sees it."""
 
     wid: str
-    handle: Any
+    handle: Handle
     in_flight: int = 0
     sent: set[str] = field(default_factory=set)
     killed: bool = False
 
 
-MemberList = tuple[tuple[int, int], list[tuple[str, Any]]]
+MemberList = tuple[tuple[int, int], list[tuple[str, Handle]]]
 """A pool's members as its manager answers: ``(epoch, version)`` and ``(wid, handle)`` pairs."""
 
 
@@ -66,7 +70,7 @@ class PoolClient:
 
     def __init__(
         self,
-        manager: Any,
+        manager: Handle,
         isolation: Isolation = "call",
         *,
         per_worker: int = 0,
@@ -77,7 +81,7 @@ class PoolClient:
         self.per_worker = per_worker
         self.elastic = elastic
         self.waiting = 0  # calls waiting for room on a member (elastic pools)
-        self._asking: asyncio.Future[Any] | None = None
+        self._asking: asyncio.Future[None] | None = None
         self._freed = asyncio.Event()
         self.version: tuple[int, int] = (0, 0)
         self.slots: dict[str, WorkerSlot] = {}
@@ -85,7 +89,7 @@ class PoolClient:
         self._background: set[asyncio.Task[None]] = set()
         self.retired: set[str] = set()
 
-    def _update(self, version: tuple[int, int], members: list[tuple[str, Any]]) -> None:
+    def _update(self, version: tuple[int, int], members: list[tuple[str, Handle]]) -> None:
         epoch, number = version
         version = (int(epoch), int(number))
         if version < self.version:
@@ -205,16 +209,16 @@ class PoolClient:
         await self._renew(slot.wid, killed)
 
 
-def _first(*futures: asyncio.Future[Any]) -> asyncio.Future[None]:
-    """A future done when the first of ``futures`` is (they keep running)."""
+def _first(one: asyncio.Future[_T], other: asyncio.Future[_U]) -> asyncio.Future[None]:
+    """A future done when the first of ``one`` and ``other`` is (both keep running)."""
     done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
-    def settle(_: Any) -> None:
+    def settle(_: object) -> None:
         if not done.done():
             done.set_result(None)
 
-    for fut in futures:
-        fut.add_done_callback(settle)
+    one.add_done_callback(settle)
+    other.add_done_callback(settle)
     return done
 
 
