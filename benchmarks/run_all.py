@@ -127,6 +127,8 @@ def headline_row(headline: Headline, here: Path = HERE) -> str:
     cells = _cells(found[0])
     target = cells[headline.target] if isinstance(headline.target, int) else headline.target
     measured = cells[headline.measured].replace("**", "") + headline.unit
+    if measured == "-":  # an empty cell of a detailed table (e.g. no good call failed)
+        measured = "none"
     return f"| {headline.figure} | {measured} | {target} | `{headline.source}` |"
 
 
