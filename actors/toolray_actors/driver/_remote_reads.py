@@ -1,4 +1,4 @@
-"""The read side ``RemoteRegistry`` holds: every section-6 read, answered by the registry actor.
+"""The read side ``RemoteRegistry`` holds: every registry read, answered by the registry actor.
 
 Arguments and results are the core's: ``get`` / ``executable`` /
 ``definitions`` return definitions (unpickled here from the blobs they were registered
