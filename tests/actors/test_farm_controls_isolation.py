@@ -10,7 +10,6 @@ tool's code in the workers and their templates — stays within its limit from t
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import tempfile
 from collections.abc import Iterator
@@ -21,6 +20,7 @@ import pytest
 
 from tests.actors import _farm_tools
 from tests.actors._blobs import tool_blob
+from tests.actors._call_worker import call_worker
 from tests.actors._farm_tools import attempts_of, dying_tool, stamped_tool, starts_of
 from tests.core._farm_helpers import code_of, windows_ok
 from toolray import (
@@ -33,7 +33,7 @@ from toolray import (
     ToolCall,
 )
 from toolray.errors import ResultTooLargeError
-from toolray_actors._placement import WorkerSettings, placement_key
+from toolray_actors._placement import placement_key
 from toolray_actors._wire import WorkerRequest
 from toolray_actors.execution._worker import ToolWorker
 
@@ -54,19 +54,8 @@ def _ident(limit: int | None) -> dict[str, Any]:
     return {"call_id": "c1", "name": "t", "token": "tok", "max_result_bytes": limit}
 
 
-@contextlib.contextmanager
-def _worker() -> Iterator[ToolWorker]:
-    """A worker whose calls run in call processes (no Ray); none of them survives it."""
-    made = ToolWorker(settings=WorkerSettings(threads=4, isolation="call", memory_mb=256))
-    assert made._procs is not None
-    try:
-        yield made
-    finally:
-        made._procs.close()
-
-
 async def test_an_oversized_value_fails_in_its_call_process() -> None:
-    with _worker() as worker:
+    with call_worker() as worker:
         await _oversized(worker)
 
 
@@ -86,7 +75,7 @@ async def _oversized(worker: ToolWorker) -> None:
 
 
 async def test_a_drained_worker_starts_no_call_and_reports_its_idle_time() -> None:
-    with _worker() as worker:
+    with call_worker() as worker:
         await _drained(worker)
 
 

@@ -10,17 +10,15 @@ call never starts. Real call processes, real kills; nothing survives a test.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from tests.actors._blobs import tool_blob
-from toolray_actors._placement import WorkerSettings
+from tests.actors._call_worker import call_worker
 from toolray_actors._wire import AbortOrder, WorkerRequest
-from toolray_actors.execution._worker import ToolWorker
 
 WAIT_S = 60.0
 
@@ -44,16 +42,6 @@ def _ident(token: str) -> dict[str, Any]:
     return {"call_id": token, "name": "t", "token": token, "max_result_bytes": None}
 
 
-@contextlib.contextmanager
-def _worker() -> Iterator[ToolWorker]:
-    made = ToolWorker(settings=WorkerSettings(threads=4, isolation="call", memory_mb=256))
-    assert made._procs is not None
-    try:
-        yield made
-    finally:
-        made._procs.close()
-
-
 async def _until(ready: Callable[[], bool]) -> None:
     deadline = time.monotonic() + WAIT_S
     while not ready():
@@ -66,7 +54,7 @@ def _request(token: str, body: Any, args: dict[str, Any]) -> WorkerRequest:
 
 
 async def test_one_abort_with_the_ladder_kills_a_deaf_call_process(tmp_path: Path) -> None:
-    with _worker() as worker:
+    with call_worker() as worker:
         marker = tmp_path / "deaf"
         call = asyncio.ensure_future(worker.run(_request("t1", _deaf, {"marker": str(marker)})))
         await _until(marker.exists)  # its body runs in its process
@@ -82,7 +70,7 @@ async def test_one_abort_with_the_ladder_kills_a_deaf_call_process(tmp_path: Pat
 
 
 async def test_a_call_that_stops_at_its_abort_is_not_killed_by_the_ladder(tmp_path: Path) -> None:
-    with _worker() as worker:
+    with call_worker() as worker:
         marker = tmp_path / "coop"
         args = {"marker": str(marker)}
         call = asyncio.ensure_future(worker.run(_request("t1", _cooperative, args)))
@@ -100,7 +88,7 @@ async def test_a_call_that_stops_at_its_abort_is_not_killed_by_the_ladder(tmp_pa
 
 
 async def test_a_kill_that_overtakes_its_call_means_the_call_never_starts() -> None:
-    with _worker() as worker:
+    with call_worker() as worker:
         assert await worker.kill_call("late") is False  # not here yet
         runs = (await worker.status()).children.runs
         outcome = await asyncio.wait_for(worker.run(_request("late", _pid, {})), WAIT_S)
