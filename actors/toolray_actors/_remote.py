@@ -25,12 +25,10 @@ from ._errors import is_actor_death, translate
 __all__ = (
     "Handle",
     "actor_name",
-    "anchor",
     "get",
     "job_id",
     "lookup",
     "node_id",
-    "owner_alive",
     "retrying",
     "retrying_sync",
     "send",
@@ -80,23 +78,6 @@ def get(ref: ray.ObjectRef[_R]) -> _R:
     """Wait for ``ref``'s value (blocking: a script's thread, never a running loop)."""
     value: _R = ray.get(ref)
     return value
-
-
-def anchor() -> ray.ObjectRef[int]:
-    """A small object this process owns: it is lost (``OwnerDiedError``) when the process is."""
-    return ray.put(0)
-
-
-async def owner_alive(ref: object, timeout_s: float) -> bool:
-    """Whether the process owning ``ref`` (an :func:`anchor`) lives; ``True`` if unsure."""
-    future = cast("ray.ObjectRef[int]", ref).future()
-    try:
-        await asyncio.wait_for(asyncio.wrap_future(future), timeout_s)
-    except rex.OwnerDiedError:
-        return False
-    except Exception:  # slow, or another failure: no evidence of a death
-        return True
-    return True
 
 
 def lookup(name: str, namespace: str) -> Handle | None:

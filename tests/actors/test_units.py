@@ -9,12 +9,9 @@ running loop) and ``ToolWorker`` (bodies, early aborts, the definition cache).
 from __future__ import annotations
 
 import asyncio
-import os
-import socket
 import subprocess
 import sys
 import textwrap
-import time
 
 import cloudpickle
 
@@ -33,7 +30,7 @@ from toolray_actors._fingerprint import fingerprint
 from toolray_actors._mirror import Mirror, Op
 from toolray_actors._placement import placement_key
 from toolray_actors._wire import Committed, LogRecord, WorkerRequest
-from toolray_actors.control._leases import Lease, LeaseTable
+from toolray_actors.control._leases import LeaseTable
 from toolray_actors.driver._batch_stream import Accumulator
 from toolray_actors.driver._portal import Portal
 from toolray_actors.execution._worker import ToolWorker
@@ -75,37 +72,15 @@ def test_a_mirror_swaps_a_registration_in_place_and_forgets_a_disposed_scope() -
 
 
 # ---------------------------------------------------------------- leases
-def test_leases_count_holders_and_drop_dead_ones() -> None:
+def test_leases_count_holders_and_drop_dead_jobs() -> None:
     table = LeaseTable()
-    assert table.acquire("l1", "job-a", 1, "h", anchor="ref-1") == 1
-    assert table.acquire("l1", "job-a", 1, "h") == 1  # idempotent; the anchor stays
-    assert table.acquire("l2", "job-b", 2, "h", anchor="ref-2") == 2
-    assert table.anchors == {"l1": "ref-1", "l2": "ref-2"}
-    assert [lease.id for lease in table.drop({"l1"})] == ["l1"]
-    assert table.anchors == {"l2": "ref-2"}
+    assert table.acquire("l1", "job-a", 1, "h") == 1
+    assert table.acquire("l1", "job-a", 1, "h") == 1  # idempotent
+    assert table.acquire("l2", "job-b", 2, "h") == 2
+    assert [lease.id for lease in table.drop_jobs({"job-a"})] == ["l1"]
+    assert table.job_ids() == {"job-b"}
     assert table.release("l2") == 0
     assert table.ever_held
-
-
-def test_a_restored_lease_without_its_anchor_ends_when_its_driver_is_gone_from_this_host() -> None:
-    here = socket.gethostname()
-    gone = subprocess.run(
-        [sys.executable, "-c", "import os; print(os.getpid())"],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    dead_pid = int(gone.stdout)
-    since = time.time()
-    restored = [
-        Lease(id="mine", job_id="j1", pid=os.getpid(), host=here, since=since),
-        Lease(id="exited", job_id="j2", pid=dead_pid, host=here, since=since),
-        Lease(id="elsewhere", job_id="j3", pid=dead_pid, host="another-host", since=since),
-    ]
-    table = LeaseTable(restored)
-    assert table.gone_here() == {"exited"}  # another host's driver: kept until it re-acquires
-    table.acquire("exited", "j2", dead_pid, here, anchor="ref")  # anchored: judged by it
-    assert table.gone_here() == set()
 
 
 # ---------------------------------------------------------------- identities

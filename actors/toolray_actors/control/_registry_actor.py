@@ -25,7 +25,6 @@ from toolray_actors._config import RuntimeConfig
 from toolray_actors._errors import RuntimeUnavailableError
 from toolray_actors._handles import executor_name, get_named, kill, kill_self
 from toolray_actors._mirror import Mirror, Op
-from toolray_actors._remote import owner_alive
 from toolray_actors._stats import ActorStats, actor_stats
 from toolray_actors._toolset import RemoteToolSet
 from toolray_actors._wire import (
@@ -42,7 +41,7 @@ from toolray_actors.execution._code_pool import CodePool, code_registry
 from ._ending import stop_namespace
 from ._fanout import Fanout
 from ._index import Contributions
-from ._leases import WATCH_EVERY_S, Lease, LeaseTable
+from ._leases import WATCH_EVERY_S, Lease, LeaseTable, dead_jobs
 from ._registry_reads import RegistryReader
 from ._store import Meta, RegistryInfo, Store
 
@@ -128,15 +127,13 @@ class RegistryActor:
         if self._watcher is None or self._watcher.done():
             self._watcher = asyncio.ensure_future(self._watch_leases())
 
-    async def acquire_lease(
-        self, lease_id: str, job_id: str, pid: int, host: str, anchor: list[object] | None = None
-    ) -> int:
-        """Hold the namespace for one runtime (``anchor``: ``[an object its driver owns]``)."""
+    async def acquire_lease(self, lease_id: str, job_id: str, pid: int, host: str) -> int:
+        """Hold the namespace for one runtime; returns how many leases are held."""
         if self._ending:
             raise RuntimeUnavailableError(f"namespace {self.namespace!r} is ending")
         self._watch()
         async with self._lock:
-            held = self.leases.acquire(lease_id, job_id, pid, host, next(iter(anchor or ()), None))
+            held = self.leases.acquire(lease_id, job_id, pid, host)
             await self._save_meta()
         await asyncio.to_thread(self.store.clear_tombstone)
         return held
@@ -158,13 +155,15 @@ class RegistryActor:
     async def _watch_leases(self) -> None:
         while not self._ending:
             await asyncio.sleep(WATCH_EVERY_S)
-            anchors = list(self.leases.anchors.items())
-            alive = await asyncio.gather(*(owner_alive(ref, WATCH_EVERY_S) for _, ref in anchors))
-            dead = {lease for (lease, _), ok in zip(anchors, alive, strict=True) if not ok}
-            if not (dead := dead | self.leases.gone_here()):
+            try:
+                dead = await asyncio.to_thread(dead_jobs, self.leases.job_ids())
+            except Exception:
+                _log.debug("toolray: job table unavailable", exc_info=True)
+                continue
+            if not dead:
                 continue
             async with self._lock:
-                self.leases.drop(dead)
+                self.leases.drop_jobs(dead)
                 await self._save_meta()
             if not self.leases.leases and not self.detached:
                 await self._end("every driver holding it exited", forget=True)

@@ -54,13 +54,10 @@ class Connection:
         registry: Handle,
         create_registry: Callable[[], Handle],
         portal: Portal,
-        *,
-        rejoin: Callable[[Handle], object] | None = None,
     ) -> None:
         self.config = config
         self.namespace = config.namespace
         self._registry = registry
-        self._rejoin = rejoin  # after a restart: hand the registry this runtime's lease again
         self._create_registry = create_registry
         self.portal = portal
         self.closed = False
@@ -101,8 +98,6 @@ class Connection:
         handle = get_named(registry_name(), self.namespace)
         self._registry = handle if handle is not None else self._create_registry()
         self.recoveries += 1
-        if self._rejoin is not None:  # its anchor did not survive the restart
-            self._rejoin(self._registry)
 
     def call(
         self,

@@ -27,7 +27,7 @@ import ray.exceptions as rex
 from toolray_actors._config import RuntimeConfig, load_config
 from toolray_actors._errors import RuntimeUnavailableError, is_actor_death, translate
 from toolray_actors._handles import control_options, create_registry
-from toolray_actors._remote import Handle, anchor, get, job_id, send
+from toolray_actors._remote import get, job_id, send
 from toolray_actors._stats import RuntimeStats
 from toolray_actors.control._registry_actor import RegistryActor
 
@@ -109,17 +109,20 @@ class RayRuntime:
 
         lease_id = uuid.uuid4().hex
         job = job_id()
-        held = anchor()  # lost when this driver is: the registry's sign that it died
-        where = (os.getpid(), socket.gethostname())
-
-        def lease(actor: Handle) -> ray.ObjectRef[int]:
-            return send(actor, RegistryActor.acquire_lease, lease_id, job, *where, [held])
-
         deadline = time.monotonic() + 60
         while True:
             actor = create()
             try:
-                get(lease(actor))
+                get(
+                    send(
+                        actor,
+                        RegistryActor.acquire_lease,
+                        lease_id,
+                        job,
+                        os.getpid(),
+                        socket.gethostname(),
+                    )
+                )
                 break
             except rex.RayError as err:
                 # Two drivers racing on creation, or a namespace that is just ending.
@@ -132,7 +135,7 @@ class RayRuntime:
                         f"{translate(err, 'the registry actor')}"
                     ) from None
                 time.sleep(0.3)
-        conn = Connection(cfg, actor, create, Portal(), rejoin=lease)
+        conn = Connection(cfg, actor, create, Portal())
         return cls(cfg, conn, initialized, lease_id)
 
     # ------------------------------------------------------------------ clients
