@@ -21,7 +21,6 @@ worker — its value is checked against the call's ``max_result_bytes`` before i
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import itertools
 import logging
 import uuid
@@ -44,11 +43,11 @@ from ._worker import ToolWorker
 __all__ = ("NOT_JSON", "RayBodyRunner", "RunnerStats")
 
 _SENDS = 4
+"""How often a call is sent again that a worker did not start (no definition, retired)."""
 
 _KILL_ECHO_S = 0.1
 """How long the executor waits for the worker's own kill of a call's process to answer
 before it orders the kill itself (a worker swamped, or the abort lost with its message)."""
-"""How often a call is sent again that a worker did not start (no definition, retired)."""
 
 _log = logging.getLogger("toolray")
 
@@ -250,12 +249,8 @@ class RayBodyRunner:
         if not result.done():
             self.stats.aborts += 1
             _, aborts = self._lane(slot)
-            order = AbortOrder(token, wire_reason(signal.reason))
-            if local:
-                order = dataclasses.replace(
-                    order, interrupt_after=self.cancel_grace, kill_after=self.kill_grace
-                )
-            aborts.put(order)  # with its batch-mates
+            ladder = (self.cancel_grace, self.kill_grace) if local else (None, None)
+            aborts.put(AbortOrder(token, wire_reason(signal.reason), *ladder))  # with its mates
             await asyncio.wait({result}, timeout=self.cancel_grace)
         if not result.done():
             self.stats.interrupts += 1
