@@ -804,10 +804,7 @@ RAW_RAY = {
 }
 """Modules that use Ray directly on purpose, each with its reason."""
 
-PRIVATE_RAY = {
-    "actors/toolray_actors/control/_leases.py": "the GCS job table (which drivers are dead) has "
-    "no public reader that works without the dashboard (ray.util.state needs it)",
-}
+PRIVATE_RAY: dict[str, str] = {}
 """Files that still import ``ray._private``, each with its reason."""
 
 PRODUCT = ("src", "actors", "scripts", "benchmarks")

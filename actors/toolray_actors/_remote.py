@@ -25,14 +25,18 @@ from ._errors import is_actor_death, translate
 __all__ = (
     "Handle",
     "actor_name",
+    "anchor",
+    "freeze",
     "get",
     "job_id",
     "lookup",
     "node_id",
+    "owner_alive",
     "retrying",
     "retrying_sync",
     "send",
     "stream",
+    "thaw",
 )
 
 Handle: TypeAlias = "ray.actor.ActorHandle[object]"
@@ -78,6 +82,40 @@ def get(ref: ray.ObjectRef[_R]) -> _R:
     """Wait for ``ref``'s value (blocking: a script's thread, never a running loop)."""
     value: _R = ray.get(ref)
     return value
+
+
+def anchor() -> ray.ObjectRef[int]:
+    """A small object this process owns: it is lost (``OwnerDiedError``) when the process is."""
+    return ray.put(0)
+
+
+def freeze(refs: list[object] | None) -> bytes:
+    """``refs[0]`` serialized out of band (Ray then keeps its object while its owner lives).
+
+    ``b""`` without one; :func:`thaw` makes the ref again, in this or a later process.
+    """
+    dumps: Callable[[object], bytes] = ray.cloudpickle.dumps
+    for ref in refs or ():
+        return dumps(ref)
+    return b""
+
+
+def thaw(blob: bytes) -> object:
+    """The object ref :func:`freeze` serialized (in this or a later process)."""
+    ref: object = ray.cloudpickle.loads(blob)
+    return ref
+
+
+async def owner_alive(ref: object, timeout_s: float) -> bool:
+    """Whether the process owning ``ref`` (an :func:`anchor`) lives; ``True`` if unsure."""
+    future = cast("ray.ObjectRef[int]", ref).future()
+    try:
+        await asyncio.wait_for(asyncio.wrap_future(future), timeout_s)
+    except rex.OwnerDiedError:
+        return False
+    except Exception:  # slow, or another failure: no evidence of a death
+        return True
+    return True
 
 
 def lookup(name: str, namespace: str) -> Handle | None:

@@ -119,6 +119,29 @@ def test_a_driver_that_dies_breaks_no_other_and_the_last_death_ends_the_namespac
 
 
 @pytest.mark.timeout(400)
+def test_leases_restored_after_a_registry_sigkill_still_end_with_their_drivers(
+    drivers: Any,
+) -> None:
+    """The registry restarts from its persisted leases; each still knows its driver's death."""
+    a, b = drivers(), drivers()
+    a.ok("start", 180)
+    b.ok("start", 180)
+    a.ok("register echo")
+    os.kill(a.ok("pids")["toolray:registry"], signal.SIGKILL)
+    assert b.ok("names")["names"] == ["echo"]  # the restarted registry, from its store
+    observer = drivers()
+    observer.ok("connect")
+    os.kill(a.proc.pid, signal.SIGKILL)  # no shutdown, no lease release
+    a.proc.wait(timeout=60)
+    assert b.ok("batch agent-b")["values"] == ["t0", "t1", "t2"]
+    assert "toolray:registry" in observer.ok("actors")["names"]  # b still holds it
+    b.send("exit 0")
+    assert b.proc.wait(timeout=60) == 0
+    # both leases were restored, not re-acquired: their drivers' deaths still end the namespace
+    assert _wait_namespace_empty(observer, within=20) == []
+
+
+@pytest.mark.timeout(400)
 def test_teardown_stops_the_namespace_for_everyone_with_a_clear_error(drivers: Any) -> None:
     a, b = drivers(), drivers()
     a.ok("start", 180)

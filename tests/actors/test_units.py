@@ -9,6 +9,7 @@ running loop) and ``ToolWorker`` (bodies, early aborts, the definition cache).
 from __future__ import annotations
 
 import asyncio
+import pickle
 import subprocess
 import sys
 import textwrap
@@ -72,15 +73,41 @@ def test_a_mirror_swaps_a_registration_in_place_and_forgets_a_disposed_scope() -
 
 
 # ---------------------------------------------------------------- leases
-def test_leases_count_holders_and_drop_dead_jobs() -> None:
-    table = LeaseTable()
-    assert table.acquire("l1", "job-a", 1, "h") == 1
-    assert table.acquire("l1", "job-a", 1, "h") == 1  # idempotent
-    assert table.acquire("l2", "job-b", 2, "h") == 2
-    assert [lease.id for lease in table.drop_jobs({"job-a"})] == ["l1"]
-    assert table.job_ids() == {"job-b"}
+def test_leases_count_holders_and_drop_dead_ones() -> None:
+    table = LeaseTable(thaw=lambda blob: f"ref<{blob.decode()}>")
+    assert table.acquire("l1", "job-a", 1, "h", anchor=b"1") == 1
+    assert table.acquire("l1", "job-a", 1, "h") == 1  # idempotent; the anchor stays
+    assert table.acquire("l2", "job-b", 2, "h", anchor=b"2") == 2
+    assert table.anchors == {"l1": "ref<1>", "l2": "ref<2>"}
+    assert [lease.id for lease in table.drop({"l1"})] == ["l1"]
+    assert table.anchors == {"l2": "ref<2>"}
     assert table.release("l2") == 0
     assert table.ever_held
+
+
+def test_restored_leases_get_their_anchors_back_from_the_persisted_bytes() -> None:
+    persisted = LeaseTable(thaw=bytes.decode)
+    persisted.acquire("l1", "job-a", 1, "h", anchor=b"one")
+    persisted.acquire("l2", "job-b", 2, "h")  # an old runtime's lease: no anchor
+    saved = pickle.loads(pickle.dumps(persisted.snapshot()))
+    restored = LeaseTable(saved, thaw=bytes.decode)
+    assert restored.anchors == {"l1": "one"}
+    assert restored.ever_held
+    assert [lease.anchor for lease in restored.snapshot()] == [b"one", b""]
+
+
+def test_the_leases_whose_anchors_are_lost_are_the_dead_ones() -> None:
+    table = LeaseTable(thaw=bytes.decode)
+    for n, blob in enumerate((b"up", b"down", b"slow", b"")):
+        table.acquire(f"l{n}", "job", n, "h", anchor=blob)
+    asked: list[tuple[object, float]] = []
+
+    async def alive(ref: object, timeout_s: float) -> bool:
+        asked.append((ref, timeout_s))
+        return ref != "down"
+
+    assert asyncio.run(table.dead(alive, 2.0)) == {"l1"}
+    assert sorted(asked) == [("down", 2.0), ("slow", 2.0), ("up", 2.0)]  # l3: no anchor
 
 
 # ---------------------------------------------------------------- identities

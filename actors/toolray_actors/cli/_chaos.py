@@ -339,6 +339,9 @@ def run(args: argparse.Namespace) -> int:
         for proc in drivers:
             if proc.p.poll() is None:
                 proc.p.kill()
+        import ray  # the observer's connection leaves first: Ray ends a process whose store
+
+        ray.shutdown()  # vanished, before it could report what went wrong above
         host.send("")  # then close stdin: the host shuts the cluster down
         assert host.p.stdin is not None
         host.p.stdin.close()

@@ -25,6 +25,7 @@ from toolray_actors._config import RuntimeConfig
 from toolray_actors._errors import RuntimeUnavailableError
 from toolray_actors._handles import executor_name, get_named, kill, kill_self
 from toolray_actors._mirror import Mirror, Op
+from toolray_actors._remote import freeze, owner_alive, thaw
 from toolray_actors._stats import ActorStats, actor_stats
 from toolray_actors._toolset import RemoteToolSet
 from toolray_actors._wire import (
@@ -41,7 +42,7 @@ from toolray_actors.execution._code_pool import CodePool, code_registry
 from ._ending import stop_namespace
 from ._fanout import Fanout
 from ._index import Contributions
-from ._leases import WATCH_EVERY_S, Lease, LeaseTable, dead_jobs
+from ._leases import WATCH_EVERY_S, Lease, LeaseTable
 from ._registry_reads import RegistryReader
 from ._store import Meta, RegistryInfo, Store
 
@@ -70,7 +71,7 @@ class RegistryActor:
         self.contributions = Contributions()
         self.next_id = 1
         self.restarts = 0
-        self.leases = LeaseTable()
+        self.leases = LeaseTable(thaw=thaw)
         self.fanout = Fanout(namespace)
         self._lock = asyncio.Lock()
         self._watcher: asyncio.Task[None] | None = None
@@ -78,6 +79,8 @@ class RegistryActor:
         self.reads = RegistryReader(self.mirror)
         self._restore()
         self.reads.count_changes()
+        if self.leases.leases:  # restarted: keep judging the restored leases (a loop runs here)
+            self._watch()
 
     # ------------------------------------------------------------------ persistence
     def _meta(self) -> Meta:
@@ -105,7 +108,7 @@ class RegistryActor:
         self.next_id = meta["next_id"]
         self.fanout.seq = meta["seq"] + 1  # executors resync on the gap
         self.restarts = meta.get("restarts", 0) + 1
-        self.leases = LeaseTable(list(meta.get("leases", [])))
+        self.leases = LeaseTable(list(meta.get("leases", [])), thaw)
         for name in meta["executors"]:
             handle = get_named(name, self.namespace)
             if handle is not None:
@@ -127,13 +130,15 @@ class RegistryActor:
         if self._watcher is None or self._watcher.done():
             self._watcher = asyncio.ensure_future(self._watch_leases())
 
-    async def acquire_lease(self, lease_id: str, job_id: str, pid: int, host: str) -> int:
-        """Hold the namespace for one runtime; returns how many leases are held."""
+    async def acquire_lease(
+        self, lease_id: str, job_id: str, pid: int, host: str, anchor: list[object] | None = None
+    ) -> int:
+        """Hold the namespace for one runtime (``anchor``: ``[an object its driver owns]``)."""
         if self._ending:
             raise RuntimeUnavailableError(f"namespace {self.namespace!r} is ending")
         self._watch()
         async with self._lock:
-            held = self.leases.acquire(lease_id, job_id, pid, host)
+            held = self.leases.acquire(lease_id, job_id, pid, host, freeze(anchor))
             await self._save_meta()
         await asyncio.to_thread(self.store.clear_tombstone)
         return held
@@ -155,15 +160,10 @@ class RegistryActor:
     async def _watch_leases(self) -> None:
         while not self._ending:
             await asyncio.sleep(WATCH_EVERY_S)
-            try:
-                dead = await asyncio.to_thread(dead_jobs, self.leases.job_ids())
-            except Exception:
-                _log.debug("toolray: job table unavailable", exc_info=True)
-                continue
-            if not dead:
+            if not (dead := await self.leases.dead(owner_alive, WATCH_EVERY_S)):
                 continue
             async with self._lock:
-                self.leases.drop_jobs(dead)
+                self.leases.drop(dead)
                 await self._save_meta()
             if not self.leases.leases and not self.detached:
                 await self._end("every driver holding it exited", forget=True)

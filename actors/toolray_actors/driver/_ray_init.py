@@ -110,14 +110,8 @@ def connect_ray(cfg: RuntimeConfig) -> bool:
 
 
 def _start_local(cfg: RuntimeConfig, kwargs: dict[str, Any]) -> None:
-    if "RAY_AUTH_MODE" not in os.environ:
-        os.environ["RAY_AUTH_MODE"] = "token"
-        try:  # Ray caches its config at import; refresh it as Ray itself does
-            from ray import _raylet
-
-            _raylet.Config.initialize("")  # type: ignore[attr-defined]
-        except Exception:
-            pass
+    # Authentication: Ray (2.59+) starts a local cluster in token mode unless RAY_AUTH_MODE
+    # says otherwise; toolray leaves that choice to Ray and to the user.
     # Workers import the driver's modules (tools defined in a script or a test module).
     existing = os.environ.get("PYTHONPATH", "")
     paths = [str(Path.cwd()), *existing.split(os.pathsep)]

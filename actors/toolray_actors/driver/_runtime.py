@@ -27,7 +27,7 @@ import ray.exceptions as rex
 from toolray_actors._config import RuntimeConfig, load_config
 from toolray_actors._errors import RuntimeUnavailableError, is_actor_death, translate
 from toolray_actors._handles import control_options, create_registry
-from toolray_actors._remote import get, job_id, send
+from toolray_actors._remote import anchor, get, job_id, send
 from toolray_actors._stats import RuntimeStats
 from toolray_actors.control._registry_actor import RegistryActor
 
@@ -51,12 +51,18 @@ class RayRuntime:
     """The Ray layer's entry point: one per driver; the drivers of a namespace share it."""
 
     def __init__(
-        self, config: RuntimeConfig, conn: Connection, initialized_ray: bool, lease_id: str
+        self,
+        config: RuntimeConfig,
+        conn: Connection,
+        initialized_ray: bool,
+        lease_id: str,
+        anchor: object = None,
     ) -> None:
         self.config = config
         self._conn = conn
         self._initialized_ray = initialized_ray
         self._lease_id = lease_id
+        self._anchor = anchor  # the lease's object: owned here, so lost when this driver is
         self._executors: dict[str | None, ExecutorHandle] = {}
         self._closed = False
         self.registry = RemoteRegistry(conn, self.executor)
@@ -109,20 +115,13 @@ class RayRuntime:
 
         lease_id = uuid.uuid4().hex
         job = job_id()
+        held = anchor()  # lost when this driver is: the registry's sign that it died
+        where = (os.getpid(), socket.gethostname())
         deadline = time.monotonic() + 60
         while True:
             actor = create()
             try:
-                get(
-                    send(
-                        actor,
-                        RegistryActor.acquire_lease,
-                        lease_id,
-                        job,
-                        os.getpid(),
-                        socket.gethostname(),
-                    )
-                )
+                get(send(actor, RegistryActor.acquire_lease, lease_id, job, *where, [held]))
                 break
             except rex.RayError as err:
                 # Two drivers racing on creation, or a namespace that is just ending.
@@ -136,7 +135,7 @@ class RayRuntime:
                     ) from None
                 time.sleep(0.3)
         conn = Connection(cfg, actor, create, Portal())
-        return cls(cfg, conn, initialized, lease_id)
+        return cls(cfg, conn, initialized, lease_id, held)
 
     # ------------------------------------------------------------------ clients
     def scope(self, key: str, parent: str | None = None) -> RemoteScope:
