@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pickle
 from dataclasses import dataclass
-from typing import NamedTuple, NoReturn, final
+from typing import NamedTuple, NoReturn
 
 import cloudpickle
 
@@ -30,8 +30,8 @@ from toolray import (
     UserMessage,
 )
 from toolray.isolation import CallOutcome, RemoteToken
-from toolray.lowlevel import InvalidArguments, is_json
 
+from ._arguments import NOT_JSON_ARGUMENTS, portable_error, shippable_arguments
 from ._errors import WireRecordError, wire_reason
 from ._mirror import Op
 from ._tracing import SpanRecord
@@ -40,12 +40,14 @@ __all__ = (
     "NOT_JSON_ARGUMENTS",
     "AbortOrder",
     "Added",
+    "BatchFailed",
     "CallSpec",
     "Committed",
     "DefinitionBlob",
     "ExecutionSnapshot",
     "ExecutorHome",
     "LogRecord",
+    "MuxChunk",
     "RegistryChange",
     "RemoteToken",
     "Removed",
@@ -59,6 +61,7 @@ __all__ = (
     "Swapped",
     "WorkerRequest",
     "definition_of",
+    "portable_error",
     "shippable_arguments",
     "unknown",
 )
@@ -186,6 +189,26 @@ class StreamEnd:
         return (_unpacked, (StreamEnd, packed(fields)))
 
 
+StreamItem = StreamChunk | StreamEnd
+
+
+@dataclass(frozen=True, slots=True)
+class BatchFailed:
+    """The batch's run raised: the error, in the batch's stream instead of Ray's."""
+
+    error: Exception
+
+
+@dataclass(frozen=True, slots=True)
+class MuxChunk:
+    """Stream items of several batches sent in one message, by batch id (each in order)."""
+
+    items: dict[str, list[StreamItem | BatchFailed]]
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_unpacked, (MuxChunk, packed((self.items,))))
+
+
 def packed(fields: tuple[object, ...]) -> bytes:
     """A record's fields pickled by the C pickler, carried by Ray as one ``bytes`` value.
 
@@ -200,14 +223,11 @@ def packed(fields: tuple[object, ...]) -> bytes:
         return blob
 
 
-_Packed = WorkerRequest | Settled | StreamChunk | StreamEnd
+_Packed = WorkerRequest | Settled | StreamChunk | StreamEnd | MuxChunk
 
 
 def _unpacked(cls: type[_Packed], blob: bytes) -> _Packed:
     return cls(*pickle.loads(blob))
-
-
-StreamItem = StreamChunk | StreamEnd
 
 
 # ---------------------------------------------------------------- registry → executors
@@ -273,45 +293,6 @@ def definition_of(blob: DefinitionBlob) -> ToolDefinition | None:
             return cloudpickle.loads(blob)  # type: ignore[no-any-return]
         case _:
             unknown(blob, "a definition's blob")
-
-
-@final
-class _NotJsonArguments:
-    """Stands for arguments that are not lossless JSON (the pipeline rejects it: P-ARGS-4)."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "<arguments that are not lossless JSON>"
-
-    def __reduce__(self) -> tuple[object, ...]:
-        return (_not_json, ())
-
-
-def _not_json() -> _NotJsonArguments:
-    return NOT_JSON_ARGUMENTS
-
-
-NOT_JSON_ARGUMENTS = _NotJsonArguments()
-
-
-def _portable_error(exc: Exception) -> Exception:
-    try:
-        cloudpickle.loads(cloudpickle.dumps(exc))
-    except Exception:
-        return RuntimeError(str(exc) or type(exc).__name__)
-    return exc
-
-
-def shippable_arguments(arguments: object) -> object:
-    """``arguments`` when lossless JSON, else a marker the pipeline rejects the same way."""
-    if type(arguments) is InvalidArguments:
-        return InvalidArguments(error=_portable_error(arguments.error))
-    try:
-        ok = is_json(arguments)
-    except Exception as exc:  # a value whose inspection raises: that error is the failure
-        return InvalidArguments(error=_portable_error(exc))
-    return arguments if ok else NOT_JSON_ARGUMENTS
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -179,3 +179,51 @@ async def test_stats_list_the_shards_as_executors_with_their_scope_counts(srt: A
     assert set(hosted) == shards
     assert hosted[srt.executor(a1).name] >= 2
     assert hosted[srt.executor(b).name] >= 1
+
+
+async def test_batches_of_many_scopes_sent_in_one_tick_share_one_message_per_shard(
+    srt: Any,
+) -> None:
+    srt.owned.append(srt.registry.register(text_echo_tool("sh_group_echo")))
+    keys = [f"group-{uuid.uuid4().hex[:8]}-{i}" for i in range(40)]
+    shards = {srt.executor(key).name for key in keys}
+    assert len(shards) == 2
+    for key in keys:  # every shard already runs: the next batches go in one tick
+        await srt.executor(key).execute_batch(_batch([ToolCall("w", "sh_group_echo", "{}")], key))
+    submissions = srt._conn.submissions
+    before = submissions.messages
+    batches = [
+        _batch(
+            [ToolCall(f"c{n}", "sh_group_echo", f'{{"text": "{key}/{n}"}}') for n in range(3)], key
+        )
+        for key in keys
+    ]
+    outs = await asyncio.gather(*(srt.executor(b.scope).execute_batch(b) for b in batches))
+    assert submissions.messages - before == len(shards)  # one group per shard
+    for key, out in zip(keys, outs, strict=True):
+        assert [r.result.value["text"] for r in out.results] == [f"{key}/{n}" for n in range(3)]
+
+
+async def test_a_batch_cancelled_inside_a_group_aborts_alone(srt: Any, tmp_path: Path) -> None:
+    srt.owned.append(srt.registry.register(gate_tool("sh_group_gate", str(tmp_path))))
+    a, b, _ = _keys(srt)
+    ex_a, ex_b = srt.executor(a), srt.executor(b)
+    await asyncio.gather(ex_a.statistics(), ex_b.statistics())  # the shard runs
+    before = srt._conn.submissions.messages
+    doomed = asyncio.ensure_future(
+        ex_a.execute_batch(_batch([ToolCall("g", "sh_group_gate", '{"key": "ga"}')], a))
+    )
+    kept = asyncio.ensure_future(
+        ex_b.execute_batch(_batch([ToolCall("g", "sh_group_gate", '{"key": "gb"}')], b))
+    )
+    await _started(tmp_path, "ga", "gb")
+    assert srt._conn.submissions.messages - before == 1  # the two batches went together
+    doomed.cancel()
+    try:
+        await asyncio.wait({doomed}, timeout=WAIT_S)
+        assert doomed.cancelled()
+        assert not kept.done()
+    finally:
+        _open(tmp_path, "gb", "ga")
+    out = await asyncio.wait_for(kept, WAIT_S)
+    assert out.results[0].result.value["key"] == "gb"

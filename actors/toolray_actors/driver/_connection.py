@@ -26,6 +26,7 @@ from toolray_actors.control._registry_actor import RegistryActor
 from toolray_actors.control._store import Store
 
 from ._portal import Portal
+from ._submissions import Submissions
 
 __all__ = ("Connection",)
 
@@ -64,6 +65,8 @@ class Connection:
         self.recoveries = 0
         self.executors: ActorDirectory[Handle] = ActorDirectory()
         """Executor actors known ready, shared by this runtime's handles (a shard's scopes)."""
+        self.submissions = Submissions()
+        """Batches bound for one executor actor in one tick, sent together."""
 
     @property
     def what(self) -> str:

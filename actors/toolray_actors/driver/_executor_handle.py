@@ -19,7 +19,7 @@ import asyncio
 import dataclasses
 import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine
-from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import ray.exceptions as rex
 
@@ -37,17 +37,15 @@ from toolray import (
 from toolray_actors._config import RuntimeConfig
 from toolray_actors._errors import is_actor_death, translate, wire_reason
 from toolray_actors._handles import control_options, create_executor, get_named
-from toolray_actors._remote import Handle, retrying, send, stream
+from toolray_actors._remote import Handle, retrying, send
 from toolray_actors._toolset import RemoteToolSet, wire_tool_set
 from toolray_actors._tracing import DriverTrace
-from toolray_actors._wire import CallSpec, StreamChunk, StreamEnd, StreamItem, unknown
+from toolray_actors._wire import CallSpec, StreamChunk, StreamEnd, unknown
 from toolray_actors.execution._executor_actor import BatchSpec, ExecutorActor, ExecutorStats
 
 from ._batch_stream import Accumulator
 from ._connection import Connection
-
-if TYPE_CHECKING:
-    import ray
+from ._submissions import Inbox
 
 __all__ = ("ExecutorHandle",)
 
@@ -146,29 +144,19 @@ class ExecutorHandle:
 
         return await retrying(attempt, self._what, _RESERVE_RETRIES, recover=self._lost)
 
-    async def _submitted(
-        self, spec: BatchSpec
-    ) -> tuple[Handle, AsyncIterator[ray.ObjectRef[StreamItem]]]:
-        """Reserve and submit ``spec`` in one round trip: ``(actor, its chunk stream)``.
+    async def _submitted(self, spec: BatchSpec) -> tuple[Handle, Inbox]:
+        """Reserve and submit ``spec`` in one round trip: ``(actor, the batch's inbox)``.
 
         The reservation and the batch leave together, the reservation first (a caller's
         calls to one actor start in the order sent; ``reserve`` never awaits, so it has
-        returned before ``run_batch`` starts). A failed reservation means the actor was
+        returned before the batch starts), with the other batches this driver sends the
+        actor in the same tick (``Submissions``). A failed reservation means the actor was
         dead before the batch reached it: the actor is replaced and both are sent again.
         """
-        batch_id = spec.batch_id
 
-        async def attempt() -> tuple[Handle, AsyncIterator[ray.ObjectRef[StreamItem]]]:
+        async def attempt() -> tuple[Handle, Inbox]:
             actor = await self._ensure()
-            reserved = send(actor, ExecutorActor.reserve, batch_id)
-            items = stream(actor, ExecutorActor.run_batch, spec)
-            try:
-                await reserved
-            except rex.RayError as err:
-                if not is_actor_death(err):
-                    send(actor, ExecutorActor.cancel, batch_id, "the batch's reservation failed")
-                raise
-            return actor, items
+            return actor, await self._conn.submissions.submit(self.name, actor, spec)
 
         return await retrying(attempt, self._what, _RESERVE_RETRIES, recover=self._lost)
 
@@ -219,15 +207,14 @@ class ExecutorHandle:
         self, spec: BatchSpec, batch: ToolBatchInput, acc: Accumulator
     ) -> AsyncIterator[tuple[int, ToolCallResult]]:
         batch_id = spec.batch_id
-        actor, items = await self._submitted(spec)
+        actor, inbox = await self._submitted(spec)
         signal = batch.signal
         stop = signal.add_listener(
             lambda: send(actor, ExecutorActor.cancel, batch_id, wire_reason(signal.reason))
         )
         reason: object = "the batch stream was closed"
         try:
-            async for ref in items:
-                item: StreamItem = await ref
+            async for item in inbox.items():
                 match item:
                     case StreamEnd(contexts, concluded, trace, entries):
                         for committed in acc.take(entries):

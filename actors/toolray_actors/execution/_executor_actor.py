@@ -7,9 +7,9 @@ so a call either sees a change entirely or not at all). Every batch is its own r
 its own lane, cap, abort and barriers, so one actor can host one scope (``per_scope``) or
 many (``sharded``) with the same per-scope semantics.
 
-Batches stream back as they commit (``run_batch`` is a generator; a paced batch at most one
-chunk per ``_PACE_S``): a driver keeps what reached it before an executor death. After an
-idle TTL the actor detaches and exits.
+Batches stream back as they commit (``run_batch`` is a generator, ``run_batches`` merges
+several; see ``_streaming``): a driver keeps what reached it before an executor death.
+After an idle TTL the actor detaches and exits.
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ from toolray import (
     ModelSelection,
     RateLimit,
     ToolBatchInput,
-    ToolCallResult,
     ToolExecutionResult,
 )
 from toolray.lowlevel import TraceParent, observe
@@ -61,28 +60,13 @@ from ._pool import PoolManager, start_pool
 from ._pool_client import PoolClient
 from ._rate_client import RayRateLimiter
 from ._runner import RayBodyRunner
+from ._streaming import Feed, merged, streamed
 
 __all__ = ("BatchSpec", "ExecutorActor", "ExecutorStats")
 
 _log = logging.getLogger("toolray")
 
-_PACE_S = 0.01  # a paced batch's chunks leave at most this often (``BatchSpec.paced``)
 _METRICS_FLUSH_S = 1.0  # how often the calls counted here reach the Ray metrics
-
-
-class _Feed:
-    """A batch's stream: its log records (as its sink) and results, as they commit."""
-
-    def __init__(self, queue: asyncio.Queue[wire.StreamEntry], calls: int) -> None:
-        self.queue = queue
-        self.left = calls
-
-    def append(self, event: dict[str, Any]) -> None:
-        self.queue.put_nowait(wire.LogRecord(event))
-
-    def __call__(self, index: int, result: ToolCallResult) -> None:
-        self.queue.put_nowait(wire.Committed(index, result))
-        self.left -= 1
 
 
 class ExecutorActor:
@@ -223,13 +207,14 @@ class ExecutorActor:
         self.seq = seq
 
     # ------------------------------------------------------------------ batches
-    async def reserve(self, batch_id: str) -> bool:
-        """Claim this actor for a batch about to come (an idle reap now waits for it)."""
-        self.batches.setdefault(batch_id, AbortController())
+    async def reserve(self, *batch_ids: str) -> bool:
+        """Claim this actor for batches about to come (an idle reap now waits for them)."""
+        for batch_id in batch_ids:
+            self.batches.setdefault(batch_id, AbortController())
         self.last_active = time.monotonic()
         return True
 
-    def _batch(self, spec: BatchSpec, feed: _Feed) -> ToolBatchInput:
+    def _batch(self, spec: BatchSpec, feed: Feed) -> ToolBatchInput:
         ctrl = self.batches.setdefault(spec.batch_id, AbortController())
         if spec.aborted:
             ctrl.abort(spec.reason)
@@ -253,51 +238,29 @@ class ExecutorActor:
         self.last_active = time.monotonic()
         queue: asyncio.Queue[wire.StreamEntry] = asyncio.Queue()
         trace: list[dict[str, Any]] = []
-        commits = _Feed(queue, len(spec.calls))
+        commits = Feed(queue, len(spec.calls))
         batch = self._batch(spec, commits)
         parent = TraceParent.parse(spec.trace)
         recorder = SpanRecorder(parent, queue.put_nowait) if parent is not None else None
         task = asyncio.ensure_future(self._execute(batch, commits, trace, recorder))
-        last: list[wire.StreamEntry] = []
-        sent = -_PACE_S
         try:
-            while not (task.done() and queue.empty()):
-                if queue.empty():
-                    getter = asyncio.ensure_future(queue.get())
-                    await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
-                    if not getter.done():
-                        getter.cancel()
-                        continue
-                    chunk = [getter.result()]
-                else:
-                    chunk = []
-                if commits.left <= 0 and not task.done():
-                    # every result committed: the run ends at once, and what is left (its
-                    # last records) leaves with the end record in one item, not two
-                    await asyncio.wait({task})
-                elif spec.paced and not task.done():  # the first chunk leaves at once
-                    pause = sent + _PACE_S - time.monotonic()
-                    if pause > 0:
-                        await asyncio.wait({task}, timeout=pause)
-                while not queue.empty():
-                    chunk.append(queue.get_nowait())
-                if task.done() and task.exception() is None:
-                    last = chunk  # everything committed: it leaves with the end record
-                    break
-                yield wire.StreamChunk(chunk)
-                sent = time.monotonic()
-            result = task.result()
-            yield wire.StreamEnd(tuple(result.additional_contexts), result.concluded, trace, last)
+            async for item in streamed(task, commits, trace, spec.paced):
+                yield item
         finally:
             if not task.done():  # the stream was cancelled: abort, then let the run drain
                 self.batches[spec.batch_id].abort("the batch stream was cancelled")
             self.batches.pop(spec.batch_id, None)
             self.last_active = time.monotonic()
 
+    async def run_batches(self, specs: tuple[BatchSpec, ...]) -> AsyncIterator[wire.MuxChunk]:
+        """Run several batches at once (each as ``run_batch``), their items merged by tick."""
+        async for chunk in merged(self.run_batch, specs):
+            yield chunk
+
     async def _execute(
         self,
         batch: ToolBatchInput,
-        commit: _Feed,
+        commit: Feed,
         trace: list[Any],
         recorder: SpanRecorder | None,
     ) -> Any:
