@@ -1,4 +1,5 @@
-"""``execution._streaming.merged``: several batches' streams as one, without Ray.
+"""Several batches' streams as one, without Ray: the executor's ``merged`` and the driver's
+``Submissions`` (with ``send``/``stream`` replaced by stand-ins).
 
 Each fake batch run is an async generator driven by events the test sets, so what "arrives
 in one tick" is decided by the test, never by elapsed time.
@@ -7,10 +8,14 @@ in one tick" is decided by the test, never by elapsed time.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Generator
+from typing import Any
+
+import pytest
 
 from toolray_actors import _wire as wire
 from toolray_actors._executor_wire import BatchSpec
+from toolray_actors.driver import _submissions as submissions_module
 from toolray_actors.execution._streaming import merged
 
 
@@ -113,3 +118,91 @@ async def test_closing_the_merged_stream_closes_every_batch_run() -> None:
     await started.wait()
     await stream.aclose()
     assert sorted(closed) == ["p", "q"]
+
+
+async def test_a_run_that_stops_without_its_end_fails_its_batch_at_once() -> None:
+    go = asyncio.Event()
+
+    async def run(spec: BatchSpec) -> AsyncIterator[wire.StreamItem]:
+        if spec.batch_id == "escaped":
+            raise asyncio.CancelledError  # e.g. a custom executor letting it out
+        await go.wait()
+        yield _end(spec.batch_id)
+
+    stream = merged(run, [_spec("fine"), _spec("escaped")])
+    first = await anext(stream)
+    (failed,) = first.items["escaped"]  # now, not when its mates end
+    assert isinstance(failed, wire.BatchFailed)
+    assert "without its end record" in str(failed.error)
+    go.set()
+    assert [c.items for c in [c async for c in stream]] == [{"fine": [_end("fine")]}]
+
+
+# ---------------------------------------------------------------- the driver's side
+class _Ref:
+    """A stand-in for an ObjectRef: awaiting it gives its value."""
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+    def __await__(self) -> Generator[object, None, object]:
+        if False:  # pragma: no cover - makes this a generator
+            yield
+        return self.value
+
+
+def _fake_ray(monkeypatch: pytest.MonkeyPatch, refuse: set[str]) -> list[str]:
+    """``send``/``stream`` of ``_submissions`` without Ray; a spec in ``refuse`` cannot be sent."""
+    sent: list[str] = []
+
+    def send(actor: object, method: Any, *args: object) -> _Ref:
+        sent.append(method.__name__)
+        return _Ref(True)
+
+    def stream(actor: object, method: Any, arg: Any) -> AsyncIterator[_Ref]:
+        specs = arg if isinstance(arg, tuple) else (arg,)
+        if refuse & {s.batch_id for s in specs}:
+            raise TypeError("cannot pickle this batch")
+        sent.append(method.__name__)
+
+        async def items() -> AsyncIterator[_Ref]:
+            if isinstance(arg, tuple):
+                yield _Ref(wire.MuxChunk({s.batch_id: [_end(s.batch_id)] for s in specs}))
+            else:
+                yield _Ref(_end(arg.batch_id))
+
+        return items()
+
+    monkeypatch.setattr(submissions_module, "send", send)
+    monkeypatch.setattr(submissions_module, "stream", stream)
+    return sent
+
+
+async def test_a_tick_of_batches_goes_as_one_group_and_each_gets_its_own_end(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    sent = _fake_ray(monkeypatch, refuse=set())
+    subs = submissions_module.Submissions()
+    actor: Any = object()
+    inboxes = await asyncio.gather(*(subs.submit("shard", actor, _spec(b)) for b in "abc"))
+    assert sent == ["reserve", "run_batches"]
+    assert subs.messages == 1
+    for batch_id, inbox in zip("abc", inboxes, strict=True):
+        assert [item async for item in inbox.items()] == [_end(batch_id)]
+
+
+async def test_a_batch_that_cannot_be_sent_fails_alone_and_its_mates_go_one_by_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    sent = _fake_ray(monkeypatch, refuse={"bad"})
+    subs = submissions_module.Submissions()
+    actor: Any = object()
+    outs = await asyncio.gather(
+        *(subs.submit("shard", actor, _spec(b)) for b in ("a", "bad", "c")),
+        return_exceptions=True,
+    )
+    assert isinstance(outs[1], TypeError)
+    assert sent.count("run_batch") == 2  # a and c, each alone
+    for batch_id, inbox in (("a", outs[0]), ("c", outs[2])):
+        assert isinstance(inbox, submissions_module.Inbox)
+        assert [item async for item in inbox.items()] == [_end(batch_id)]

@@ -6,7 +6,8 @@ thousands of scopes spends its time on messages. :class:`Submissions` holds the 
 bound for one actor until the end of the tick, then sends their reservation as one
 ``reserve(*ids)`` and the batches as one streaming ``run_batches``, whose merged chunks a
 reader task hands to each batch's :class:`Inbox`. A lone batch goes as before
-(``reserve`` + ``run_batch``), without the reader's hop.
+(``reserve`` + ``run_batch``), without the reader's hop; so does every batch of a group
+that could not be sent as one (a batch Ray cannot serialize then fails alone).
 
 Failures keep their meaning per batch: a reservation that fails fails every batch of the
 group before anything ran (each caller retries on a new actor); a death of the actor, or the
@@ -17,7 +18,8 @@ each alone; a batch's own error (``BatchFailed``) reaches that batch only.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import logging
+from collections.abc import AsyncIterator, Coroutine
 from typing import TYPE_CHECKING
 
 import ray.exceptions as rex
@@ -31,6 +33,8 @@ if TYPE_CHECKING:
     import ray
 
 __all__ = ("MAX_GROUP", "Inbox", "Submissions")
+
+_log = logging.getLogger("toolray")
 
 MAX_GROUP = 256
 """At most this many batches share one message (a bigger tick starts another group)."""
@@ -73,22 +77,22 @@ class Inbox:
             return
         while True:
             item = await self._queue.get()
-            if isinstance(item, BaseException):
-                raise item
+            if isinstance(item, BaseException):  # one error may reach many batches:
+                raise item.with_traceback(None)  # none keeps the others' frames alive
             if isinstance(item, _Ended):
                 return
             yield item
+            if isinstance(item, StreamEnd):
+                return
 
 
 class _Group:
-    """The batches bound for one actor in one tick."""
+    """The batches bound for one actor in one tick, each waiting for its inbox."""
 
     def __init__(self, actor: Handle) -> None:
         self.actor = actor
         self.specs: list[BatchSpec] = []
-        self.inboxes: dict[str, Inbox] = {}
-        self.reserved: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self.reserved.add_done_callback(_retrieved)  # its callers may all be gone
+        self.ready: dict[str, asyncio.Future[Inbox]] = {}
         self.sent = False
 
 
@@ -97,15 +101,15 @@ class Submissions:
 
     def __init__(self) -> None:
         self._open: dict[tuple[str, asyncio.AbstractEventLoop], _Group] = {}
-        self._readers: set[asyncio.Task[None]] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
         self.messages = 0
-        """Groups sent (each: one reservation and one batch stream)."""
+        """Messages that carried batches (a group, or a lone batch: each with its reservation)."""
 
     async def submit(self, name: str, actor: Handle, spec: BatchSpec) -> Inbox:
         """Send ``spec`` to ``actor`` with the batches of this tick; its inbox once reserved.
 
-        Raises what the reservation raised (nothing of the batch ran then). A caller
-        cancelled while it waits takes its batch out, or cancels it once sent.
+        Raises what the reservation (or sending) raised: nothing of the batch ran then. A
+        caller cancelled while it waits takes its batch out, or cancels it once sent.
         """
         loop = asyncio.get_running_loop()  # a group, and its futures, belong to one loop
         key = (name, loop)
@@ -114,71 +118,105 @@ class Submissions:
             group = self._open[key] = _Group(actor)
             loop.call_soon(self._flush, key, group)
         group.specs.append(spec)
-        inbox = group.inboxes[spec.batch_id] = Inbox()
+        ready = group.ready[spec.batch_id] = loop.create_future()
+        ready.add_done_callback(_retrieved)  # its caller may be gone
         try:
-            await asyncio.shield(group.reserved)
+            return await asyncio.shield(ready)
         except asyncio.CancelledError as err:
             if not group.sent:
                 group.specs.remove(spec)
-                del group.inboxes[spec.batch_id]
+                del group.ready[spec.batch_id]
             else:
                 send(actor, ExecutorActor.cancel, spec.batch_id, repr(err) or "cancelled")
             raise
-        return group.inboxes.get(spec.batch_id, inbox)
 
     def _flush(self, key: tuple[str, asyncio.AbstractEventLoop], group: _Group) -> None:
         if self._open.get(key) is group:
             del self._open[key]
         group.sent = True
-        if not group.specs:
-            group.reserved.set_result(None)
-            return
-        self.messages += 1
-        actor, specs = group.actor, tuple(group.specs)
+        specs = tuple(group.specs)
+        if len(specs) > 1:
+            try:
+                self._send_group(group.actor, specs, group.ready)
+                return
+            except Exception:  # one batch Ray cannot send, or an executor without run_batches
+                _log.debug("toolray: a group of batches went one by one", exc_info=True)
+        for spec in specs:
+            ready = group.ready[spec.batch_id]
+            try:
+                self._send_alone(group.actor, spec, ready)
+            except Exception as err:  # that batch alone fails, before anything of it ran
+                _fail(ready, err)
+
+    def _send_group(
+        self,
+        actor: Handle,
+        specs: tuple[BatchSpec, ...],
+        ready: dict[str, asyncio.Future[Inbox]],
+    ) -> None:
         reserved = send(actor, ExecutorActor.reserve, *(spec.batch_id for spec in specs))
-        match specs:
-            case (spec,):
-                lone = stream(actor, ExecutorActor.run_batch, spec)
-                group.inboxes[spec.batch_id] = Inbox(lone)
-            case _:
-                chunks = stream(actor, ExecutorActor.run_batches, specs)
-                reader = asyncio.ensure_future(_read(chunks, group.inboxes))
-                self._readers.add(reader)
-                reader.add_done_callback(self._readers.discard)
-        waiter = asyncio.ensure_future(_reservation(reserved, actor, specs))
-        waiter.add_done_callback(lambda done: _settle(group.reserved, done))
+        chunks = stream(actor, ExecutorActor.run_batches, specs)
+        self.messages += 1
+        inboxes = {spec.batch_id: Inbox() for spec in specs}
+        self._spawn(_read(chunks, dict(inboxes)))
+        waiting = {batch_id: (ready[batch_id], inbox) for batch_id, inbox in inboxes.items()}
+        self._spawn(_reservation(reserved, actor, specs, waiting))
+
+    def _send_alone(self, actor: Handle, spec: BatchSpec, ready: asyncio.Future[Inbox]) -> None:
+        reserved = send(actor, ExecutorActor.reserve, spec.batch_id)
+        lone = stream(actor, ExecutorActor.run_batch, spec)
+        self.messages += 1
+        self._spawn(_reservation(reserved, actor, (spec,), {spec.batch_id: (ready, Inbox(lone))}))
+
+    def _spawn(self, coro: Coroutine[object, object, None]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
 
 async def _reservation(
-    reserved: ray.ObjectRef[bool], actor: Handle, specs: tuple[BatchSpec, ...]
+    reserved: ray.ObjectRef[bool],
+    actor: Handle,
+    specs: tuple[BatchSpec, ...],
+    waiting: dict[str, tuple[asyncio.Future[Inbox], Inbox]],
 ) -> None:
+    """Each batch gets its inbox once the reservation came back, or the reservation's error."""
     try:
         await reserved
-    except rex.RayError as err:
-        if not is_actor_death(err):  # the actor lives: its batches must not run unreserved
-            for spec in specs:
+    except BaseException as err:
+        if isinstance(err, rex.RayError) and not is_actor_death(err):
+            for spec in specs:  # the actor lives: its batches must not run unreserved
                 send(actor, ExecutorActor.cancel, spec.batch_id, "the batch's reservation failed")
-        raise
+        for ready, _ in waiting.values():
+            _fail(ready, err)
+        if isinstance(err, asyncio.CancelledError):
+            raise
+        return
+    for ready, inbox in waiting.values():
+        if not ready.done():
+            ready.set_result(inbox)
 
 
-def _retrieved(future: asyncio.Future[None]) -> None:
+def _fail(ready: asyncio.Future[Inbox], err: BaseException) -> None:
+    if ready.done():
+        return
+    if isinstance(err, asyncio.CancelledError):
+        ready.cancel()
+    else:
+        ready.set_exception(err)
+
+
+def _retrieved(future: asyncio.Future[Inbox]) -> None:
     if not future.cancelled():
         future.exception()
 
 
-def _settle(future: asyncio.Future[None], done: asyncio.Future[None]) -> None:
-    if future.done():
-        return
-    if done.cancelled():
-        future.cancel()
-    elif (err := done.exception()) is not None:
-        future.set_exception(err)
-    else:
-        future.set_result(None)
-
-
 async def _read(chunks: AsyncIterator[ray.ObjectRef[MuxChunk]], inboxes: dict[str, Inbox]) -> None:
-    """Route a group's merged chunks to each batch's inbox, then end every open one."""
+    """Route a group's merged chunks to each batch's inbox, then end every open one.
+
+    An inbox leaves ``inboxes`` once its batch ended, so a long batch does not keep its
+    finished mates' inboxes.
+    """
     end: BaseException | _Ended = _ENDED
     try:
         async for ref in chunks:
@@ -188,6 +226,8 @@ async def _read(chunks: AsyncIterator[ray.ObjectRef[MuxChunk]], inboxes: dict[st
                     for batch_id, entries in items.items():
                         if (inbox := inboxes.get(batch_id)) is not None:
                             inbox.take(entries)
+                            if not inbox.open:
+                                del inboxes[batch_id]
                 case _:
                     unknown(chunk, "a merged batch stream")
     except Exception as err:  # the actor's death, or another failure: every open batch's

@@ -94,12 +94,21 @@ async def merged(
     queue: asyncio.Queue[_Arrival] = asyncio.Queue()
 
     async def pump(spec: BatchSpec) -> None:
+        ended = False
         try:
             async for item in run(spec):
                 queue.put_nowait((spec.batch_id, item))
+                ended = isinstance(item, wire.StreamEnd)
         except Exception as err:
             queue.put_nowait((spec.batch_id, wire.BatchFailed(wire.portable_error(err))))
+            ended = True
         finally:
+            current = asyncio.current_task()
+            if not ended and not (current is not None and current.cancelling()):
+                # the run stopped without its end (e.g. a custom executor let a
+                # CancelledError out): its driver learns it now, not as a lost executor
+                why = RuntimeError("the batch's run ended without its end record")
+                queue.put_nowait((spec.batch_id, wire.BatchFailed(why)))
             queue.put_nowait((spec.batch_id, None))
 
     pace = PACE_S if all(spec.paced for spec in specs) else 0.0
@@ -125,7 +134,13 @@ async def merged(
                 pause = sent + pace - time.monotonic()
                 if ends or pause <= 0 or not running:
                     break
-                await asyncio.sleep(pause)
+                # paced: gather until the pace is up, unless an end arrives first
+                getter = asyncio.ensure_future(queue.get())
+                await asyncio.wait({getter}, timeout=pause)
+                if getter.done():
+                    arrivals.append(getter.result())
+                else:
+                    getter.cancel()
             if items:
                 yield wire.MuxChunk(items)
                 sent = time.monotonic()
