@@ -6,7 +6,8 @@ thousands of scopes spends its time on messages. :class:`Submissions` holds the 
 bound for one actor until the end of the tick, then sends their reservation as one
 ``reserve(*ids)`` and the batches as one streaming ``run_batches``, whose merged chunks a
 reader task hands to each batch's :class:`Inbox`. A lone batch goes as before
-(``reserve`` + ``run_batch``), without the reader's hop; so does every batch of a group
+(``reserve`` + ``run_batch``; a one-call batch read at its end, ``run_small``: a plain
+reply instead of a stream), without the reader's hop; so does every batch of a group
 that could not be sent as one (a batch Ray cannot serialize then fails alone).
 
 Failures keep their meaning per batch: a reservation that fails fails every batch of the
@@ -20,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Coroutine
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import ray.exceptions as rex
 
@@ -164,7 +165,10 @@ class Submissions:
 
     def _send_alone(self, actor: Handle, spec: BatchSpec, ready: asyncio.Future[Inbox]) -> None:
         reserved = send(actor, ExecutorActor.reserve, spec.batch_id)
-        lone = stream(actor, ExecutorActor.run_batch, spec)
+        if len(spec.calls) <= 1 and spec.paced:  # only its end is read: one plain reply
+            lone = _single(send(actor, ExecutorActor.run_small, spec))
+        else:
+            lone = stream(actor, ExecutorActor.run_batch, spec)
         self.messages += 1
         self._spawn(_reservation(reserved, actor, (spec,), {spec.batch_id: (ready, Inbox(lone))}))
 
@@ -195,6 +199,10 @@ async def _reservation(
     for ready, inbox in waiting.values():
         if not ready.done():
             ready.set_result(inbox)
+
+
+async def _single(ref: ray.ObjectRef[StreamEnd]) -> AsyncIterator[ray.ObjectRef[StreamItem]]:
+    yield cast("ray.ObjectRef[StreamItem]", ref)
 
 
 def _fail(ready: asyncio.Future[Inbox], err: BaseException) -> None:

@@ -30,6 +30,7 @@ from toolray import (
     ModelSelection,
     RateLimit,
     ToolBatchInput,
+    ToolBatchResult,
     ToolExecutionResult,
 )
 from toolray.lowlevel import TraceParent, observe
@@ -66,6 +67,8 @@ __all__ = ("BatchSpec", "ExecutorActor", "ExecutorStats")
 
 _log = logging.getLogger("toolray")
 
+_Trace = list[dict[str, Any]]
+"""A batch's trace: spans per call and stage instants (``BatchExecutor.execute``'s)."""
 _METRICS_FLUSH_S = 1.0  # how often the calls counted here reach the Ray metrics
 
 
@@ -229,28 +232,48 @@ class ExecutorActor:
             log=step,
         )
 
+    def _start(self, spec: BatchSpec) -> tuple[asyncio.Task[ToolBatchResult], Feed, _Trace]:
+        """Start ``spec``'s run: ``(its task, the feed it commits into, its trace)``."""
+        self.last_active = time.monotonic()
+        queue: asyncio.Queue[wire.StreamEntry] = asyncio.Queue()
+        trace: _Trace = []
+        commits = Feed(queue, len(spec.calls))
+        batch = self._batch(spec, commits)
+        parent = TraceParent.parse(spec.trace)
+        recorder = SpanRecorder(parent, queue.put_nowait) if parent is not None else None
+        return asyncio.ensure_future(self._execute(batch, commits, trace, recorder)), commits, trace
+
+    def _ended(self, spec: BatchSpec, task: asyncio.Task[ToolBatchResult]) -> None:
+        if not task.done():  # the stream was cancelled: abort, then let the run drain
+            self.batches[spec.batch_id].abort("the batch stream was cancelled")
+        self.batches.pop(spec.batch_id, None)
+        self.last_active = time.monotonic()
+
     async def run_batch(self, spec: BatchSpec) -> AsyncIterator[wire.StreamItem]:
         """Stream one batch as it commits, then its end record.
 
         Items are ``wire.StreamChunk``; the last entries travel with the ``wire.StreamEnd`` (a
         small batch is one item). An entry: ``wire.LogRecord``, ``wire.Committed``, ``SpanRecord``.
         """
-        self.last_active = time.monotonic()
-        queue: asyncio.Queue[wire.StreamEntry] = asyncio.Queue()
-        trace: list[dict[str, Any]] = []
-        commits = Feed(queue, len(spec.calls))
-        batch = self._batch(spec, commits)
-        parent = TraceParent.parse(spec.trace)
-        recorder = SpanRecorder(parent, queue.put_nowait) if parent is not None else None
-        task = asyncio.ensure_future(self._execute(batch, commits, trace, recorder))
+        task, commits, trace = self._start(spec)
         try:
             async for item in streamed(task, commits, trace, spec.paced):
                 yield item
         finally:
-            if not task.done():  # the stream was cancelled: abort, then let the run drain
-                self.batches[spec.batch_id].abort("the batch stream was cancelled")
-            self.batches.pop(spec.batch_id, None)
-            self.last_active = time.monotonic()
+            self._ended(spec, task)
+
+    async def run_small(self, spec: BatchSpec) -> wire.StreamEnd:
+        """One batch as one reply: its end record, carrying every entry.
+
+        For a one-call batch whose driver reads only the end (nothing commits before it).
+        """
+        task, commits, trace = self._start(spec)
+        try:
+            result = await asyncio.shield(task)  # a cancelled reply aborts the run instead
+        finally:
+            self._ended(spec, task)
+        entries = [commits.queue.get_nowait() for _ in range(commits.queue.qsize())]
+        return wire.StreamEnd(tuple(result.additional_contexts), result.concluded, trace, entries)
 
     async def run_batches(self, specs: tuple[BatchSpec, ...]) -> AsyncIterator[wire.MuxChunk]:
         """Run several batches at once (each as ``run_batch``), their items merged by tick."""
@@ -261,16 +284,16 @@ class ExecutorActor:
         self,
         batch: ToolBatchInput,
         commit: Feed,
-        trace: list[Any],
+        trace: _Trace,
         recorder: SpanRecorder | None,
-    ) -> Any:
+    ) -> ToolBatchResult:
         """Run ``batch`` on the scope's executor: ours, or a ``set_executor()`` one."""
         custom = self.calls.custom_executor(batch)
         if custom is None:
             return await self.executor.execute(
                 batch, on_commit=commit, trace=trace, observer=recorder
             )
-        result = await custom.execute(batch)
+        result: ToolBatchResult = await custom.execute(batch)
         for index, committed in enumerate(result.results):
             commit(index, committed)
         return result
