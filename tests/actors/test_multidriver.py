@@ -67,6 +67,15 @@ def _wait_namespace_empty(observer: DriverProc, within: float) -> list[str]:
         time.sleep(0.25)  # polling the cluster's state (bounded): the thing waited for is remote
 
 
+def _two_with_echo(drivers: Any) -> tuple[DriverProc, DriverProc]:
+    """Two started drivers of one namespace, the first having registered ``echo``."""
+    a, b = drivers(), drivers()
+    a.ok("start", 180)
+    b.ok("start", 180)
+    a.ok("register echo")
+    return a, b
+
+
 @pytest.mark.timeout(400)
 def test_two_drivers_start_together_share_registrations_and_outlive_each_other(
     drivers: Any,
@@ -100,10 +109,7 @@ def test_two_drivers_start_together_share_registrations_and_outlive_each_other(
 def test_a_driver_that_dies_breaks_no_other_and_the_last_death_ends_the_namespace(
     drivers: Any,
 ) -> None:
-    a, b = drivers(), drivers()
-    a.ok("start", 180)
-    b.ok("start", 180)
-    a.ok("register echo")
+    a, b = _two_with_echo(drivers)
     assert a.ok("batch agent-a")["values"] == ["t0", "t1", "t2"]
     a.send("exit 0")  # os._exit: no shutdown, no lease release
     assert a.proc.wait(timeout=60) == 0
@@ -123,10 +129,7 @@ def test_leases_restored_after_a_registry_sigkill_still_end_with_their_drivers(
     drivers: Any,
 ) -> None:
     """The registry restarts from its persisted leases; each still knows its driver's death."""
-    a, b = drivers(), drivers()
-    a.ok("start", 180)
-    b.ok("start", 180)
-    a.ok("register echo")
+    a, b = _two_with_echo(drivers)
     os.kill(a.ok("pids")["toolray:registry"], signal.SIGKILL)
     assert b.ok("names")["names"] == ["echo"]  # the restarted registry, from its store
     observer = drivers()
@@ -143,10 +146,7 @@ def test_leases_restored_after_a_registry_sigkill_still_end_with_their_drivers(
 
 @pytest.mark.timeout(400)
 def test_teardown_stops_the_namespace_for_everyone_with_a_clear_error(drivers: Any) -> None:
-    a, b = drivers(), drivers()
-    a.ok("start", 180)
-    b.ok("start", 180)
-    a.ok("register echo")
+    a, b = _two_with_echo(drivers)
     assert b.ok("batch agent-b")["values"] == ["t0", "t1", "t2"]
     a.ok("teardown")
     after = [b.ask("batch agent-b"), b.ask("names"), b.ask("register echo"), b.ask("stats")]

@@ -54,7 +54,7 @@ class LeaseTable:
         self.ever_held = bool(self.leases)
 
     def _hold(self, lease: Lease) -> None:
-        if lease.anchor and self._thaw is not None and lease.id not in self.anchors:
+        if lease.anchor and self._thaw is not None:
             self.anchors[lease.id] = self._thaw(lease.anchor)
 
     def acquire(self, lease_id: str, job_id: str, pid: int, host: str, anchor: bytes = b"") -> int:

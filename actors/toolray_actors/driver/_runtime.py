@@ -116,6 +116,7 @@ class RayRuntime:
         lease_id = uuid.uuid4().hex
         job = job_id()
         held = anchor()  # lost when this driver is: the registry's sign that it died
+        # (sent as ``[held]``: Ray passes a ref nested in a list as the ref, not its value)
         where = (os.getpid(), socket.gethostname())
         deadline = time.monotonic() + 60
         while True:
