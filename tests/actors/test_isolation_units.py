@@ -10,8 +10,10 @@ dispatch goes through the injected transport. Every test leaves no process behin
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import ctypes
 import os
+import select
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -58,6 +60,11 @@ def _allocate(args: Any, ctx: Any) -> Any:
 def _deaf(args: Any, ctx: Any) -> Any:
     Path(args["marker"]).touch()
     time.sleep(30)  # one C-level sleep: neither its signal nor an injection stops it
+
+
+def _quick(args: Any, ctx: Any) -> Any:
+    Path(args["marker"]).touch()
+    return "done"
 
 
 def _cooperative(args: Any, ctx: Any) -> Any:
@@ -191,6 +198,41 @@ async def test_the_kill_ends_the_call_process_and_a_fresh_one_takes_over(
     after = worker.procs.stats()
     assert (after.kills - before.kills, after.replacements - before.replacements) == (1, 1)
     assert worker.procs.kill("deaf") is False  # settled: nothing to kill
+
+
+def _kill_as_it_ends(procs: CallProcesses, token: str, marker: Path) -> bool:
+    """On the worker's loop, blocking it: once the call's end is in its socket (unread),
+    kill the call — its end and its kill cross."""
+    deadline = time.monotonic() + WAIT_S
+    while not marker.exists():
+        assert time.monotonic() < deadline, "the body never ran"
+    link = procs._calls[token].proc
+    assert link is not None
+    readable, _, _ = select.select([link._sock], [], [], WAIT_S)
+    assert readable, "the call never ended"
+    return procs.kill(token)
+
+
+async def test_a_call_killed_as_it_ends_ends_killed_and_its_process_is_not_reused(
+    worker, tmp_path: Path
+) -> None:
+    before = worker.procs.stats()
+    marker = tmp_path / "quick"
+    call = asyncio.ensure_future(worker.run("quick", _quick, {"marker": str(marker)}))
+    running = worker.procs._calls
+    await _until(lambda: "quick" in running and running["quick"].proc is not None)
+    killed: concurrent.futures.Future[bool] = concurrent.futures.Future()
+    worker.loop.call_soon_threadsafe(  # on the worker's loop, which it blocks meanwhile
+        lambda: killed.set_result(_kill_as_it_ends(worker.procs, "quick", marker))
+    )
+    assert await asyncio.wrap_future(killed)
+    ended = await call
+    assert ended.status == "killed"  # the kill decided it, not the end that crossed it
+    nexts = [await worker.run(f"next-{n}", _pid) for n in range(3)]
+    assert [n.status for n in nexts] == ["ok"] * 3  # no call met the killed process
+    after = worker.procs.stats()
+    assert (after.kills - before.kills, after.deaths - before.deaths) == (1, 0)
+    assert after.replacements - before.replacements == 1
 
 
 async def test_an_interrupted_process_is_retired_not_reused(worker, tmp_path: Path) -> None:

@@ -1,18 +1,15 @@
 """Call processes of one worker (``isolation="call"``): each call alone in its own process.
 
 A :class:`CallProcesses` owns the worker's template and the call processes forked from it.
-A call takes an idle process (or waits for one: when calls have waited a moment, more are
-forked, up to the worker's body limit), sends it the call, and gets its :class:`CallDone`.
-A process whose call ended cleanly takes the next call; an unclean one is retired. A
-process that dies under its call fails that call only (``lost``, saying how it died), and
-one killed on request (the ladder's last step) fails it as ``killed``; either way a
-replacement is forked at once. The worker actor never runs a body itself, so it survives
-all of that.
+A call takes an idle process (or waits for one; more are forked when calls wait, up to
+the worker's body limit) and gets its :class:`CallDone`. A process whose call ended cleanly
+takes the next call; an unclean one is retired. A process that dies under its call fails
+that call only (``lost``, saying how); one killed on request (the ladder's last step) fails
+it as ``killed`` at once, and is never reused. A replacement is forked at once. The worker
+actor never runs a body itself, so it survives all of that.
 
-Everything runs on the worker's event loop except :meth:`CallProcesses.abort`,
-:meth:`~CallProcesses.interrupt` and :meth:`~CallProcesses.kill`, which the worker's
-control lane calls from its own thread. Plain asyncio and sockets, no Ray: nested dispatch
-is injected (:data:`Nested`).
+All on the worker's loop except ``abort``, ``interrupt`` and ``kill`` (the worker's control
+lane, another thread). Plain asyncio and sockets, no Ray: nested dispatch is injected.
 """
 
 from __future__ import annotations
@@ -22,7 +19,7 @@ import contextlib
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 
 from toolray.errors import ToolrayError
@@ -57,6 +54,7 @@ _EXIT_WAIT_S = 2.0
 _MAX_EARLY = 4096
 _KILL = object()  # among a call's early orders: its kill came first (it never starts)
 _KILLED_EARLY = CallOutcome(status="killed", detail="killed before it started")
+_KILLED = CallOutcome(status="killed", detail="killed on request")
 
 
 @dataclass(eq=False)
@@ -120,19 +118,14 @@ class CallProcesses:
         return len(self._idle)
 
     async def prepare(self, key: str, blob: bytes) -> None:
-        """Hold ``key``'s code before its calls come.
-
-        The template loads it, and idle processes forked before it came are replaced by
-        ones forked after (which hold it).
-        """
+        """Hold ``key``'s code before its calls come (idle processes without it are replaced)."""
         self._template_now()
         self._code.learn(key, blob)
         stale = [proc for proc in self._idle if key not in proc.known]
-        forks = []
         for proc in stale:
             self._idle.remove(proc)
             self._retire(proc)
-            forks.append(self._fork(replacing=False))
+        forks = [self._fork(replacing=False) for _ in stale]
         await asyncio.gather(*(f for f in forks if f is not None))
 
     def _fork(self, *, replacing: bool) -> asyncio.Task[None] | None:
@@ -140,7 +133,10 @@ class CallProcesses:
             return None
         self._forking += 1
         self.replacements += replacing
-        task = asyncio.ensure_future(self._forked(self._template_now(), self._code.loaded()))
+        return self._spawn(self._forked(self._template_now(), self._code.loaded()))
+
+    def _spawn(self, coro: Coroutine[object, object, None]) -> asyncio.Task[None]:
+        task = asyncio.ensure_future(coro)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
         return task
@@ -254,11 +250,15 @@ class CallProcesses:
         call = proc.call
         if isinstance(message, CallDone) and call is not None and message.token == call.token:
             outcome = message.outcome
+            if proc.killed:  # its end crossed its kill (set before the signal): ends killed
+                return
             if outcome.status == "missing" and self._code.blob(call.key) is not None:
                 proc.known.discard(call.key)  # its template could not load it: resend
                 self._start_on(proc, call)
                 return
             with self._lock:  # from here on a late kill of this call misses its process
+                if proc.killed:
+                    return
                 proc.call = None
             self._sizing.took(message.body_s)
             _settle(call, outcome)
@@ -267,9 +267,7 @@ class CallProcesses:
             else:
                 self._retire(proc)
         elif isinstance(message, NestedRequest) and call is not None:
-            task = asyncio.ensure_future(self._answer(proc, call, message))
-            self._background.add(task)
-            task.add_done_callback(self._background.discard)
+            self._spawn(self._answer(proc, call, message))
 
     async def _answer(self, proc: ProcessLink, call: _Call, request: NestedRequest) -> None:
         try:
@@ -296,15 +294,17 @@ class CallProcesses:
                 self.kills += 1
             else:
                 self.deaths += 1
-            task = asyncio.ensure_future(self._settle_ended(proc, call))
-            self._background.add(task)
-            task.add_done_callback(self._background.discard)
-        if not self._closed and (call is not None or self._waiters):
+            self._spawn(self._settle_ended(proc, call))
+        if not self._closed and (call is not None or proc.killed or self._waiters):
             self._fork(replacing=True)
+
+    def _killed_now(self, call: _Call) -> None:
+        self.kills += not call.done.done()
+        _settle(call, _KILLED)
 
     async def _settle_ended(self, proc: ProcessLink, call: _Call) -> None:
         if proc.killed:
-            _settle(call, CallOutcome(status="killed", detail="killed on request"))
+            _settle(call, _KILLED)
             return
         status = await proc.wait_exit(_EXIT_WAIT_S)
         _settle(call, _lost(describe_exit(status, self._memory_mb)))
@@ -345,6 +345,9 @@ class CallProcesses:
             if proc is not None and proc.call is call:
                 proc.killed = True
                 proc.signal_kill()
+                # SIGKILL is final: the call ends now, not when the process's end of file
+                # reaches a busy loop (its process is never reused; its end forks another)
+                self._on_loop(self._killed_now, call)
                 return True
         if proc is not None:
             return False  # settled already
@@ -365,7 +368,8 @@ class CallProcesses:
         elif proc is None:  # interrupted while waiting for a process: it never started
             with contextlib.suppress(ValueError):
                 self._waiters.remove(call)
-            _settle(call, aborted_outcome("the worker interrupted the call before it started"))
+            stopped = aborted("the worker interrupted the call before it started")
+            _settle(call, CallOutcome(status="error", error=stopped))
 
     # ------------------------------------------------------------------ statistics
     def stats(self) -> ChildStats:
@@ -393,8 +397,3 @@ class CallProcesses:
 
 def _lost(how: str) -> CallOutcome:
     return CallOutcome(status="lost", detail=f"the call's process {how}")
-
-
-def aborted_outcome(reason: str) -> CallOutcome:
-    """An ``ABORTED`` error outcome for a call stopped before its body ran."""
-    return CallOutcome(status="error", error=aborted(reason))
