@@ -92,9 +92,13 @@ def verdict(
             f"{ours.turn_p99_ms <= plan.turn_p99_target_ms}"
         )
         if "gather" in by:
+            bound = plan.bound_calls_per_s(plan.timeout_ms + plan.kill_grace_ms)
             out.append(
                 f"calls/s {ours.calls_per_s:.0f} ≥ gather's {by['gather'].calls_per_s:.0f}: "
-                f"{ours.calls_per_s >= by['gather'].calls_per_s}"
+                f"{ours.calls_per_s >= by['gather'].calls_per_s} (no backend that kills a hung "
+                f"call before answering it can pass {bound:.0f} on this plan; gather answers "
+                f"at the deadline and leaves the thread running: its bound is "
+                f"{plan.bound_calls_per_s(plan.timeout_ms):.0f})"
             )
     for row in rows:
         need = 1.0 if row["isolation"] == "call" else 2.0

@@ -39,6 +39,24 @@ def test_the_plan_is_the_same_for_every_backend_and_holds_each_kind() -> None:
     assert percentile([], 0.99) == 0.0
 
 
+def test_the_bound_is_the_slowest_trajectorys_longest_calls_turn_by_turn() -> None:
+    def by_hand(hung_ms: float) -> float:
+        def cost(kind: str, ms: float) -> float:
+            return {"good": ms, "hang": hung_ms, "crash": 0.0}[kind]
+
+        slowest = max(
+            sum(max(cost(c.kind, c.ms) for c in turn) for turn in PLAN.turns_of(t))
+            for t in range(PLAN.trajectories)
+        )
+        return 8 / (slowest / 1000)
+
+    at_deadline = PLAN.bound_calls_per_s(PLAN.timeout_ms)
+    killed_first = PLAN.bound_calls_per_s(PLAN.timeout_ms + PLAN.kill_grace_ms)
+    assert at_deadline == pytest.approx(by_hand(1500.0))
+    assert killed_first == pytest.approx(by_hand(1600.0))
+    assert killed_first < at_deadline  # the plan holds a hung call on its slowest trajectory
+
+
 @pytest.mark.ray
 @pytest.mark.timeout(300)
 async def test_a_tiny_rollout_runs_through_toolray_and_its_peers(ray_runtime: Any) -> None:

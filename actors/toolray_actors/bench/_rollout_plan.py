@@ -116,6 +116,23 @@ class RolloutPlan:
         """The calls of one trajectory, turn by turn (the plan is drawn once, then kept)."""
         return [list(turn) for turn in _schedule(self)[trajectory]]
 
+    def bound_calls_per_s(self, hung_turn_ms: float) -> float:
+        """The most calls/s any backend can reach on this plan, zero overhead assumed.
+
+        Trajectories run at once and their turns one after the other, so the run lasts at
+        least as long as its slowest trajectory: the sum of its turns' longest calls, where
+        a hung call costs ``hung_turn_ms`` (the timeout for a backend that answers it when
+        its deadline fires; timeout + kill grace for one that first kills it) and a crash
+        nothing.
+        """
+
+        def longest(call: PlannedCall) -> float:
+            return {"good": call.ms, "hang": hung_turn_ms, "crash": 0.0}[call.kind]
+
+        slowest = max(sum(max(map(longest, turn)) for turn in turns) for turns in _schedule(self))
+        calls = self.trajectories * self.turns * self.calls_per_turn
+        return calls / (slowest / 1000) if slowest > 0 else math.inf
+
     @property
     def turn_p99_target_ms(self) -> float:
         """The target for toolray: ``timeout_ms + kill_grace_ms + 150 ms``."""
@@ -290,4 +307,11 @@ def table(reports: Sequence[BackendReport], plan: RolloutPlan) -> str:
         f"(threads or processes) still running the plan's tool {SETTLE_S:g} s after the run."
     )
     lines.extend(f"- {r.backend}: {r.notes}" for r in reports if r.notes)
+    lines.append(
+        f"- bounds (the slowest trajectory's calls alone, no overhead): "
+        f"{plan.bound_calls_per_s(plan.timeout_ms):.0f} calls/s for a backend that answers "
+        f"a hung call at its deadline and leaves it running; "
+        f"{plan.bound_calls_per_s(plan.timeout_ms + plan.kill_grace_ms):.0f} calls/s for one "
+        "that kills it first (timeout + kill grace), as toolray does"
+    )
     return "\n".join(lines)
