@@ -9,7 +9,8 @@ Figures (toolray and its reference interleaved, repetition by repetition):
 
 - one-call batch round trip (``execute_batch`` of one no-op call, seen from this process)
   against a raw Ray two-hop actor call: this process → a bare async driver actor → a bare
-  async worker actor and back (``RawBaseline`` running one call); the raw one-hop call
+  async worker actor and back (``RawBaseline.relay``: the driver actor awaits the bare
+  call and returns its value, nothing else); the raw one-hop call
   (this process → the bare worker) is shown too. p50 and p99 over N round trips;
 - no-op batch throughput, 1,000 calls, cap 1000, against raw per-call fan-out (the raw
   driver actor awaiting 1,000 bare calls on as many bare workers);
@@ -31,7 +32,7 @@ from typing import Any
 
 from toolray import AbortController, ToolBatchInput, ToolCall
 from toolray_actors import RayRuntime, load_config
-from toolray_actors.bench._rawray import GroupShape, RawBaseline, RawStage, bench_tool
+from toolray_actors.bench._rawray import GroupShape, RawBaseline, bench_tool
 from toolray_actors.cli._bench import BenchOptions, bench_rows, machine
 
 RESULTS = Path(__file__).with_name("RESULTS-perf.md")
@@ -77,7 +78,7 @@ async def one_call(rt: RayRuntime, rounds: int) -> dict[str, Any]:
             t0 = time.perf_counter()
             result = await handle.execute_batch(batch)
             t1 = time.perf_counter()
-            await raw.run([RawStage(True, 1)], 1, "noop", {})
+            await raw.relay("noop", {})
             t2 = time.perf_counter()
             await raw.workers[0].run.remote("noop", {})
             t3 = time.perf_counter()
@@ -181,7 +182,8 @@ def write(fig: dict[str, Any], meta: dict[str, Any], quick: bool) -> None:
         "\nHow each figure is taken:\n"
         "- Round trip: `ExecutorHandle.execute_batch` of one no-op call, timed in this "
         "process; the raw two-hop call is this process → a bare async driver actor → a bare "
-        "async worker actor and back; the one-hop call goes straight to the bare worker.\n"
+        "async worker actor and back (the driver actor only awaits the call and returns its "
+        "value); the one-hop call goes straight to the bare worker.\n"
         "- Throughput: calls / median wall time of one batch seen from this process; raw Ray "
         "is one async driver actor awaiting the same bare calls (same cap, least-loaded pick, "
         "same stages) on as many bare worker actors (`toolray_actors/bench/_rawray.py`).\n"

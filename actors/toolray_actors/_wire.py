@@ -60,7 +60,9 @@ __all__ = (
     "StreamItem",
     "Swapped",
     "WorkerRequest",
+    "decode",
     "definition_of",
+    "encode",
     "portable_error",
     "shippable_arguments",
     "unknown",
@@ -221,6 +223,22 @@ def packed(fields: tuple[object, ...]) -> bytes:
     except Exception:  # e.g. a local class: cloudpickle takes it by value
         blob: bytes = cloudpickle.dumps(fields, protocol=5)
         return blob
+
+
+def encode(value: object) -> bytes:
+    """``value`` as one ``bytes`` for the hot messages between toolray's actors.
+
+    Ray carries ``bytes`` as they are; any other value costs its serializer's Python
+    pickler on both sides, about a quarter of a millisecond per round trip here.
+    """
+    return packed((value,))
+
+
+def decode(blob: bytes) -> object:
+    """The value :func:`encode` made."""
+    value: object
+    (value,) = pickle.loads(blob)
+    return value
 
 
 _Packed = WorkerRequest | Settled | StreamChunk | StreamEnd | MuxChunk

@@ -62,8 +62,11 @@ def _deaf(args: Any, ctx: Any) -> Any:
     time.sleep(30)  # one C-level sleep: neither its signal nor an injection stops it
 
 
-def _quick(args: Any, ctx: Any) -> Any:
+def _returns_on_go(args: Any, ctx: Any) -> Any:
     Path(args["marker"]).touch()
+    go, deadline = Path(args["go"]), time.monotonic() + 30
+    while not go.exists() and time.monotonic() < deadline:
+        time.sleep(0.001)
     return "done"
 
 
@@ -200,14 +203,12 @@ async def test_the_kill_ends_the_call_process_and_a_fresh_one_takes_over(
     assert worker.procs.kill("deaf") is False  # settled: nothing to kill
 
 
-def _kill_as_it_ends(procs: CallProcesses, token: str, marker: Path) -> bool:
-    """On the worker's loop, blocking it: once the call's end is in its socket (unread),
-    kill the call — its end and its kill cross."""
-    deadline = time.monotonic() + WAIT_S
-    while not marker.exists():
-        assert time.monotonic() < deadline, "the body never ran"
+def _kill_as_it_ends(procs: CallProcesses, token: str, go: Path) -> bool:
+    """On the worker's loop, blocking it: let the body return, and once the call's end is in
+    its socket (unread), kill the call — its end and its kill cross."""
     link = procs._calls[token].proc
     assert link is not None
+    go.touch()
     readable, _, _ = select.select([link._sock], [], [], WAIT_S)
     assert readable, "the call never ended"
     return procs.kill(token)
@@ -217,13 +218,13 @@ async def test_a_call_killed_as_it_ends_ends_killed_and_its_process_is_not_reuse
     worker, tmp_path: Path
 ) -> None:
     before = worker.procs.stats()
-    marker = tmp_path / "quick"
-    call = asyncio.ensure_future(worker.run("quick", _quick, {"marker": str(marker)}))
-    running = worker.procs._calls
-    await _until(lambda: "quick" in running and running["quick"].proc is not None)
+    marker, go = tmp_path / "running", tmp_path / "go"
+    args = {"marker": str(marker), "go": str(go)}
+    call = asyncio.ensure_future(worker.run("quick", _returns_on_go, args))
+    await _until(marker.exists)  # its body runs in its process, waiting for the go
     killed: concurrent.futures.Future[bool] = concurrent.futures.Future()
     worker.loop.call_soon_threadsafe(  # on the worker's loop, which it blocks meanwhile
-        lambda: killed.set_result(_kill_as_it_ends(worker.procs, "quick", marker))
+        lambda: killed.set_result(_kill_as_it_ends(worker.procs, "quick", go))
     )
     assert await asyncio.wrap_future(killed)
     ended = await call

@@ -8,11 +8,14 @@ in one tick" is decided by the test, never by elapsed time.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import threading
 from collections.abc import AsyncIterator, Generator
 from typing import Any
 
 import pytest
 
+from toolray import ToolCall
 from toolray_actors import _wire as wire
 from toolray_actors._executor_wire import BatchSpec
 from toolray_actors.driver import _submissions as submissions_module
@@ -151,25 +154,25 @@ class _Ref:
         return self.value
 
 
-def _fake_ray(monkeypatch: pytest.MonkeyPatch, refuse: set[str]) -> list[str]:
-    """``send``/``stream`` of ``_submissions`` without Ray; a spec in ``refuse`` cannot be sent."""
+def _fake_ray(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """``send``/``stream`` of ``_submissions`` without Ray (what they carry is encoded)."""
     sent: list[str] = []
 
     def send(actor: object, method: Any, *args: object) -> _Ref:
         sent.append(method.__name__)
         return _Ref(True)
 
-    def stream(actor: object, method: Any, arg: Any) -> AsyncIterator[_Ref]:
+    def stream(actor: object, method: Any, data: bytes) -> AsyncIterator[_Ref]:
+        arg = wire.decode(data)
         specs = arg if isinstance(arg, tuple) else (arg,)
-        if refuse & {s.batch_id for s in specs}:
-            raise TypeError("cannot pickle this batch")
         sent.append(method.__name__)
 
         async def items() -> AsyncIterator[_Ref]:
             if isinstance(arg, tuple):
-                yield _Ref(wire.MuxChunk({s.batch_id: [_end(s.batch_id)] for s in specs}))
+                mux = wire.MuxChunk({s.batch_id: [_end(s.batch_id)] for s in specs})
+                yield _Ref(wire.encode(mux))
             else:
-                yield _Ref(_end(arg.batch_id))
+                yield _Ref(wire.encode(_end(specs[0].batch_id)))
 
         return items()
 
@@ -181,11 +184,11 @@ def _fake_ray(monkeypatch: pytest.MonkeyPatch, refuse: set[str]) -> list[str]:
 async def test_a_tick_of_batches_goes_as_one_group_and_each_gets_its_own_end(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    sent = _fake_ray(monkeypatch, refuse=set())
+    sent = _fake_ray(monkeypatch)
     subs = submissions_module.Submissions()
     actor: Any = object()
     inboxes = await asyncio.gather(*(subs.submit("shard", actor, _spec(b)) for b in "abc"))
-    assert sent == ["reserve", "run_batches"]
+    assert sent == ["reserve", "run_batches_wire"]
     assert subs.messages == 1
     for batch_id, inbox in zip("abc", inboxes, strict=True):
         assert [item async for item in inbox.items()] == [_end(batch_id)]
@@ -194,15 +197,17 @@ async def test_a_tick_of_batches_goes_as_one_group_and_each_gets_its_own_end(
 async def test_a_batch_that_cannot_be_sent_fails_alone_and_its_mates_go_one_by_one(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    sent = _fake_ray(monkeypatch, refuse={"bad"})
+    sent = _fake_ray(monkeypatch)
     subs = submissions_module.Submissions()
     actor: Any = object()
+    bad = dataclasses.replace(_spec("bad"), calls=(ToolCall("c", "t", {"lock": threading.Lock()}),))
+    specs = (_spec("a"), bad, _spec("c"))
     outs = await asyncio.gather(
-        *(subs.submit("shard", actor, _spec(b)) for b in ("a", "bad", "c")),
-        return_exceptions=True,
+        *(subs.submit("shard", actor, spec) for spec in specs), return_exceptions=True
     )
-    assert isinstance(outs[1], TypeError)
-    assert sent.count("run_batch") == 2  # a and c, each alone
+    assert isinstance(outs[1], TypeError)  # a lock cannot be pickled
+    assert sent.count("run_batch_wire") == 2  # a and c, each alone
+    assert sent.count("reserve") == 2  # nothing reserved for the batch that could not go
     for batch_id, inbox in (("a", outs[0]), ("c", outs[2])):
         assert isinstance(inbox, submissions_module.Inbox)
         assert [item async for item in inbox.items()] == [_end(batch_id)]

@@ -203,6 +203,11 @@ class _RawDriver:
                 slot.in_flight -= 1
             out.append(time.perf_counter() - start)
 
+    async def relay(self, body: str, args: BenchArgs) -> str:
+        """One bare call to the first worker, relayed (the raw two-hop round trip)."""
+        first = next(iter(self._slots))
+        return str(await first.handle.run.remote(body, args))
+
     async def run(
         self, stages: list[RawStage], cap: int, body: str, args: BenchArgs
     ) -> list[float]:
@@ -252,6 +257,10 @@ class RawBaseline:
     ) -> list[float]:
         """One batch's worth of bare calls; per-call latencies in seconds."""
         return list(await self.driver.run.remote(stages, cap, body, args))
+
+    async def relay(self, body: str, args: BenchArgs) -> str:
+        """One bare call through the driver actor to a worker: this process → actor → actor."""
+        return str(await self.driver.relay.remote(body, args))
 
     def close(self) -> None:
         """Kill the driver and the workers."""

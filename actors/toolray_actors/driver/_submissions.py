@@ -27,7 +27,15 @@ import ray.exceptions as rex
 
 from toolray_actors._errors import is_actor_death
 from toolray_actors._remote import Handle, send, stream
-from toolray_actors._wire import BatchFailed, MuxChunk, StreamEnd, StreamItem, unknown
+from toolray_actors._wire import (
+    BatchFailed,
+    MuxChunk,
+    StreamEnd,
+    StreamItem,
+    decode,
+    encode,
+    unknown,
+)
 from toolray_actors.execution._executor_actor import BatchSpec, ExecutorActor
 
 if TYPE_CHECKING:
@@ -51,7 +59,7 @@ _ENDED = _Ended()
 class Inbox:
     """One batch's items, as its group's reader routes them (or its lone stream)."""
 
-    def __init__(self, lone: AsyncIterator[ray.ObjectRef[StreamItem]] | None = None) -> None:
+    def __init__(self, lone: AsyncIterator[ray.ObjectRef[bytes]] | None = None) -> None:
         self._lone = lone
         self._queue: asyncio.Queue[StreamItem | BaseException | _Ended] = asyncio.Queue()
         self.open = True
@@ -74,7 +82,7 @@ class Inbox:
         """The batch's stream items; a Ray error or the batch's own error is raised."""
         if self._lone is not None:
             async for ref in self._lone:
-                yield await ref
+                yield cast("StreamItem", decode(await ref))
             return
         while True:
             item = await self._queue.get()
@@ -155,8 +163,9 @@ class Submissions:
         specs: tuple[BatchSpec, ...],
         ready: dict[str, asyncio.Future[Inbox]],
     ) -> None:
+        data = encode(specs)  # what cannot be encoded fails here, before any reservation
         reserved = send(actor, ExecutorActor.reserve, *(spec.batch_id for spec in specs))
-        chunks = stream(actor, ExecutorActor.run_batches, specs)
+        chunks = stream(actor, ExecutorActor.run_batches_wire, data)
         self.messages += 1
         inboxes = {spec.batch_id: Inbox() for spec in specs}
         self._spawn(_read(chunks, dict(inboxes)))
@@ -164,11 +173,12 @@ class Submissions:
         self._spawn(_reservation(reserved, actor, specs, waiting))
 
     def _send_alone(self, actor: Handle, spec: BatchSpec, ready: asyncio.Future[Inbox]) -> None:
+        data = encode(spec)  # a batch that cannot be encoded fails alone, reserving nothing
         reserved = send(actor, ExecutorActor.reserve, spec.batch_id)
         if len(spec.calls) <= 1 and spec.paced:  # only its end is read: one plain reply
-            lone = _single(send(actor, ExecutorActor.run_small, spec))
+            lone = _single(send(actor, ExecutorActor.run_small_wire, data))
         else:
-            lone = stream(actor, ExecutorActor.run_batch, spec)
+            lone = stream(actor, ExecutorActor.run_batch_wire, data)
         self.messages += 1
         self._spawn(_reservation(reserved, actor, (spec,), {spec.batch_id: (ready, Inbox(lone))}))
 
@@ -201,8 +211,8 @@ async def _reservation(
             ready.set_result(inbox)
 
 
-async def _single(ref: ray.ObjectRef[StreamEnd]) -> AsyncIterator[ray.ObjectRef[StreamItem]]:
-    yield cast("ray.ObjectRef[StreamItem]", ref)
+async def _single(ref: ray.ObjectRef[bytes]) -> AsyncIterator[ray.ObjectRef[bytes]]:
+    yield ref
 
 
 def _fail(ready: asyncio.Future[Inbox], err: BaseException) -> None:
@@ -219,7 +229,7 @@ def _retrieved(future: asyncio.Future[Inbox]) -> None:
         future.exception()
 
 
-async def _read(chunks: AsyncIterator[ray.ObjectRef[MuxChunk]], inboxes: dict[str, Inbox]) -> None:
+async def _read(chunks: AsyncIterator[ray.ObjectRef[bytes]], inboxes: dict[str, Inbox]) -> None:
     """Route a group's merged chunks to each batch's inbox, then end every open one.
 
     An inbox leaves ``inboxes`` once its batch ended, so a long batch does not keep its
@@ -228,7 +238,7 @@ async def _read(chunks: AsyncIterator[ray.ObjectRef[MuxChunk]], inboxes: dict[st
     end: BaseException | _Ended = _ENDED
     try:
         async for ref in chunks:
-            chunk = await ref
+            chunk = decode(await ref)
             match chunk:
                 case MuxChunk(items):
                     for batch_id, entries in items.items():

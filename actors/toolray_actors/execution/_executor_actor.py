@@ -21,7 +21,7 @@ import logging
 import os
 import time
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, cast
 
 from toolray import (
     AbortController,
@@ -279,6 +279,21 @@ class ExecutorActor:
         """Run several batches at once (each as ``run_batch``), their items merged by tick."""
         async for chunk in merged(self.run_batch, specs):
             yield chunk
+
+    # across Ray (what drivers call): specs and items as ``wire.encode`` bytes
+    async def run_batch_wire(self, spec: bytes) -> AsyncIterator[bytes]:
+        """:meth:`run_batch` across Ray."""
+        async for item in self.run_batch(cast("BatchSpec", wire.decode(spec))):
+            yield wire.encode(item)
+
+    async def run_small_wire(self, spec: bytes) -> bytes:
+        """:meth:`run_small` across Ray."""
+        return wire.encode(await self.run_small(cast("BatchSpec", wire.decode(spec))))
+
+    async def run_batches_wire(self, specs: bytes) -> AsyncIterator[bytes]:
+        """:meth:`run_batches` across Ray."""
+        async for chunk in self.run_batches(cast("tuple[BatchSpec, ...]", wire.decode(specs))):
+            yield wire.encode(chunk)
 
     async def _execute(
         self,

@@ -26,7 +26,7 @@ import logging
 import uuid
 import weakref
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import Any, cast
 
 from toolray import AbortError, ToolRunContext, ToolWorkerLostError
 from toolray.isolation import CallOutcome
@@ -34,7 +34,7 @@ from toolray.lowlevel import Entry, run_body_inline, thaw_json
 from toolray_actors._errors import is_actor_death, is_cancelled, task_cause, wire_reason
 from toolray_actors._handles import kill
 from toolray_actors._remote import send, stream
-from toolray_actors._wire import AbortOrder, Settled, WorkerRequest
+from toolray_actors._wire import AbortOrder, Settled, WorkerRequest, decode, encode
 
 from ._coalesce import AbortQueue, Chunk, Outbox, Transport
 from ._pool_client import PoolClient, WorkerSlot
@@ -115,8 +115,8 @@ class RayBodyRunner:
             stats.messages += 1
             match requests:
                 case [request]:
-                    return _one(send(handle, ToolWorker.run, request), request.token)
-            return _many(stream(handle, ToolWorker.run_many, requests))
+                    return _one(send(handle, ToolWorker.run_wire, encode(request)), request.token)
+            return _many(stream(handle, ToolWorker.run_many_wire, encode(requests)))
 
         return deliver
 
@@ -322,12 +322,12 @@ class RayBodyRunner:
 
 
 async def _one(ref: Any, token: str) -> AsyncIterator[Chunk]:
-    yield [Settled(token, await ref)]
+    yield [Settled(token, cast("CallOutcome", decode(await ref)))]
 
 
 async def _many(stream: Any) -> AsyncIterator[Chunk]:
     async for ref in stream:
-        yield await ref
+        yield cast("Chunk", decode(await ref))
 
 
 def _killed(result: asyncio.Future[CallOutcome]) -> bool:

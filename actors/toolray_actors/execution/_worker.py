@@ -29,7 +29,7 @@ import os
 import threading
 import time
 from collections.abc import AsyncIterator, Mapping
-from typing import Any
+from typing import Any, cast
 
 from toolray import AbortSignal, ToolRunContext
 from toolray.isolation import (
@@ -44,7 +44,14 @@ from toolray.isolation import (
 )
 from toolray_actors._placement import WorkerSettings
 from toolray_actors._stats import ActorStats, ChildStats, WorkerStatus, actor_stats
-from toolray_actors._wire import AbortOrder, ExecutorHome, Settled, WorkerRequest
+from toolray_actors._wire import (
+    AbortOrder,
+    ExecutorHome,
+    Settled,
+    WorkerRequest,
+    decode,
+    encode,
+)
 
 from ._children import CallProcesses
 from ._nested_remote import RemoteNested, worker_context
@@ -182,6 +189,15 @@ class ToolWorker:
             for task in tasks:  # the message was abandoned (its caller is gone)
                 if not task.done():
                     task.cancel()
+
+    async def run_wire(self, request: bytes) -> bytes:
+        """:meth:`run` across Ray: the request and its outcome as ``wire.encode`` bytes."""
+        return encode(await self.run(cast("WorkerRequest", decode(request))))
+
+    async def run_many_wire(self, requests: bytes) -> AsyncIterator[bytes]:
+        """:meth:`run_many` across Ray: the requests and each chunk as ``wire.encode`` bytes."""
+        async for chunk in self.run_many(cast("list[WorkerRequest]", decode(requests))):
+            yield encode(chunk)
 
     async def prepare(self, key: str, blob: bytes) -> bool:
         """Hold ``key``'s code before its calls come (``False``: its blob does not load)."""
