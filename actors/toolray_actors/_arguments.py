@@ -8,20 +8,38 @@ travels as the ``InvalidArguments`` it is (made picklable by :func:`portable_err
 
 from __future__ import annotations
 
-from typing import final
+import dataclasses
+from collections.abc import Iterable, Iterator, Mapping
+from typing import cast, final
 
 import cloudpickle
 
+from toolray import ToolCall
 from toolray.lowlevel import InvalidArguments, is_json
 
-__all__ = ("NOT_JSON_ARGUMENTS", "portable_error", "shippable_arguments")
+__all__ = ("NOT_JSON_ARGUMENTS", "portable_error", "shippable_arguments", "shippable_calls")
 
 
 @final
-class _NotJsonArguments:
-    """Stands for arguments that are not lossless JSON (the pipeline rejects it: P-ARGS-4)."""
+class _NotJsonArguments(Mapping[str, object]):
+    """Stands for arguments that are not lossless JSON (the pipeline rejects it: P-ARGS-4).
+
+    A ``Mapping`` (never a ``dict``) whose one value is not JSON either, so that a batch's
+    call carrying it in place of its parsed arguments fails on their content, as they would.
+    """
 
     __slots__ = ()
+
+    def __getitem__(self, key: str) -> object:
+        if key != "":
+            raise KeyError(key)
+        return _NOT_JSON_VALUE
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(("",))
+
+    def __len__(self) -> int:
+        return 1
 
     def __repr__(self) -> str:
         return "<arguments that are not lossless JSON>"
@@ -32,6 +50,26 @@ class _NotJsonArguments:
 
 def _not_json() -> _NotJsonArguments:
     return NOT_JSON_ARGUMENTS
+
+
+@final
+class _NotJsonValue:
+    """The marker's one value: not JSON (a value the arguments held could not cross)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<not lossless JSON>"
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_not_json_value, ())
+
+
+def _not_json_value() -> _NotJsonValue:
+    return _NOT_JSON_VALUE
+
+
+_NOT_JSON_VALUE = _NotJsonValue()
 
 
 NOT_JSON_ARGUMENTS = _NotJsonArguments()
@@ -55,3 +93,20 @@ def shippable_arguments(arguments: object) -> object:
     except Exception as exc:  # a value whose inspection raises: that error is the failure
         return InvalidArguments(error=portable_error(exc))
     return arguments if ok else NOT_JSON_ARGUMENTS
+
+
+def shippable_calls(calls: Iterable[ToolCall]) -> tuple[ToolCall, ...]:
+    """A batch's calls as they cross: parsed arguments that are not lossless JSON as the marker.
+
+    That call then fails as the core fails it, and its batch goes on (the model's JSON text,
+    the usual case, crosses untouched).
+    """
+    out = []
+    for call in calls:
+        arguments = call.arguments
+        if isinstance(arguments, Mapping):
+            shipped = shippable_arguments(arguments)
+            if shipped is not arguments:
+                call = dataclasses.replace(call, arguments=cast("Mapping[str, object]", shipped))
+        out.append(call)
+    return tuple(out)

@@ -15,6 +15,7 @@ objects (Ray results are copies).
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
 from tests import tools
@@ -103,6 +104,28 @@ async def test_unknown_tool_is_a_result_and_the_batch_goes_on(backend: Backend) 
         ("c2", success('{"echo": {"text": "after"}}')),
     ]
     assert values(result) == [NO_VALUE, {"echo": {"text": "after"}}]
+
+
+async def test_parsed_arguments_that_are_not_json_fail_their_call_and_the_batch_goes_on(
+    backend: Backend,
+) -> None:
+    # on Ray a lock cannot even cross to the executor: its call still gets its own result
+    raw = backend.name("raw")
+    backend.register(tools.raw_echo_tool(raw))
+    not_json = failure("tool execution arguments must be losslessly JSON-serializable")
+    calls = [
+        ToolCall("c1", raw, {"lock": threading.Lock()}),
+        ToolCall("c2", raw, {"n": 1}),
+        ToolCall("c3", raw, {"x": float("nan")}),
+    ]
+    result = await backend.run(calls, A)
+    assert wires(result) == [
+        ("c1", not_json),
+        ("c2", success('{"received": {"n": 1}}')),
+        ("c3", not_json),
+    ]
+    assert values(result) == [NO_VALUE, {"received": {"n": 1}}, NO_VALUE]
+    assert wires(await backend.run(calls[:1], A)) == [("c1", not_json)]  # a one-call batch
 
 
 async def test_argument_text_parsing_and_validation(backend: Backend) -> None:

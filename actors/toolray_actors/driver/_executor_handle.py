@@ -34,6 +34,7 @@ from toolray import (
     ToolExecutionInput,
     ToolExecutionResult,
 )
+from toolray_actors._arguments import shippable_calls
 from toolray_actors._config import RuntimeConfig
 from toolray_actors._errors import is_actor_death, translate, wire_reason
 from toolray_actors._handles import control_options, create_executor, get_named
@@ -173,7 +174,7 @@ class ExecutorHandle:
         log = batch.log
         return BatchSpec(
             batch_id=batch_id,
-            calls=tuple(batch.calls),
+            calls=shippable_calls(batch.calls),
             scope=self.scope,  # a scope-less batch runs in this executor's scope
             max_parallel_tool_calls=batch.max_parallel_tool_calls,
             log=(log.turn, log.step) if log is not None else None,
