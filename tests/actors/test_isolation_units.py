@@ -14,6 +14,8 @@ import concurrent.futures
 import ctypes
 import os
 import select
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -81,6 +83,16 @@ def _spinning(args: Any, ctx: Any) -> Any:
     while time.monotonic() < end:  # pure Python: an injected exception reaches it
         pass
     return "finished"
+
+
+def _leaves_a_process(args: Any, ctx: Any) -> Any:
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    return [os.getpid(), child.pid]
+
+
+def _waits_for_its_process(args: Any, ctx: Any) -> Any:
+    subprocess.run([sys.executable, "-c", "pass"], check=True)
+    return os.getpid()
 
 
 def _leaves_a_thread(args: Any, ctx: Any) -> Any:
@@ -256,6 +268,21 @@ async def test_a_process_whose_body_left_a_thread_behind_is_not_reused(worker) -
     later = await worker.run("t2", _pid)
     assert later.value != left.value
     assert worker.procs.stats().retired == retired + 1
+
+
+async def test_a_process_whose_body_left_a_process_running_is_retired_with_it(worker) -> None:
+    retired = worker.procs.stats().retired
+    first = await worker.run("w1", _waits_for_its_process)  # one that ended: still clean
+    assert (await worker.run("w2", _pid)).value == first.value
+    left = await worker.run("l1", _leaves_a_process)
+    call_pid, orphan = left.value
+    later = await worker.run("l2", _pid)
+    assert later.value != call_pid  # not reused
+    assert worker.procs.stats().retired == retired + 1
+    deadline = time.monotonic() + WAIT_S
+    while psutil.pid_exists(orphan) and psutil.Process(orphan).status() != "zombie":
+        assert time.monotonic() < deadline, "what the body started outlived its process"
+        await asyncio.sleep(0.01)  # the retirement's kill of the group lands (bounded)
 
 
 async def test_an_abort_before_the_call_arrives_starts_it_aborted(worker) -> None:

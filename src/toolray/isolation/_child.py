@@ -7,11 +7,11 @@ the first two steps of the cancellation ladder; the third is the worker killing 
 process's group. A body's ``ctx.dispatch`` becomes a :class:`NestedRequest` to the worker,
 which asks the call's executor and sends the :class:`NestedAnswer` back.
 
-After each call the process says whether it is still clean — not interrupted, no thread
-or task left behind by the body, its memory not grown past half its allowance — and the
-worker reuses it only then. A body that runs out of memory ends the process with
-:data:`MEMORY_EXIT` (the worker reports the call lost to its memory limit); the worker
-hanging up ends it normally.
+After each call the process says whether it is still clean — not interrupted, no thread,
+task or process left behind by the body, its memory not grown past half its allowance — and
+the worker reuses it only then (retiring it kills its process group: what the body
+started). A body that runs out of memory ends the process with :data:`MEMORY_EXIT` (the
+worker reports the call lost to its memory limit); the worker hanging up ends it normally.
 
 It is a child of a ``toolray.procs`` template: :func:`serve_call` is its entry, and
 :func:`preload` the template's loader, which unpickles each tool's definition once in the
@@ -210,6 +210,8 @@ class _Child:
         tasks = {asyncio.current_task(), self._main}
         if any(t not in tasks for t in asyncio.all_tasks()):
             return False  # so is a task
+        if not _no_children():
+            return False  # so is a process it started (retiring this one kills its group)
         return _max_rss() <= self._memory_ceiling
 
 
@@ -234,6 +236,17 @@ def _portable_arguments(arguments: Any) -> Any:
     except Exception:
         return _NotPortable()
     return arguments
+
+
+def _no_children() -> bool:
+    """Whether no process this one started still runs (the ended ones are reaped here)."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return True  # none at all
+        if pid == 0:
+            return False  # one still runs
 
 
 def _max_rss() -> int:
