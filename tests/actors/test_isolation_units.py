@@ -209,6 +209,8 @@ async def test_the_kill_ends_the_call_process_and_a_fresh_one_takes_over(
     await _until(lambda: worker.procs.kill("deaf"))
     killed = await call
     assert killed.status == "killed"
+    at_end = worker.procs.stats()  # counted by the time the call has its end
+    assert (at_end.kills - before.kills, at_end.replacements - before.replacements) == (1, 1)
     assert (await worker.run("after", _pid)).status == "ok"
     after = worker.procs.stats()
     assert (after.kills - before.kills, after.replacements - before.replacements) == (1, 1)

@@ -101,6 +101,7 @@ class CallProcesses:
         self._sizing = Sizing(warm=warm, limit=max(1, limit))
         self._background: set[asyncio.Task[None]] = set()
         self._closed = False
+        self._replaced: set[int] = set()  # pids killed on request and replaced already
         self.forks = self.kills = self.deaths = self.retired = self.replacements = 0
         self.runs = 0
 
@@ -279,7 +280,7 @@ class CallProcesses:
 
     # ------------------------------------------------------------------ endings
     def _retire(self, proc: ProcessLink) -> None:
-        """An idle or unclean process goes (its whole group); a fresh one if calls wait."""
+        """An idle or unclean process goes (its whole group)."""
         self.retired += 1
         proc.kill()
 
@@ -290,24 +291,26 @@ class CallProcesses:
         with contextlib.suppress(ValueError):
             self._idle.remove(proc)
         if call is not None and not call.done.done():
-            if proc.killed:
-                self.kills += 1
-            else:
-                self.deaths += 1
+            self.kills += proc.killed
+            self.deaths += not proc.killed
             self._spawn(self._settle_ended(proc, call))
-        if not self._closed and (call is not None or proc.killed or self._waiters):
+        if proc.pid in self._replaced:  # killed on request: replaced then already
+            self._replaced.discard(proc.pid)
+        elif not self._closed and (call is not None or proc.killed or self._waiters):
             self._fork(replacing=True)
 
-    def _killed_now(self, call: _Call) -> None:
+    def _killed_now(self, call: _Call, proc: ProcessLink) -> None:
+        if proc.ended:  # its end of file came first: _ended did all of this
+            return
         self.kills += not call.done.done()
+        if not self._closed:
+            self._replaced.add(proc.pid)  # its replacement is counted before its call ends
+            self._fork(replacing=True)
         _settle(call, _KILLED)
 
     async def _settle_ended(self, proc: ProcessLink, call: _Call) -> None:
-        if proc.killed:
-            _settle(call, _KILLED)
-            return
-        status = await proc.wait_exit(_EXIT_WAIT_S)
-        _settle(call, _lost(describe_exit(status, self._memory_mb)))
+        status = None if proc.killed else await proc.wait_exit(_EXIT_WAIT_S)
+        _settle(call, _KILLED if proc.killed else _lost(describe_exit(status, self._memory_mb)))
 
     # ------------------------------------------------------------------ control lane
     def abort(self, token: str, reason: object) -> bool:
@@ -344,10 +347,8 @@ class CallProcesses:
             proc = call.proc
             if proc is not None and proc.call is call:
                 proc.killed = True
-                proc.signal_kill()
-                # SIGKILL is final: the call ends now, not when the process's end of file
-                # reaches a busy loop (its process is never reused; its end forks another)
-                self._on_loop(self._killed_now, call)
+                proc.signal_kill()  # final: the call ends now, not at its end of file
+                self._on_loop(self._killed_now, call, proc)
                 return True
         if proc is not None:
             return False  # settled already
