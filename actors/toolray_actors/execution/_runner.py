@@ -1,21 +1,21 @@
 """The Ray body runner: one body on a worker actor, with the cancellation ladder.
 
 Dispatch is coalesced (``_coalesce``): the calls bound for one worker within one loop tick
-travel in one actor message (``ToolWorker.run_many``; a lone call uses ``run``), and their
-outcomes stream back as they settle. Everything else stays per call, addressed by the
-call's token: when the body's (fused) signal fires, (1) the abort is forwarded on the
-worker's control lane, firing the body's own signal; (2) after ``cancel_grace_ms``, an
-interrupt (an awaiting body's task is cancelled; a sync body's thread gets an injected
-``ToolInterrupted``) — never ``ray.cancel``, which would stop the whole message and so the
-call's mates; (3) after ``kill_grace_ms`` from the abort, a kill: with ``isolation="call"``
-the call's own process (the worker and the call's mates run on), with ``"shared"`` the
-worker actor, which is replaced. A killed call keeps its cause (``ABORTED``; the timeout
-policy turns a deadline into ``TOOL_TIMEOUT``) with ``info.reason`` saying what was
-terminated. A call whose process dies on its own gives ``WORKER_LOST`` (the call's
-process, or with ``"shared"`` the worker). Nothing is re-run here (the pipeline retries an
-idempotent tool by its retry policy). Where the body ran — the call's process, or the
-worker — its value is checked against the call's ``max_result_bytes`` before it leaves
-(``RESULT_TOO_LARGE``).
+travel in one actor message (``ToolWorker.run_many_wire``; a lone call uses ``run_wire``;
+requests and outcomes cross as ``wire.encode`` bytes), and their outcomes stream back as
+they settle. Everything else stays per call, addressed by the call's token: when the body's
+(fused) signal fires, (1) the abort is forwarded on the worker's control lane, firing the
+body's own signal; (2) after ``cancel_grace_ms``, an interrupt (an awaiting body's task is
+cancelled; a sync body's thread gets an injected ``ToolInterrupted``) — never
+``ray.cancel``, which would stop the whole message and so the call's mates; (3) after
+``kill_grace_ms`` from the abort, a kill: with ``isolation="call"`` the call's own process
+(the worker and the call's mates run on), with ``"shared"`` the worker actor, which is
+replaced. A killed call keeps its cause (``ABORTED``; the timeout policy turns a deadline
+into ``TOOL_TIMEOUT``) with ``info.reason`` saying what was terminated. A call whose process
+dies on its own gives ``WORKER_LOST`` (the call's process, or with ``"shared"`` the worker).
+Nothing is re-run here (the pipeline retries an idempotent tool by its retry policy). Where
+the body ran — the call's process, or the worker — its value is checked against the call's
+``max_result_bytes`` before it leaves (``RESULT_TOO_LARGE``).
 """
 
 from __future__ import annotations
