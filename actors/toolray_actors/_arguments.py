@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Iterator, Mapping
-from typing import cast, final
+from typing import final
 
 import cloudpickle
 
@@ -96,17 +96,27 @@ def shippable_arguments(arguments: object) -> object:
 
 
 def shippable_calls(calls: Iterable[ToolCall]) -> tuple[ToolCall, ...]:
-    """A batch's calls as they cross: parsed arguments that are not lossless JSON as the marker.
+    """A batch's calls as they cross: parsed arguments that cannot cross as the marker.
 
-    That call then fails as the core fails it, and its batch goes on (the model's JSON text,
-    the usual case, crosses untouched).
+    The executor's pipeline judges what crosses exactly as the core would; only parsed
+    arguments (a ``Mapping``) that are neither lossless JSON nor picklable (a lock, a
+    socket) are replaced, so that call fails as the core fails it (P-ARGS-4) and its batch
+    goes on. The model's JSON text, the usual case, crosses untouched.
     """
     out = []
     for call in calls:
         arguments = call.arguments
-        if isinstance(arguments, Mapping):
-            shipped = shippable_arguments(arguments)
-            if shipped is not arguments:
-                call = dataclasses.replace(call, arguments=cast("Mapping[str, object]", shipped))
+        if isinstance(arguments, Mapping) and not _crosses(arguments):
+            call = dataclasses.replace(call, arguments=NOT_JSON_ARGUMENTS)
         out.append(call)
     return tuple(out)
+
+
+def _crosses(arguments: Mapping[str, object]) -> bool:
+    try:
+        if is_json(arguments):
+            return True
+        cloudpickle.dumps(arguments)
+    except Exception:
+        return False
+    return True

@@ -163,7 +163,7 @@ class Submissions:
         specs: tuple[BatchSpec, ...],
         ready: dict[str, asyncio.Future[Inbox]],
     ) -> None:
-        data = encode(specs)  # what cannot be encoded fails here, before any reservation
+        data = encode(specs, from_user=True)  # what cannot be encoded fails here, unreserved
         reserved = send(actor, ExecutorActor.reserve, *(spec.batch_id for spec in specs))
         chunks = stream(actor, ExecutorActor.run_batches_wire, data)
         self.messages += 1
@@ -173,7 +173,7 @@ class Submissions:
         self._spawn(_reservation(reserved, actor, specs, waiting))
 
     def _send_alone(self, actor: Handle, spec: BatchSpec, ready: asyncio.Future[Inbox]) -> None:
-        data = encode(spec)  # a batch that cannot be encoded fails alone, reserving nothing
+        data = encode(spec, from_user=True)  # a batch that cannot go fails alone, unreserved
         reserved = send(actor, ExecutorActor.reserve, spec.batch_id)
         if len(spec.calls) <= 1 and spec.paced:  # only its end is read: one plain reply
             lone = _single(send(actor, ExecutorActor.run_small_wire, data))
