@@ -9,6 +9,7 @@ travels as the ``InvalidArguments`` it is (made picklable by :func:`portable_err
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Iterable, Iterator, Mapping
 from typing import final
 
@@ -33,7 +34,7 @@ class _NotJsonArguments(Mapping[str, object]):
     def __getitem__(self, key: str) -> object:
         if key != "":
             raise KeyError(key)
-        return _NOT_JSON_VALUE
+        return math.nan  # not lossless JSON either
 
     def __iter__(self) -> Iterator[str]:
         return iter(("",))
@@ -50,26 +51,6 @@ class _NotJsonArguments(Mapping[str, object]):
 
 def _not_json() -> _NotJsonArguments:
     return NOT_JSON_ARGUMENTS
-
-
-@final
-class _NotJsonValue:
-    """The marker's one value: not JSON (a value the arguments held could not cross)."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "<not lossless JSON>"
-
-    def __reduce__(self) -> tuple[object, ...]:
-        return (_not_json_value, ())
-
-
-def _not_json_value() -> _NotJsonValue:
-    return _NOT_JSON_VALUE
-
-
-_NOT_JSON_VALUE = _NotJsonValue()
 
 
 NOT_JSON_ARGUMENTS = _NotJsonArguments()

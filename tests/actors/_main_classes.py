@@ -2,7 +2,7 @@
 
 Run as ``python -m tests.actors._main_classes`` (so its classes live in ``__main__``, as a
 script's or a notebook's do): the same batch runs in process and through a local Ray it
-starts itself; one ``RESULTS {json}`` line gives both, as ``[is_error, message]`` per call.
+starts itself; one ``RESULT {json}`` line gives both, as ``[is_error, message]`` per call.
 """
 
 from __future__ import annotations
@@ -70,6 +70,6 @@ async def _both() -> dict[str, Any]:
 if __name__ == "__main__":
     ray.init(address="local", include_dashboard=False, log_to_driver=False)
     try:
-        print("RESULTS " + json.dumps(asyncio.run(_both())), flush=True)
+        print("RESULT " + json.dumps(asyncio.run(_both())), flush=True)
     finally:
         ray.shutdown()

@@ -23,6 +23,26 @@ def child_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def run_scenario(module: str, timeout: float = 280) -> Any:
+    """Run ``python -m module`` (its own Ray, never an outer one); its last ``RESULT {json}``.
+
+    Fails the test with the child's output when it exits non-zero or prints no result.
+    """
+    proc = subprocess.run(
+        [sys.executable, "-m", module],
+        cwd=ROOT,
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert lines, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return json.loads(lines[-1][len("RESULT ") :])
+
+
 class Child:
     """A child process whose stdout lines are read by a thread (no blocking reads)."""
 

@@ -10,36 +10,16 @@ placements differing only in ``runtime_env`` get separate pools with their own e
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
-pytestmark = [pytest.mark.ray, pytest.mark.slow]
+from tests.actors._procs import run_scenario
 
-ROOT = Path(__file__).resolve().parents[2]
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 
 @pytest.mark.timeout(300)
 def test_placement_pools_resources_runtime_env_deadline_stats_and_shutdown() -> None:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_USAGE_STATS_ENABLED": "0"}
-    env.pop("RAY_ADDRESS", None)
-    proc = subprocess.run(
-        [sys.executable, "-m", "tests.actors._placement_scenario"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=280,
-        check=False,
-    )
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert lines, proc.stdout[-3000:] + proc.stderr[-3000:]
-    out = json.loads(lines[-1][len("RESULT ") :])
+    out = run_scenario("tests.actors._placement_scenario")
     assert out["special"]["node"] == out["nodes"]["special"], out
     assert out["plain"]["node"] == out["nodes"]["head"], out  # no "special" there
     timed_out = {
