@@ -8,7 +8,8 @@ The template never runs user code itself: it imports the preload list, calls the
 then serves the control socket (``AF_UNIX`` ``SOCK_SEQPACKET``, one JSON object per
 message, descriptors as ``SCM_RIGHTS``) until the host says ``stop`` or goes away (EOF):
 children are then killed, reaped, and the template exits. It is every child's parent and a
-child subreaper, so it reaps everything below it and reports how each child ended.
+child subreaper, so it reaps everything below it and reports how each child ended; a child's
+process group is killed when the child ends (what it started there does not outlive it).
 """
 
 from __future__ import annotations
@@ -240,13 +241,20 @@ class Zygote:
             os.kill(pid, signum)
 
     def reap(self) -> None:
+        # Look first, reap after: a child's group is killed while the child is still an
+        # unreaped zombie, so its pid cannot yet name anyone else's group.
         while True:
             try:
-                pid, status, usage = os.wait4(-1, os.WNOHANG)
+                ended = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
             except ChildProcessError:
                 return
-            if pid == 0:
+            if ended is None:
                 return
+            pid = ended.si_pid
+            if pid in self.children:  # what it started in its group does not outlive it
+                with contextlib.suppress(OSError):
+                    os.killpg(pid, signal.SIGKILL)
+            _, status, usage = os.wait4(pid, 0)
             if self.children.pop(pid, None) is not None:
                 self.send(exit_report(pid, status, usage))
 
