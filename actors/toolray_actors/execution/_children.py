@@ -101,7 +101,6 @@ class CallProcesses:
         self._sizing = Sizing(warm=warm, limit=max(1, limit))
         self._background: set[asyncio.Task[None]] = set()
         self._closed = False
-        self._replaced: set[int] = set()  # pids killed on request and replaced already
         self.forks = self.kills = self.deaths = self.retired = self.replacements = 0
         self.runs = 0
 
@@ -251,16 +250,16 @@ class CallProcesses:
         call = proc.call
         if isinstance(message, CallDone) and call is not None and message.token == call.token:
             outcome = message.outcome
-            if proc.killed:  # its end crossed its kill (set before the signal): ends killed
-                return
-            if outcome.status == "missing" and self._code.blob(call.key) is not None:
-                proc.known.discard(call.key)  # its template could not load it: resend
+            resend = outcome.status == "missing" and self._code.blob(call.key) is not None
+            with self._lock:  # from here on a late kill of this call misses its process
+                if proc.killed:  # its end crossed its kill: the kill's end stands
+                    return
+                if not resend:
+                    proc.call = None
+            if resend:  # its template could not load the tool: send it the code
+                proc.known.discard(call.key)
                 self._start_on(proc, call)
                 return
-            with self._lock:  # from here on a late kill of this call misses its process
-                if proc.killed:
-                    return
-                proc.call = None
             self._sizing.took(message.body_s)
             _settle(call, outcome)
             if message.clean:
@@ -290,27 +289,24 @@ class CallProcesses:
         self._procs.pop(proc.pid, None)
         with contextlib.suppress(ValueError):
             self._idle.remove(proc)
+        if proc.killed:  # killed on request: _killed_now settles, counts and replaces it
+            return
         if call is not None and not call.done.done():
-            self.kills += proc.killed
-            self.deaths += not proc.killed
+            self.deaths += 1
             self._spawn(self._settle_ended(proc, call))
-        if proc.pid in self._replaced:  # killed on request: replaced then already
-            self._replaced.discard(proc.pid)
-        elif not self._closed and (call is not None or proc.killed or self._waiters):
+        if not self._closed and (call is not None or self._waiters):
             self._fork(replacing=True)
 
-    def _killed_now(self, call: _Call, proc: ProcessLink) -> None:
-        if proc.ended:  # its end of file came first: _ended did all of this
-            return
+    def _killed_now(self, call: _Call) -> None:
+        """A call whose process was killed on request: it ends now (its replacement first)."""
         self.kills += not call.done.done()
         if not self._closed:
-            self._replaced.add(proc.pid)  # its replacement is counted before its call ends
             self._fork(replacing=True)
         _settle(call, _KILLED)
 
     async def _settle_ended(self, proc: ProcessLink, call: _Call) -> None:
-        status = None if proc.killed else await proc.wait_exit(_EXIT_WAIT_S)
-        _settle(call, _KILLED if proc.killed else _lost(describe_exit(status, self._memory_mb)))
+        status = await proc.wait_exit(_EXIT_WAIT_S)
+        _settle(call, _lost(describe_exit(status, self._memory_mb)))
 
     # ------------------------------------------------------------------ control lane
     def abort(self, token: str, reason: object) -> bool:
@@ -348,7 +344,7 @@ class CallProcesses:
             if proc is not None and proc.call is call:
                 proc.killed = True
                 proc.signal_kill()  # final: the call ends now, not at its end of file
-                self._on_loop(self._killed_now, call, proc)
+                self._on_loop(self._killed_now, call)
                 return True
         if proc is not None:
             return False  # settled already
