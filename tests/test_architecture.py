@@ -126,7 +126,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "toolray.policies",
         ),
     ),
-    ("scheduler", ("toolray.scheduler._engine",)),
+    ("scheduler", ("toolray.scheduler._chain", "toolray.scheduler._engine")),
     (
         "batch",
         ("toolray.batch", "toolray.batch._types", "toolray.batch._run", "toolray.batch._executor"),

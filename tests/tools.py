@@ -718,3 +718,36 @@ def patient_tool(name: str, directory: str, placement: Any = None) -> ToolDefini
         is_concurrency_safe=lambda args: True,
         placement=placement,
     )
+
+
+def journal_tool(name: str, directory: str) -> ToolDefinition:
+    """Appends ``start <key>`` and ``end <key>`` lines to ``<directory>/journal`` around a
+    short sleep (``ms``, default 5), from whatever process runs it; ``x: true`` makes the call
+    exclusive, ``crash: true`` ends its process after the ``start`` line."""
+
+    def body(args: Any, ctx: Any) -> Any:
+        key = args["key"]
+        fd = os.open(Path(directory, "journal"), os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        try:
+            os.write(fd, f"start {key}\n".encode())
+            if args.get("crash"):
+                os._exit(3)
+            time.sleep(float(args.get("ms", 5)) / 1000)
+            os.write(fd, f"end {key}\n".encode())
+        finally:
+            os.close(fd)
+        return key
+
+    return define_tool(
+        name=name,
+        description="Journals its start and end",
+        parameters={
+            "key": {"type": "string", "required": True},
+            "x": {"type": "boolean"},
+            "crash": {"type": "boolean"},
+            "ms": {"type": "number"},
+        },
+        output=_STR_OUT,
+        execute=body,
+        is_concurrency_safe=lambda args: not args.get("x"),
+    )

@@ -120,6 +120,9 @@ class _Open:
 class FarmObserver:
     """Counts every call of this process (an executor actor) by tool and by scope."""
 
+    counts_only = True
+    """It counts and times calls only: a chained batch may run under it (``Observation``)."""
+
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self._tools: dict[str, _Counts] = {}

@@ -30,6 +30,7 @@ from toolray import (
     UserMessage,
 )
 from toolray.isolation import CallOutcome, RemoteToken
+from toolray.lowlevel import Link
 
 from ._arguments import NOT_JSON_ARGUMENTS, portable_error, shippable_arguments
 from ._errors import WireRecordError, wire_reason
@@ -88,14 +89,15 @@ class WorkerRequest:
     arguments: object
     ident: dict[str, object]
     """The call's identity (JSON: it crosses into a call process as it is)."""
+    link: Link | None = None  # its place in a chain the worker gates (``ChainRunner``)
 
     def without_code(self) -> WorkerRequest:
         """This request without its code (the worker already holds the key)."""
-        return WorkerRequest(self.token, self.key, None, self.arguments, self.ident)
+        return WorkerRequest(self.token, self.key, None, self.arguments, self.ident, self.link)
 
     def __reduce__(self) -> tuple[object, ...]:
         # its fields in one C-pickled value (see ``packed``): a fraction of the cost per call
-        fields = (self.token, self.key, self.blob, self.arguments, self.ident)
+        fields = (self.token, self.key, self.blob, self.arguments, self.ident, self.link)
         return (_unpacked, (WorkerRequest, packed(fields)))
 
 
@@ -130,9 +132,8 @@ class Settled:
 class AbortOrder:
     """Fire one call's signal on its worker (and, with ``kill_after``, run the ladder there).
 
-    With per-call isolation the worker runs the rest of the cancellation ladder itself:
-    ``interrupt_after`` / ``kill_after`` seconds after the abort arrives it interrupts, then
-    kills, the call's process — one message per stopped call instead of three.
+    With per-call isolation the worker interrupts, then kills, the call's process
+    ``interrupt_after`` / ``kill_after`` seconds after the abort: one message, not three.
     """
 
     token: str
@@ -214,9 +215,8 @@ class MuxChunk:
 def packed(fields: tuple[object, ...]) -> bytes:
     """A record's fields pickled by the C pickler, carried by Ray as one ``bytes`` value.
 
-    Ray's cloudpickle calls a Python hook for every object it pickles: 3-4x the cost for a
-    chunk of results, which are core values and JSON. What the C pickler refuses goes by
-    cloudpickle (its output loads the same way).
+    Ray's cloudpickle calls a Python hook for every object it pickles (3-4x the cost for a
+    chunk of results); what the C pickler refuses goes by cloudpickle (it loads the same).
     """
     try:
         return pickle.dumps(fields, protocol=5)

@@ -32,7 +32,8 @@ read a registry's private state:
   :class:`Stage` at its widest, :func:`joins` says whether the next call (classified just
   before it starts) belongs to it, :func:`cut` ends it early, and :func:`plan_stages` is the
   whole plan of calls whose modes are known; :data:`OPEN_ENDED` is the call count of a lane
-  whose calls keep arriving;
+  whose calls keep arriving; a :class:`ChainRunner` (a runner that gates bodies where they
+  run) takes a batch's whole plan at once, each call carrying its :class:`Link`;
 - :func:`parse_arguments` turns a model call's raw arguments (JSON text or a mapping) into
   the value a call snapshots (an :class:`InvalidArguments` when they cannot be one);
 - :class:`SystemClock` is the real ``toolray.Clock`` (``toolray.testing.FakeClock`` is a
@@ -90,6 +91,8 @@ from .registry._registry import chain_entries as chain_entries
 from .registry._registry import has_scope as has_scope
 from .registry._registry import scope_parent as scope_parent
 from .registry._registry import tool_set_of as tool_set_of
+from .scheduler._chain import ChainRunner as ChainRunner
+from .scheduler._chain import Link as Link
 from .scheduler._plan import OPEN_ENDED as OPEN_ENDED
 from .scheduler._plan import Stage as Stage
 from .scheduler._plan import cut as cut
@@ -106,8 +109,10 @@ __all__ = (
     "Call",
     "CallEnd",
     "CallStart",
+    "ChainRunner",
     "Entry",
     "InvalidArguments",
+    "Link",
     "LocalNested",
     "NestedDispatcher",
     "Observation",

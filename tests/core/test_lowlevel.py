@@ -16,6 +16,8 @@ EXPECTED = {
     "LocalNested",
     "NestedDispatcher",
     "Stage",
+    "ChainRunner",
+    "Link",
     "SystemClock",
     "ToolLookup",
     "admitted_entries",

@@ -30,12 +30,13 @@ from typing import Any, cast
 
 from toolray import AbortError, ToolRunContext, ToolWorkerLostError
 from toolray.isolation import CallOutcome
-from toolray.lowlevel import Entry, run_body_inline, thaw_json
+from toolray.lowlevel import Entry, Link, run_body_inline, thaw_json
 from toolray_actors._errors import is_actor_death, is_cancelled, task_cause, wire_reason
 from toolray_actors._handles import kill
 from toolray_actors._remote import send, stream
 from toolray_actors._wire import AbortOrder, Settled, WorkerRequest, decode, encode
 
+from ._chains import RunnerChains
 from ._coalesce import AbortQueue, Chunk, Outbox, Transport
 from ._pool_client import PoolClient, WorkerSlot
 from ._worker import ToolWorker
@@ -93,6 +94,22 @@ class RayBodyRunner:
         self._lanes: weakref.WeakKeyDictionary[WorkerSlot, tuple[Outbox, AbortQueue]] = (
             weakref.WeakKeyDictionary()
         )
+        self._chains = RunnerChains(
+            self._prefix, lambda slot, link: send(slot.handle, ToolWorker.chain_done, link)
+        )
+
+    def chainable(self, definition: Any) -> bool:
+        """A call of ``definition`` can wait for its turn on a worker (``ChainRunner``)."""
+        plain = definition.rate_limit is None and definition.retry is None
+        return plain and self._key_of(definition) is not None
+
+    def chain(self) -> str:
+        """A new chain's id."""
+        return self._chains.new()
+
+    def unlinked(self, link: Link) -> None:
+        """A linked call that never reached this runner: its place has ended."""
+        self._chains.ended(link, tell_worker=True)
 
     def _lane(self, slot: WorkerSlot) -> tuple[Outbox, AbortQueue]:
         """The slot's outbox (calls) and abort queue (its control lane), made on first use."""
@@ -156,8 +173,15 @@ class RayBodyRunner:
         """Run the body remotely; return its value or raise its (or the ladder's) error."""
         definition = entry.definition
         found = self._key_of(definition)
+        link: Link | None = call.link
         if found is None:  # not a mirrored definition (e.g. the run_code transport)
-            return await run_body_inline(call, entry, ctx)
+            if link is None:
+                return await run_body_inline(call, entry, ctx)
+            try:  # its turn comes here, then the worker hears its place has ended
+                await self._chains.turn(link, ctx.signal)
+                return await run_body_inline(call, entry, ctx)
+            finally:
+                self._chains.ended(link, tell_worker=True)
         key, blob = found
         pool = self._pools(definition.placement)
         live_id = ctx.token.id
@@ -178,15 +202,24 @@ class RayBodyRunner:
         arguments = thaw_json(ctx.arguments)
         self.stats.calls += 1
         self.live[live_id] = ctx  # nested calls from the body map back to it (and only it)
+        if (linked := link) is not None:
+            call.notes["chain"] = linked.chain  # its span in a trace says so
         try:
             for _ in range(_SENDS):
-                slot = await pool.pick(ctx.signal)
+                slot = (
+                    await self._chains.slot(link, lambda: pool.pick(ctx.signal)) if link else None
+                )
+                if slot is None:
+                    if link is not None:  # its chain is broken: its turn comes here
+                        await self._chains.turn(link, ctx.signal)
+                        link = None
+                    slot = await pool.pick(ctx.signal)
                 call.notes["worker"] = slot.wid
                 try:
                     outcome = await self._run_on(
                         pool,
                         slot,
-                        WorkerRequest(token, key, blob, arguments, ident),
+                        WorkerRequest(token, key, blob, arguments, ident, link),
                         ctx,
                         call.notes,
                     )
@@ -196,10 +229,14 @@ class RayBodyRunner:
                     slot.sent.discard(key)
                 elif outcome.status == "retired":  # an elastic pool retired it: not started
                     pool.retire(slot, killed=False)
+                    if link is not None:
+                        self._chains.broken(link)
                 else:
                     break
         finally:
             self.live.pop(live_id, None)
+            if linked is not None:  # the worker counted it, unless it went out unlinked
+                self._chains.ended(linked, tell_worker=link is None)
         return _unpack(outcome, ctx)
 
     async def _run_on(

@@ -42,6 +42,7 @@ from toolray.isolation import (
     body_limit,
     shippable_error,
 )
+from toolray.lowlevel import Link
 from toolray_actors._placement import WorkerSettings
 from toolray_actors._stats import ActorStats, ChildStats, WorkerStatus, actor_stats
 from toolray_actors._wire import (
@@ -53,6 +54,7 @@ from toolray_actors._wire import (
     encode,
 )
 
+from ._chain_gate import UNSTARTED, ChainGates
 from ._children import CallProcesses
 from ._nested_remote import RemoteNested, worker_context
 
@@ -125,6 +127,7 @@ class ToolWorker:
         self._active = 0
         self._last = time.monotonic()  # the last start or end of a call
         self._draining = False
+        self._chains = ChainGates()
 
     def _enter(self) -> bool:
         """Count a call in; ``False`` once drained (the call must go elsewhere)."""
@@ -150,11 +153,21 @@ class ToolWorker:
         """
         if not self._enter():
             return _RETIRED
+        link = request.link
         try:
+            if link is not None and not await self._chains.enter(request.token, link):
+                return UNSTARTED  # aborted while it waited for its turn in its chain
             run = self._procs.run if self._procs is not None else self._host.run
-            return await run(
-                request.token, request.key, request.blob, request.arguments, request.ident
-            )
+            ended = True
+            try:
+                outcome = await run(
+                    request.token, request.key, request.blob, request.arguments, request.ident
+                )
+                ended = outcome.status not in ("missing", "retired")
+                return outcome
+            finally:
+                if link is not None:
+                    self._chains.leave(request.token, link, ended=ended)
         finally:
             self._leave()
 
@@ -177,7 +190,8 @@ class ToolWorker:
             while left:
                 chunk = [_outcome_of(*await settled.get())]
                 await asyncio.sleep(0)  # outcomes settling in this tick join the chunk
-                if self._procs is not None and left - 1 - settled.qsize() >= _MANY:
+                running = left - 1 - settled.qsize() - self._chains.held
+                if self._procs is not None and running >= _MANY:
                     # outcomes from call processes trickle in one by one: a moment's wait
                     # makes far fewer (costly) stream items of a wide message
                     await _company(settled, max(_MANY, left // 8))
@@ -198,6 +212,10 @@ class ToolWorker:
         """:meth:`run_many` across Ray: the requests and each chunk as ``wire.encode`` bytes."""
         async for chunk in self.run_many(cast("list[WorkerRequest]", decode(requests))):
             yield encode(chunk)
+
+    async def chain_done(self, link: Link) -> None:
+        """The call at ``link`` will not come (or ended elsewhere): later places go on."""
+        self._chains.done(link)
 
     async def prepare(self, key: str, blob: bytes) -> bool:
         """Hold ``key``'s code before its calls come (``False``: its blob does not load)."""
@@ -228,6 +246,8 @@ class ToolWorker:
         itself: it interrupts the call ``interrupt_after`` seconds from now and kills its
         process ``kill_after`` seconds from now, unless the call has ended by then.
         """
+        if self._chains.abort(token):  # held in its chain: it never starts, nor do its mates
+            return True
         if self._procs is None:
             return self._host.abort(token, reason)
         found = self._procs.abort(token, reason)

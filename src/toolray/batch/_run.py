@@ -146,6 +146,14 @@ class BatchRun(Hooks):
             self.trace.append({**event, "time": self._elapsed()})
 
     # ------------------------------------------------------------------ the hooks
+    def chainable(self) -> bool:
+        """No log or observer (but counters) sees when this batch's calls start and commit.
+
+        A trace may: its spans of a chained batch carry the runner's ``chain`` note.
+        """
+        observed = self.observed
+        return self.batch.log is None and (observed is None or observed.counts_only)
+
     def stage(self, stage: Stage) -> None:
         """A stage instant in the trace."""
         self._note({"type": "stage", "kind": stage.kind, "start": stage.start})

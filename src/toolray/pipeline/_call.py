@@ -37,6 +37,8 @@ class Call:
     result: ToolExecutionResult | None = None
     body_invoked: bool = False
     notes: dict[str, Any] = field(default_factory=dict)  # runner details for traces
+    link: Any = None
+    """Its place in a chain (``scheduler._chain.Link``) when its runner gates its stages."""
     observed: Observation | None = None
     """Its observers' handles (``None``: nobody observes it); ``observed.trace`` is the span
     its body runs in."""

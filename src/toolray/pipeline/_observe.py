@@ -113,6 +113,11 @@ class Observation:
 
     __slots__ = ("pairs", "trace")
 
+    @property
+    def counts_only(self) -> bool:
+        """Whether every observer only counts and times calls (its ``counts_only``)."""
+        return all(getattr(observer, "counts_only", False) for observer, _ in self.pairs)
+
     def __init__(self, pairs: Sequence[tuple[Observer, Any]]) -> None:
         self.pairs = tuple(pairs)
         self.trace: TraceParent | None = next(

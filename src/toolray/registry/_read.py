@@ -201,6 +201,10 @@ class ReadSide:
                     return verdict
         return None
 
+    def guarded(self, scope: str | None) -> bool:
+        """Whether any guard stands on ``scope``'s chain (the global layer's included)."""
+        return any(layer.guards for layer in self._state.layers_on_chain(scope))
+
     def hooks(self, kind: HookKind, scope: str | None) -> list[Callable[..., Any]]:
         """The hooks of ``kind`` a call from ``scope`` runs: the global ones, then its own.
 

@@ -9,6 +9,8 @@ The rules (B-SCHED, B-ORDER, B-ABORT, B-ERR, C-CODE-6/7/12):
   front is classified and opens a stage (:func:`next_stage`); each later call of a parallel
   stage is reclassified just before it starts and joins it (:func:`joins`) or ends it
   (:func:`cut`) — it then heads the next stage, once this one has drained and committed;
+- **chains** (``_chain``): where nothing can tell, a runner that gates bodies takes a closed
+  lane's whole plan at once (one round trip, not one a stage);
 - **the cap**: at most ``cap`` dispatch stages are in flight; a call whose result is
   waiting for its commit, or that never reached dispatch, holds no slot;
 - **one ordered lane**: starts (the start hook, then ``prepare``: pre-execute, approval,
@@ -25,9 +27,8 @@ The rules (B-SCHED, B-ORDER, B-ABORT, B-ERR, C-CODE-6/7/12):
   dispatch stages already started are awaited, and the exception propagates (an open lane
   first tells :meth:`Hooks.failed`, so no caller waits forever).
 
-An open lane has one driver at a time: a caller whose call needs the lane drives it itself
-until its call is done (no hand-off to another task, no extra loop turn), then hands what
-is left to a driver task.
+An open lane has one driver at a time: a caller whose call needs the lane drives it until
+its call is done (no hand-off, no extra loop turn), then hands the rest to a driver task.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from toolray.pipeline._observe import Observation
 from toolray.pipeline._stages import complete, dispatch, prepare
 from toolray.registry._lookup import ToolLookup
 
+from ._chain import ChainRunner, links_of, plan_chain
 from ._plan import OPEN_ENDED, ExecutionMode, Stage, cut, joins, next_stage
 
 __all__ = ("Hooks", "Scheduler")
@@ -58,6 +60,10 @@ class Hooks:
 
     Every method does nothing here; a user overrides what it needs.
     """
+
+    def chainable(self) -> bool:
+        """Whether nothing of the user's sees when calls start and commit (see ``_chain``)."""
+        return False
 
     def stage(self, stage: Stage) -> None:
         """A stage opened (at its widest; a reclassified call may cut it short)."""
@@ -127,6 +133,7 @@ class Scheduler:
         self._idle.set()
         self._dead = False  # an open lane failed or its driver was cancelled
         self._failure: BaseException | None = None
+        self._chain_tried = calls is None  # an open lane never chains
 
     # ------------------------------------------------------------------ a closed lane
     async def run(self) -> None:
@@ -220,6 +227,10 @@ class Scheduler:
                 if self._signal.aborted:
                     self._skip()
                     continue
+                if not self._chain_tried:
+                    self._chain_tried = True
+                    if await self._chain():
+                        continue
                 self._open()
                 await self._fill()
             elif self._in_flight:
@@ -243,6 +254,40 @@ class Scheduler:
         self._stage = next_stage(start, self._count, self._mode(start))
         self._aborted = self._signal.aborted
         self._hooks.stage(self._stage)
+
+    async def _chain(self) -> bool:
+        """Start every call left now, in order, as one chain (``False``: stage by stage)."""
+        runner = self._runner
+        if not isinstance(runner, ChainRunner) or not self._hooks.chainable():
+            return False
+        start = self._next
+        stages = plan_chain(self._lookup, self._inputs, start, runner)
+        if stages is None:
+            return False
+        self._stage = Stage(kind="parallel", start=start, stop=len(self._inputs))
+        dispatched: list[tuple[int, Call]] = []
+        for stage in stages:
+            self._hooks.stage(stage)
+            for k in stage.indices:
+                self._hooks.started(k, stage.kind)
+                call = await prepare(self._lookup, self._inputs[k], self._within)
+                if call.step == "dispatch":
+                    dispatched.append((k, call))
+                else:
+                    self._ready[k] = call
+                if (k - start + 1) % _YIELD_EVERY == 0:
+                    await asyncio.sleep(0)
+        self._next = len(self._inputs)
+        links = links_of(runner.chain(), stages, [k for k, _ in dispatched], self._cap)
+        for (k, call), link in zip(dispatched, links, strict=True):
+            call.link = link
+            task = asyncio.ensure_future(_linked(call, self._runner, runner))
+            self._in_flight[task] = k
+            task.add_done_callback(self._on_settled)
+            self._hooks.dispatched(k, min(link.position - link.stage_start + 1, link.cap))
+        if self._committed in self._ready:
+            await self._commit_ready()
+        return True
 
     def _skip(self) -> None:
         start, stop = self._next, len(self._inputs)
@@ -338,6 +383,15 @@ class Scheduler:
                 self._hooks.released(k)
             if not task.cancelled():
                 task.exception()
+
+
+async def _linked(call: Call, runner: BodyRunner, chains: ChainRunner) -> Call:
+    """A chained call's dispatch stage; its place is released if its body never went out."""
+    try:
+        return await dispatch(call, runner)
+    finally:
+        if not call.body_invoked:
+            chains.unlinked(call.link)
 
 
 def _retrieve(task: asyncio.Task[None]) -> None:

@@ -1,0 +1,208 @@
+"""A worker's chain gates: a chain's calls start in model order, stage after stage.
+
+An executor sends a batch whose order nobody can observe as one *chain* (``Link`` on each
+request, see ``toolray.lowlevel.ChainRunner``): every call of it comes to this worker at once,
+and the gate holds each until its turn — every call of the earlier stages has ended, every
+earlier call of its own stage has started, and fewer than its stage's cap are running. An
+exclusive call is a stage of one with a cap of one: it runs alone, as a barrier.
+
+A place counts as ended when its call ends here, when the executor says its call will not
+come (:meth:`ChainGates.done`), or when an abort reaches it while it waits (it never starts,
+:data:`UNSTARTED`). A call answered ``missing`` or ``retired`` gives its place back: the
+executor sends it again.
+
+The gates live on the worker's loop; aborts come from the control lane (another thread)
+and cross to it through :meth:`ChainGates.abort`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+from toolray import AbortError
+from toolray.errors import TOOL_ABORTED_BEFORE_DISPATCH
+from toolray.isolation import CallOutcome
+from toolray.lowlevel import Link
+
+__all__ = ("UNSTARTED", "ChainGates")
+
+UNSTARTED = CallOutcome(
+    status="error",
+    error=AbortError("tool call aborted before dispatch", TOOL_ABORTED_BEFORE_DISPATCH),
+)
+"""A chained call aborted while it waited for its turn: its body never ran."""
+
+_EARLY = 4096
+"""Tokens remembered as aborted before their request came (the oldest are forgotten)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Held:
+    """A call waiting for its turn."""
+
+    link: Link
+    turn: asyncio.Future[bool]
+
+
+@dataclass(eq=False)
+class _Gate:
+    """One chain's progress on this worker."""
+
+    chain: str
+    size: int
+    ended: set[int] = field(default_factory=set)
+    begun: set[int] = field(default_factory=set)
+    low_ended: int = 0  # every place before it has ended
+    low_begun: int = 0  # every place before it has begun
+    running: int = 0
+    aborted: bool = False  # no call of it starts any more
+    waiting: dict[int, _Held] = field(default_factory=dict)
+
+    def may_begin(self, link: Link) -> bool:
+        return (
+            self.low_ended >= link.stage_start
+            and self.low_begun == link.position
+            and self.running < link.cap
+        )
+
+    def begin(self, position: int) -> None:
+        self.begun.add(position)
+        self.running += 1
+        while self.low_begun in self.begun:
+            self.low_begun += 1
+
+    def end(self, position: int) -> None:
+        self.begun.add(position)
+        self.ended.add(position)
+        while self.low_begun in self.begun:
+            self.low_begun += 1
+        while self.low_ended in self.ended:
+            self.low_ended += 1
+
+    def wake(self) -> None:
+        """Start every waiting call whose turn it is (the next place, while the cap allows)."""
+        while (head := self.waiting.get(self.low_begun)) is not None and self.may_begin(head.link):
+            del self.waiting[self.low_begun]
+            self.begin(head.link.position)
+            head.turn.set_result(True)
+
+
+class ChainGates:
+    """The gates of every chain with calls on this worker."""
+
+    def __init__(self) -> None:
+        self._gates: dict[str, _Gate] = {}
+        self._lock = threading.Lock()  # guards the maps the control lane reads
+        self._chain_of: dict[str, str] = {}  # token → chain of a held or running call
+        self._held: set[str] = set()
+        self._early: OrderedDict[str, None] = OrderedDict()
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def held(self) -> int:
+        """Calls waiting for their turn."""
+        return len(self._held)
+
+    def _gate(self, link: Link) -> _Gate:
+        gate = self._gates.get(link.chain)
+        if gate is None:
+            gate = self._gates[link.chain] = _Gate(link.chain, link.size)
+        return gate
+
+    async def enter(self, token: str, link: Link) -> bool:
+        """Wait for the call's turn; ``False``: it was aborted first and must not start."""
+        loop = self._loop = asyncio.get_running_loop()
+        gate = self._gate(link)
+        with self._lock:
+            early = self._early.pop(token, False) is None or gate.aborted  # None: it was kept
+            if not early:
+                self._chain_of[token] = link.chain
+                if not gate.may_begin(link):
+                    self._held.add(token)
+        if early:
+            self._ended(gate, link.position)
+            return False
+        if token not in self._held:
+            gate.begin(link.position)
+            return True
+        fut: asyncio.Future[bool] = loop.create_future()
+        gate.waiting[link.position] = _Held(link, fut)
+        try:
+            if await fut:
+                return True
+        except asyncio.CancelledError:  # its message was abandoned: it never starts
+            if gate.waiting.pop(link.position, None) is not None:
+                self._ended(gate, link.position)
+            self._forget(token)
+            raise
+        finally:
+            with self._lock:
+                self._held.discard(token)
+        self._forget(token)
+        return False
+
+    def leave(self, token: str, link: Link, *, ended: bool) -> None:
+        """A call that began is over (``ended=False``: not run; it will be sent again)."""
+        self._forget(token)
+        gate = self._gates.get(link.chain)
+        if gate is None:
+            return
+        gate.running -= 1
+        if ended:
+            self._ended(gate, link.position)
+            return
+        gate.begun.discard(link.position)
+        gate.low_begun = min(gate.low_begun, link.position)
+        gate.wake()
+
+    def done(self, link: Link) -> None:
+        """The executor's word: the call at ``link`` will not come (or ended elsewhere)."""
+        gate = self._gate(link)
+        held = gate.waiting.pop(link.position, None)
+        if held is not None:
+            held.turn.set_result(False)
+        self._ended(gate, link.position)
+
+    def abort(self, token: str) -> bool:
+        """From any thread: the call's chain starts nothing more (its calls share a signal).
+
+        ``True`` if this call was held (it never starts); an unknown token is kept for its
+        request.
+        """
+        with self._lock:
+            chain = self._chain_of.get(token)
+            if chain is None:
+                self._early[token] = None
+                while len(self._early) > _EARLY:
+                    self._early.popitem(last=False)
+                return False
+            held = token in self._held
+        loop = self._loop
+        if loop is not None:
+            loop.call_soon_threadsafe(self._abort_chain, chain)
+        return held
+
+    def _abort_chain(self, chain: str) -> None:
+        gate = self._gates.get(chain)
+        if gate is None:
+            return
+        gate.aborted = True
+        for position in sorted(gate.waiting):
+            gate.waiting.pop(position).turn.set_result(False)
+            gate.end(position)
+        if gate.low_ended >= gate.size:
+            self._gates.pop(chain, None)
+
+    def _forget(self, token: str) -> None:
+        with self._lock:
+            self._chain_of.pop(token, None)
+
+    def _ended(self, gate: _Gate, position: int) -> None:
+        gate.end(position)
+        if gate.low_ended >= gate.size:
+            self._gates.pop(gate.chain, None)
+            return
+        gate.wake()

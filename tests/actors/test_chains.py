@@ -1,0 +1,142 @@
+"""Chained batches on real workers: a batch nobody can watch the order of (no hook, guard,
+observer but counters, or log) goes to one worker at once, which starts each call in its
+turn; every barrier, the cap, the results and a fault's reach stay what they are stage by
+stage, and the executor sends far fewer messages."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.tools import gate_tool, journal_tool
+from toolray import AbortController, ToolBatchInput, ToolCall
+
+pytestmark = pytest.mark.ray
+
+
+def _call(name: str, key: str, **args: Any) -> ToolCall:
+    fields = ", ".join([f'"key": "{key}"'] + [f'"{k}": {str(v).lower()}' for k, v in args.items()])
+    return ToolCall(key, name, "{" + fields + "}")
+
+
+def _journal(directory: Path) -> list[str]:
+    return (directory / "journal").read_text().splitlines()
+
+
+def _check_barriers(journal: list[str], keys: list[str], exclusive: set[str]) -> None:
+    """Every call before an exclusive one ended before it started; every later one started
+    after it ended."""
+    at = {line: i for i, line in enumerate(journal)}
+    for i, x in enumerate(keys):
+        if x not in exclusive:
+            continue
+        for before in keys[:i]:
+            assert at[f"end {before}"] < at[f"start {x}"], (before, x, journal)
+        for after in keys[i + 1 :]:
+            assert at[f"end {x}"] < at[f"start {after}"], (x, after, journal)
+
+
+def _spans(ex: Any) -> list[dict[str, Any]]:
+    return [s for s in ex.last_trace if s.get("type") == "call"]
+
+
+@pytest.mark.parametrize("isolation", ["call", "shared"])
+async def test_a_batch_of_barriers_runs_as_one_chain_and_keeps_every_barrier(
+    rt: Any, shared_rt: Any, scope_key: str, tmp_path: Path, isolation: str
+) -> None:
+    runtime = rt if isolation == "call" else shared_rt
+    runtime.owned.append(runtime.registry.register(journal_tool("ch_journal", str(tmp_path))))
+    keys = ["p1", "p2", "p3", "x4", "p5", "p6", "x7", "x8", "p9"]
+    calls = [_call("ch_journal", k, x=k.startswith("x")) for k in keys]
+    ex = runtime.executor(scope_key)
+    before = await ex.statistics()
+    out = await ex.execute_batch(ToolBatchInput(calls, AbortController().signal, scope=scope_key))
+    assert [(r.call_id, r.result.value) for r in out.results] == [(k, k) for k in keys]
+    _check_barriers(_journal(tmp_path), keys, {"x4", "x7", "x8"})
+    spans = _spans(ex)
+    assert len({s.get("chain") for s in spans}) == 1
+    assert spans[0].get("chain")  # every call went in one chain
+    assert len({s.get("worker") for s in spans}) == 1  # to one worker
+    after = await ex.statistics()
+    assert after.messages - before.messages < 6  # stage by stage: one message a stage at least
+
+
+async def test_the_cap_holds_on_the_chains_worker(rt: Any, scope_key: str, tmp_path: Path) -> None:
+    rt.owned.append(rt.registry.register(journal_tool("ch_capped", str(tmp_path))))
+    keys = [f"p{i}" for i in range(6)] + ["x6"]
+    calls = [_call("ch_capped", k, x=k.startswith("x"), ms=30) for k in keys]
+    batch = ToolBatchInput(
+        calls, AbortController().signal, scope=scope_key, max_parallel_tool_calls=2
+    )
+    out = await rt.executor(scope_key).execute_batch(batch)
+    assert not any(r.result.is_error for r in out.results)
+    running = widest = 0
+    for line in _journal(tmp_path):
+        running += 1 if line.startswith("start") else -1
+        widest = max(widest, running)
+    assert widest <= 2
+    _check_barriers(_journal(tmp_path), keys, {"x6"})
+
+
+async def test_a_crash_in_a_chain_fails_its_own_call_and_the_later_stages_run(
+    rt: Any, scope_key: str, tmp_path: Path
+) -> None:
+    rt.owned.append(rt.registry.register(journal_tool("ch_crashy", str(tmp_path))))
+    calls = [
+        _call("ch_crashy", "p1"),
+        _call("ch_crashy", "p2", crash=True),
+        _call("ch_crashy", "p3"),
+        _call("ch_crashy", "x4", x=True),
+        _call("ch_crashy", "p5"),
+    ]
+    ex = rt.executor(scope_key)
+    out = await ex.execute_batch(ToolBatchInput(calls, AbortController().signal, scope=scope_key))
+    codes = [r.result.error.info.code if r.result.is_error else r.result.value for r in out.results]
+    assert codes == ["p1", "WORKER_LOST", "p3", "x4", "p5"]
+    journal = _journal(tmp_path)
+    assert journal.index("start x4") > max(journal.index("end p1"), journal.index("end p3"))
+    assert _spans(ex)[0].get("chain")
+
+
+async def test_an_abort_mid_chain_leaves_the_later_stages_unstarted(
+    rt: Any, scope_key: str, tmp_path: Path
+) -> None:
+    rt.owned.append(rt.registry.register(gate_tool("ch_gate", str(tmp_path))))
+    rt.owned.append(rt.registry.register(journal_tool("ch_after", str(tmp_path))))
+    calls = [
+        ToolCall("g1", "ch_gate", '{"key": "g1"}'),
+        _call("ch_after", "x2", x=True),
+        _call("ch_after", "p3"),
+    ]
+    ctrl = AbortController()
+    ex = rt.executor(scope_key)
+    task = asyncio.ensure_future(
+        ex.execute_batch(ToolBatchInput(calls, ctrl.signal, scope=scope_key))
+    )
+    for _ in range(2000):  # bounded: the gate's body marks its start
+        if (tmp_path / "g1.started").exists():
+            break
+        await asyncio.sleep(0.01)
+    ctrl.abort("enough")
+    (tmp_path / "g1.open").touch()
+    out = await asyncio.wait_for(task, 30)
+    codes = [r.result.error.info.code for r in out.results]
+    assert codes == ["ABORTED", "ABORTED_BEFORE_DISPATCH", "ABORTED_BEFORE_DISPATCH"]
+    assert not (tmp_path / "journal").exists()  # neither later call ever started
+
+
+async def test_a_hook_keeps_the_batch_stage_by_stage(
+    rt: Any, scope_key: str, tmp_path: Path
+) -> None:
+    rt.owned.append(rt.registry.register(journal_tool("ch_hooked", str(tmp_path))))
+    rt.owned.append(rt.registry.on_post_execute(lambda execution, result, nxt: nxt()))
+    keys = ["p1", "x2", "p3"]
+    ex = rt.executor(scope_key)
+    calls = [_call("ch_hooked", k, x=k.startswith("x")) for k in keys]
+    out = await ex.execute_batch(ToolBatchInput(calls, AbortController().signal, scope=scope_key))
+    assert [r.result.value for r in out.results] == keys
+    assert [s.get("chain") for s in _spans(ex)] == [None, None, None]
+    _check_barriers(_journal(tmp_path), keys, {"x2"})
