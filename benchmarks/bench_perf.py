@@ -187,6 +187,10 @@ def write(fig: dict[str, Any], meta: dict[str, Any], quick: bool) -> None:
         "- Throughput: calls / median wall time of one batch seen from this process; raw Ray "
         "is one async driver actor awaiting the same bare calls (same cap, least-loaded pick, "
         "same stages) on as many bare worker actors (`toolray_actors/bench/_rawray.py`).\n"
+        "- Barriers: the batches have no hook, guard, observer or log, so toolray runs each "
+        "as one chain (docs: How a batch runs): the whole batch goes to one worker, which "
+        "starts each call in its turn; raw Ray runs the schedule stage by stage from its "
+        "driver actor, one round trip a stage.\n"
     )
     RESULTS.write_text(head + "\n".join(rows(fig)) + "\n" + how, encoding="utf-8")
 

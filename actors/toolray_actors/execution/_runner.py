@@ -2,20 +2,18 @@
 
 Dispatch is coalesced (``_coalesce``): the calls bound for one worker within one loop tick
 travel in one actor message (``ToolWorker.run_many_wire``; a lone call uses ``run_wire``;
-requests and outcomes cross as ``wire.encode`` bytes), and their outcomes stream back as
-they settle. Everything else stays per call, addressed by the call's token: when the body's
-(fused) signal fires, (1) the abort is forwarded on the worker's control lane, firing the
-body's own signal; (2) after ``cancel_grace_ms``, an interrupt (an awaiting body's task is
-cancelled; a sync body's thread gets an injected ``ToolInterrupted``) — never
-``ray.cancel``, which would stop the whole message and so the call's mates; (3) after
-``kill_grace_ms`` from the abort, a kill: with ``isolation="call"`` the call's own process
-(the worker and the call's mates run on), with ``"shared"`` the worker actor, which is
-replaced. A killed call keeps its cause (``ABORTED``; the timeout policy turns a deadline
-into ``TOOL_TIMEOUT``) with ``info.reason`` saying what was terminated. A call whose process
-dies on its own gives ``WORKER_LOST`` (the call's process, or with ``"shared"`` the worker).
-Nothing is re-run here (the pipeline retries an idempotent tool by its retry policy). Where
-the body ran — the call's process, or the worker — its value is checked against the call's
-``max_result_bytes`` before it leaves (``RESULT_TOO_LARGE``).
+as ``wire.encode`` bytes), and their outcomes stream back as they settle. A chained batch's
+calls (``ChainRunner``) all go to one worker, which gates them (``_chain_gate``). The rest
+is per call, by the call's token: when the body's (fused) signal fires, (1) the abort is
+forwarded on the worker's control lane, firing the body's own signal; (2) after
+``cancel_grace_ms``, an interrupt (an awaiting body's task is cancelled; a sync body's
+thread gets ``ToolInterrupted``) — never ``ray.cancel``, which would stop the call's mates;
+(3) after ``kill_grace_ms`` from the abort, a kill: with ``isolation="call"`` the call's own
+process, with ``"shared"`` the worker actor, which is replaced. A killed call keeps its
+cause (``ABORTED``; the timeout policy makes it ``TOOL_TIMEOUT``), ``info.reason`` saying
+what was terminated; a process that dies on its own gives ``WORKER_LOST``. Nothing is re-run
+here (the pipeline retries by a retry policy). A value is checked against
+``max_result_bytes`` where the body ran (``RESULT_TOO_LARGE``).
 """
 
 from __future__ import annotations
@@ -175,13 +173,11 @@ class RayBodyRunner:
         found = self._key_of(definition)
         link: Link | None = call.link
         if found is None:  # not a mirrored definition (e.g. the run_code transport)
-            if link is None:
-                return await run_body_inline(call, entry, ctx)
-            try:  # its turn comes here, then the worker hears its place has ended
-                await self._chains.turn(link, ctx.signal)
+            try:  # a linked call's turn comes here, then its worker hears its place ended
+                await (self._chains.turn(link, ctx.signal) if link else asyncio.sleep(0))
                 return await run_body_inline(call, entry, ctx)
             finally:
-                self._chains.ended(link, tell_worker=True)
+                self._chains.ended(link, tell_worker=True) if link else None
         key, blob = found
         pool = self._pools(definition.placement)
         live_id = ctx.token.id
@@ -202,6 +198,7 @@ class RayBodyRunner:
         arguments = thaw_json(ctx.arguments)
         self.stats.calls += 1
         self.live[live_id] = ctx  # nested calls from the body map back to it (and only it)
+        counted = False  # whether the chain's worker counts its place (it ran it there)
         if (linked := link) is not None:
             call.notes["chain"] = linked.chain  # its span in a trace says so
         try:
@@ -215,6 +212,7 @@ class RayBodyRunner:
                         link = None
                     slot = await pool.pick(ctx.signal)
                 call.notes["worker"] = slot.wid
+                counted = link is not None
                 try:
                     outcome = await self._run_on(
                         pool,
@@ -227,16 +225,18 @@ class RayBodyRunner:
                     call.notes["killed"] = slot.killed or call.notes.get("killed", False)
                 if outcome.status == "missing":
                     slot.sent.discard(key)
+                    counted = False  # its place is given back until it comes again
                 elif outcome.status == "retired":  # an elastic pool retired it: not started
                     pool.retire(slot, killed=False)
                     if link is not None:
                         self._chains.broken(link)
+                        counted = False
                 else:
                     break
         finally:
             self.live.pop(live_id, None)
-            if linked is not None:  # the worker counted it, unless it went out unlinked
-                self._chains.ended(linked, tell_worker=link is None)
+            if linked is not None:
+                self._chains.ended(linked, tell_worker=not counted)
         return _unpack(outcome, ctx)
 
     async def _run_on(
