@@ -720,7 +720,7 @@ def patient_tool(name: str, directory: str, placement: Any = None) -> ToolDefini
     )
 
 
-def journal_tool(name: str, directory: str) -> ToolDefinition:
+def journal_tool(name: str, directory: str, placement: Any = None) -> ToolDefinition:
     """Appends ``start <key>`` and ``end <key>`` lines to ``<directory>/journal`` around a
     short sleep (``ms``, default 5), from whatever process runs it; ``x: true`` makes the call
     exclusive, ``crash: true`` ends its process after the ``start`` line."""
@@ -750,4 +750,5 @@ def journal_tool(name: str, directory: str) -> ToolDefinition:
         output=_STR_OUT,
         execute=body,
         is_concurrency_safe=lambda args: not args.get("x"),
+        placement=placement,
     )

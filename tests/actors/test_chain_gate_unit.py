@@ -159,7 +159,7 @@ class GatingRunner:
         self.unlinked_links: list[Link] = []
         self._ids = itertools.count(1)
 
-    def chainable(self, definition: Any) -> bool:
+    def chainable(self, definition: Any, cap: int) -> bool:
         return True
 
     def chain(self) -> str:
@@ -335,7 +335,9 @@ class _Counting(_Seeing):
     counts_only = True
 
 
-def test_plan_chain_declines_an_approval_service_and_a_tool_the_runner_cannot_gate() -> None:
+def test_plan_chain_takes_barriers_and_rolling_pools_and_declines_what_the_runner_cannot_gate() -> (
+    None
+):
     registry = ToolRegistry()
     registry.register(_journal_tool([], {}))
     signal = AbortController().signal
@@ -344,11 +346,14 @@ def test_plan_chain_declines_an_approval_service_and_a_tool_the_runner_cannot_ga
         for c in _calls("p1", "x2")
     ]
     runner = GatingRunner()
-    stages = plan_chain(registry, inputs, 0, runner)
+    stages = plan_chain(registry, inputs, 0, runner, 10)
     assert stages is not None
     assert [(s.kind, s.start, s.stop) for s in stages] == [
         ("parallel", 0, 1),
         ("exclusive", 1, 2),
     ]
-    runner.chainable = lambda definition: False  # type: ignore[method-assign]
-    assert plan_chain(registry, inputs, 0, runner) is None
+    wide = [ToolExecutionInput(f"w{i}", "j", {"key": f"w{i}"}, signal) for i in range(3)]
+    assert plan_chain(registry, wide, 0, runner, 3) is None  # one stage within its cap
+    assert plan_chain(registry, wide, 0, runner, 2) is not None  # a pool that rolls
+    runner.chainable = lambda definition, cap: False  # type: ignore[method-assign]
+    assert plan_chain(registry, inputs, 0, runner, 10) is None

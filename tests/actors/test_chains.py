@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.tools import gate_tool, journal_tool
-from toolray import AbortController, ToolBatchInput, ToolCall
+from toolray import AbortController, Placement, ToolBatchInput, ToolCall
 
 pytestmark = pytest.mark.ray
 
@@ -140,3 +140,40 @@ async def test_a_hook_keeps_the_batch_stage_by_stage(
     assert [r.result.value for r in out.results] == keys
     assert [s.get("chain") for s in _spans(ex)] == [None, None, None]
     _check_barriers(_journal(tmp_path), keys, {"x2"})
+
+
+async def test_a_wide_stage_rolls_its_cap_on_the_chains_worker(
+    rt: Any, scope_key: str, tmp_path: Path
+) -> None:
+    rt.owned.append(rt.registry.register(journal_tool("ch_wide", str(tmp_path))))
+    keys = [f"p{i}" for i in range(12)]
+    ex = rt.executor(scope_key)
+    calls = [_call("ch_wide", k) for k in keys]
+    batch = ToolBatchInput(
+        calls, AbortController().signal, scope=scope_key, max_parallel_tool_calls=3
+    )
+    out = await ex.execute_batch(batch)
+    assert [r.result.value for r in out.results] == keys
+    assert all(s.get("chain") for s in _spans(ex))  # wider than its cap: one chain
+    running = widest = 0
+    for line in _journal(tmp_path):
+        running += 1 if line.startswith("start") else -1
+        widest = max(widest, running)
+    assert widest <= 3
+    narrow = [_call("ch_wide", f"n{i}") for i in range(3)]
+    await ex.execute_batch(ToolBatchInput(narrow, AbortController().signal, scope=scope_key))
+    assert [s.get("chain") for s in _spans(ex)] == [None, None, None]  # one stage, in its cap
+
+
+async def test_a_pool_that_runs_one_body_at_a_time_is_never_chained(
+    rt: Any, scope_key: str, tmp_path: Path
+) -> None:
+    one = Placement(max_concurrency=1)
+    rt.owned.append(rt.registry.register(journal_tool("ch_one", str(tmp_path), one)))
+    keys = ["p1", "p2", "x3", "p4"]
+    ex = rt.executor(scope_key)
+    calls = [_call("ch_one", k, x=k.startswith("x")) for k in keys]
+    out = await ex.execute_batch(ToolBatchInput(calls, AbortController().signal, scope=scope_key))
+    assert [r.result.value for r in out.results] == keys
+    assert [s.get("chain") for s in _spans(ex)] == [None] * 4
+    _check_barriers(_journal(tmp_path), keys, {"x3"})

@@ -6,7 +6,9 @@ through raw Ray (one async driver actor awaiting the same bare calls on as many 
 actors, with the same cap and the same barriers; see ``_rawray``), interleaved, after one
 untimed warm-up each. Throughput is calls / median wall time (seen from this process);
 per-call latency is dispatch → settled, inside the executor (toolray's batch trace) or the
-driver actor (raw). ``ratio`` is toolray / raw throughput.
+driver actor (raw); a row toolray ran as one chain (its batch went to one worker at once)
+says so, and its latency includes each call's wait for its turn. ``ratio`` is toolray / raw
+throughput.
 
 Example:
     >>> report = run_bench(runtime, BenchOptions(calls=20, repetitions=1))  # doctest: +SKIP
@@ -134,6 +136,7 @@ class _Side:
         self.cap = opts.cap or handle.config.max_parallel_tool_calls
         self.walls: dict[str, list[float]] = {"toolray": [], "raw": []}
         self.latencies: dict[str, list[float]] = {"toolray": [], "raw": []}
+        self.chained = False
 
     async def toolray(self, timed: bool) -> None:
         from toolray import AbortController, ToolBatchInput
@@ -153,6 +156,7 @@ class _Side:
         if timed:
             self.walls["toolray"].append(wall)
             self.latencies["toolray"].extend(_trace_latencies(self.handle.last_trace))
+            self.chained = any(s.get("chain") for s in self.handle.last_trace)
 
     async def rawray(self, timed: bool) -> None:
         start = time.perf_counter()
@@ -169,6 +173,7 @@ class _Side:
         return {
             "workers": workers,
             "shape": shape.label,
+            "chained": self.chained,
             "group_size": shape.group_size(n),
             "calls": n,
             "cap": self.cap,

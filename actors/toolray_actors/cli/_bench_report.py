@@ -33,7 +33,9 @@ def table(report: dict[str, Any]) -> Any:
     opts = report["options"]
     out = Table(
         title=f"toolray vs raw Ray — {opts['body']} bodies, cap per row, "
-        f"median of {opts['repetitions']} run(s)"
+        f"median of {opts['repetitions']} run(s)",
+        caption="(chain): toolray sent the batch to one worker at once; its per-call latency "
+        "includes each call's wait for its turn",
     )
     for name in ("workers", "shape", "calls", "cap", "toolray calls/s", "raw calls/s"):
         out.add_column(name, justify="right")
@@ -44,7 +46,7 @@ def table(report: dict[str, Any]) -> Any:
         ours, raw = r["toolray"], r["raw"]
         out.add_row(
             str(r["workers"]),
-            r["shape"],
+            f"{r['shape']} (chain)" if r.get("chained") else r["shape"],
             str(r["calls"]),
             str(r["cap"]),
             f"{ours['calls_per_s']:,.0f}",

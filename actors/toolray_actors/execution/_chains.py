@@ -15,14 +15,27 @@ import asyncio
 import itertools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from toolray import AbortError, AbortSignal
 from toolray.errors import TOOL_ABORTED_BEFORE_DISPATCH
 from toolray.lowlevel import Link
 
-from ._pool_client import WorkerSlot
+from ._pool_client import PoolClient, WorkerSlot
 
-__all__ = ("RunnerChains",)
+__all__ = ("RunnerChains", "fits")
+
+
+def fits(definition: Any, cap: int, pool: PoolClient) -> bool:
+    """Whether ``definition``'s calls can run in a chain.
+
+    Not with a rate limit or a retry policy (each call waits or re-runs on its own), and only
+    on a fixed pool whose workers have room for ``cap`` bodies (a GPU pool runs one at a
+    time; an elastic pool grows on calls that wait for a member).
+    """
+    if definition.rate_limit is not None or definition.retry is not None:
+        return False
+    return not pool.elastic and pool.per_worker >= cap
 
 
 @dataclass(eq=False)

@@ -34,7 +34,7 @@ from toolray_actors._handles import kill
 from toolray_actors._remote import send, stream
 from toolray_actors._wire import AbortOrder, Settled, WorkerRequest, decode, encode
 
-from ._chains import RunnerChains
+from ._chains import RunnerChains, fits
 from ._coalesce import AbortQueue, Chunk, Outbox, Transport
 from ._pool_client import PoolClient, WorkerSlot
 from ._worker import ToolWorker
@@ -96,10 +96,10 @@ class RayBodyRunner:
             self._prefix, lambda slot, link: send(slot.handle, ToolWorker.chain_done, link)
         )
 
-    def chainable(self, definition: Any) -> bool:
-        """A call of ``definition`` can wait for its turn on a worker (``ChainRunner``)."""
-        plain = definition.rate_limit is None and definition.retry is None
-        return plain and self._key_of(definition) is not None
+    def chainable(self, definition: Any, cap: int) -> bool:
+        """``ChainRunner``: whether its calls may wait for their turn on one worker."""
+        pool = self._pools(definition.placement)
+        return fits(definition, cap, pool) and self._key_of(definition) is not None
 
     def chain(self) -> str:
         """A new chain's id."""

@@ -50,8 +50,8 @@ class Link:
 class ChainRunner(Protocol):
     """A body runner that can gate a chain's calls where the bodies run."""
 
-    def chainable(self, definition: Any) -> bool:
-        """Whether a call of ``definition`` can run in a chain (no rate limit, no retry, …)."""
+    def chainable(self, definition: Any, cap: int) -> bool:
+        """Whether calls of ``definition`` can wait for their turn where bodies run."""
         ...
 
     def chain(self) -> str:
@@ -68,6 +68,7 @@ def plan_chain(
     inputs: Sequence[ToolExecutionInput],
     start: int,
     runner: ChainRunner,
+    cap: int,
 ) -> list[Stage] | None:
     """The stages of calls ``start`` onwards, or ``None``: run them stage by stage."""
     left = inputs[start:]
@@ -86,11 +87,11 @@ def plan_chain(
             definition = lookup.executable(inp.name, inp.scope, inp.tool_set)
         except Exception:
             return None
-        if definition is None or not runner.chainable(definition):
+        if definition is None or not runner.chainable(definition, cap):
             return None
         modes.append(lookup.execution_mode(inp))
     stages = plan_stages(modes)
-    if len(stages) < 2:  # no barrier to save
+    if len(stages) < 2 and len(modes) <= cap:  # no barrier and no rolling pool to save
         return None
     return [Stage(kind=s.kind, start=s.start + start, stop=s.stop + start) for s in stages]
 

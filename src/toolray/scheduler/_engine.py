@@ -261,7 +261,7 @@ class Scheduler:
         if not isinstance(runner, ChainRunner) or not self._hooks.chainable():
             return False
         start = self._next
-        stages = plan_chain(self._lookup, self._inputs, start, runner)
+        stages = plan_chain(self._lookup, self._inputs, start, runner, self._cap)
         if stages is None:
             return False
         self._stage = Stage(kind="parallel", start=start, stop=len(self._inputs))
