@@ -102,6 +102,23 @@ async def test_an_abort_stops_the_whole_chain_and_leaves_the_running_call_to_its
     assert gates.held == 0
 
 
+async def test_seal_says_which_stages_were_over_when_the_chain_stopped() -> None:
+    gates = ChainGates()
+    links = [_link(0, 0, size=3, cap=1), _link(1, 1, size=3, cap=1), _link(2, 2, size=3, cap=1)]
+    assert await gates.enter("t0", links[0]) is True
+    gates.leave("t0", links[0], ended=True)
+    assert await gates.enter("t1", links[1]) is True  # stage 2 began: stage 1 is sealed
+    held = asyncio.ensure_future(gates.enter("t2", links[2]))
+    await _settle()
+    assert gates.seal(links[1]) == 1  # call 0 stands; call 1 was running
+    await _settle()
+    assert held.result() is False  # the chain stopped
+    gates.leave("t1", links[1], ended=True)
+    assert gates.seal(links[0]) == 1  # asked again, after the chain ended: the same answer
+    fresh = ChainGates()
+    assert fresh.seal(_link(0, 0, size=1)) == 0  # stopped before anything began
+
+
 async def test_an_abort_before_its_request_comes_is_kept_for_it() -> None:
     gates = ChainGates()
     assert gates.abort("t0") is False  # not here yet
@@ -168,6 +185,9 @@ class GatingRunner:
     def unlinked(self, link: Link) -> None:
         self.unlinked_links.append(link)
         self.gates.done(link)
+
+    async def sealed(self, link: Link) -> bool:
+        return link.position < self.gates.seal(link)
 
     async def __call__(self, call: Any, entry: Any, ctx: Any) -> Any:
         link = call.link

@@ -11,6 +11,11 @@ come (:meth:`ChainGates.done`), or when an abort reaches it while it waits (it n
 :data:`UNSTARTED`). A call answered ``missing`` or ``retired`` gives its place back: the
 executor sends it again.
 
+The calls of a chain share one signal: an abort of any of them stops the whole chain (no
+held call starts). Where it found the chain matters to the executor: a call whose stage was
+over by then would, stage by stage, have committed before the next stage started, so its
+success must stand (:meth:`ChainGates.seal`).
+
 The gates live on the worker's loop; aborts come from the control lane (another thread)
 and cross to it through :meth:`ChainGates.abort`.
 """
@@ -58,7 +63,9 @@ class _Gate:
     low_ended: int = 0  # every place before it has ended
     low_begun: int = 0  # every place before it has begun
     running: int = 0
+    frontier: int = 0  # the first place of the latest stage begun
     aborted: bool = False  # no call of it starts any more
+    sealed_below: int = 0  # the frontier when it was aborted
     waiting: dict[int, _Held] = field(default_factory=dict)
 
     def may_begin(self, link: Link) -> bool:
@@ -68,7 +75,9 @@ class _Gate:
             and self.running < link.cap
         )
 
-    def begin(self, position: int) -> None:
+    def begin(self, link: Link) -> None:
+        position = link.position
+        self.frontier = max(self.frontier, link.stage_start)
         self.begun.add(position)
         self.running += 1
         while self.low_begun in self.begun:
@@ -86,7 +95,7 @@ class _Gate:
         """Start every waiting call whose turn it is (the next place, while the cap allows)."""
         while (head := self.waiting.get(self.low_begun)) is not None and self.may_begin(head.link):
             del self.waiting[self.low_begun]
-            self.begin(head.link.position)
+            self.begin(head.link)
             head.turn.set_result(True)
 
 
@@ -99,6 +108,7 @@ class ChainGates:
         self._chain_of: dict[str, str] = {}  # token → chain of a held or running call
         self._held: set[str] = set()
         self._early: OrderedDict[str, None] = OrderedDict()
+        self._finished: OrderedDict[str, int] = OrderedDict()  # ended chains → first unsealed
         self._loop: asyncio.AbstractEventLoop | None = None
 
     @property
@@ -126,7 +136,7 @@ class ChainGates:
             self._ended(gate, link.position)
             return False
         if token not in self._held:
-            gate.begin(link.position)
+            gate.begin(link)
             return True
         fut: asyncio.Future[bool] = loop.create_future()
         gate.waiting[link.position] = _Held(link, fut)
@@ -185,16 +195,29 @@ class ChainGates:
             loop.call_soon_threadsafe(self._abort_chain, chain)
         return held
 
+    def seal(self, link: Link) -> int:
+        """Stop ``link``'s chain (if an abort has not yet): the first place not sealed.
+
+        A call before that place was in a stage over when the chain stopped: stage by stage
+        it would have committed before a later call started, so its success stands.
+        """
+        if (sealed := self._finished.get(link.chain)) is not None:
+            return sealed
+        gate = self._gate(link)
+        self._abort_chain(link.chain)
+        return gate.sealed_below
+
     def _abort_chain(self, chain: str) -> None:
         gate = self._gates.get(chain)
-        if gate is None:
+        if gate is None or gate.aborted:
             return
         gate.aborted = True
+        gate.sealed_below = gate.frontier
         for position in sorted(gate.waiting):
             gate.waiting.pop(position).turn.set_result(False)
             gate.end(position)
         if gate.low_ended >= gate.size:
-            self._gates.pop(chain, None)
+            self._finish(gate)
 
     def _forget(self, token: str) -> None:
         with self._lock:
@@ -203,6 +226,12 @@ class ChainGates:
     def _ended(self, gate: _Gate, position: int) -> None:
         gate.end(position)
         if gate.low_ended >= gate.size:
-            self._gates.pop(gate.chain, None)
+            self._finish(gate)
             return
         gate.wake()
+
+    def _finish(self, gate: _Gate) -> None:
+        self._gates.pop(gate.chain, None)
+        self._finished[gate.chain] = gate.sealed_below if gate.aborted else gate.size
+        while len(self._finished) > _EARLY:
+            self._finished.popitem(last=False)

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from toolray import AbortError, AbortSignal
 from toolray.errors import TOOL_ABORTED_BEFORE_DISPATCH
@@ -24,6 +25,11 @@ from toolray.lowlevel import Link
 from ._pool_client import PoolClient, WorkerSlot
 
 __all__ = ("RunnerChains", "fits")
+
+_T = TypeVar("_T")
+
+_DONE = 1024
+"""Ended chains kept to answer a commit that comes after an abort."""
 
 
 def fits(definition: Any, cap: int, pool: PoolClient) -> bool:
@@ -45,18 +51,27 @@ class _Chain:
     broken: bool = False
     ended: set[int] = field(default_factory=set)
     low: int = 0  # every place before it has ended here
+    frontier: asyncio.Future[int] | None = None  # where the abort found the chain's worker
     turns: dict[asyncio.Future[None], int] = field(default_factory=dict)  # → its stage's start
     unsent: list[Link] = field(default_factory=list)  # ended before the worker was known
 
 
 class RunnerChains:
-    """Every chain of one runner; ``notify(slot, link)`` tells a worker a place ended."""
+    """Every chain of one runner."""
 
-    def __init__(self, prefix: str, notify: Callable[[WorkerSlot, Link], object]) -> None:
+    def __init__(
+        self,
+        prefix: str,
+        *,
+        notify: Callable[[WorkerSlot, Link], object],
+        ask: Callable[[WorkerSlot, Link], Awaitable[int]],
+    ) -> None:
         self._prefix = prefix
         self._ids = itertools.count(1)
-        self._notify = notify
+        self._notify = notify  # a worker hears that a place of its chain ended
+        self._ask = ask  # a worker says where an abort found its chain
         self._chains: dict[str, _Chain] = {}
+        self._done: OrderedDict[str, _Chain] = OrderedDict()
 
     def new(self) -> str:
         """A new chain's id."""
@@ -87,6 +102,36 @@ class RunnerChains:
         for link in chain.unsent:
             self._notify(fut.result(), link)
         chain.unsent.clear()
+
+    async def here(
+        self, link: Link | None, signal: AbortSignal, run: Callable[[], Awaitable[_T]]
+    ) -> _T:
+        """Run a call in the executor: a linked one in its turn, then its place has ended."""
+        if link is None:
+            return await run()
+        try:
+            await self.turn(link, signal)
+            return await run()
+        finally:
+            self.ended(link, tell_worker=True)
+
+    async def sealed(self, link: Link) -> bool:
+        """After an abort: whether the worker had begun a later stage when it heard of it.
+
+        Asked once per chain; when nobody can say, ``False`` (the usual rule applies).
+        """
+        chain = self._chains.get(link.chain) or self._done.get(link.chain)
+        if chain is None:
+            return False
+        if chain.frontier is None:
+            fut = chain.slot
+            if chain.broken or fut is None or not fut.done() or fut.cancelled() or fut.exception():
+                return False
+            chain.frontier = asyncio.ensure_future(self._ask(fut.result(), link))
+        try:
+            return link.position < await asyncio.shield(chain.frontier)
+        except Exception:  # the worker is gone: nothing stands beyond the usual
+            return False
 
     def broken(self, link: Link) -> None:
         """The chain's worker cannot take its calls: the rest go out unlinked, in turn."""
@@ -123,8 +168,10 @@ class RunnerChains:
         for turn in [t for t, start in chain.turns.items() if start <= chain.low]:
             del chain.turns[turn]
             _wake(turn)
-        if chain.low >= chain.size:
-            self._chains.pop(link.chain, None)
+        if chain.low >= chain.size:  # kept a while: a late commit may still ask where it was
+            self._done[link.chain] = self._chains.pop(link.chain)
+            while len(self._done) > _DONE:
+                self._done.popitem(last=False)
 
 
 def _wake(fut: asyncio.Future[None]) -> None:

@@ -19,6 +19,7 @@ here (the pipeline retries by a retry policy). A value is checked against
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import logging
 import uuid
@@ -93,21 +94,18 @@ class RayBodyRunner:
             weakref.WeakKeyDictionary()
         )
         self._chains = RunnerChains(
-            self._prefix, lambda slot, link: send(slot.handle, ToolWorker.chain_done, link)
+            self._prefix,
+            notify=lambda slot, link: send(slot.handle, ToolWorker.chain_done, link),
+            ask=lambda slot, link: send(slot.handle, ToolWorker.seal_chain, link),
         )
+        # ``ChainRunner``: a new chain, a place that ended unseen, where an abort found one
+        self.chain, self.sealed = self._chains.new, self._chains.sealed
+        self.unlinked = functools.partial(self._chains.ended, tell_worker=True)
 
     def chainable(self, definition: Any, cap: int) -> bool:
         """``ChainRunner``: whether its calls may wait for their turn on one worker."""
         pool = self._pools(definition.placement)
         return fits(definition, cap, pool) and self._key_of(definition) is not None
-
-    def chain(self) -> str:
-        """A new chain's id."""
-        return self._chains.new()
-
-    def unlinked(self, link: Link) -> None:
-        """A linked call that never reached this runner: its place has ended."""
-        self._chains.ended(link, tell_worker=True)
 
     def _lane(self, slot: WorkerSlot) -> tuple[Outbox, AbortQueue]:
         """The slot's outbox (calls) and abort queue (its control lane), made on first use."""
@@ -173,11 +171,9 @@ class RayBodyRunner:
         found = self._key_of(definition)
         link: Link | None = call.link
         if found is None:  # not a mirrored definition (e.g. the run_code transport)
-            try:  # a linked call's turn comes here, then its worker hears its place ended
-                await (self._chains.turn(link, ctx.signal) if link else asyncio.sleep(0))
-                return await run_body_inline(call, entry, ctx)
-            finally:
-                self._chains.ended(link, tell_worker=True) if link else None
+            return await self._chains.here(
+                link, ctx.signal, lambda: run_body_inline(call, entry, ctx)
+            )
         key, blob = found
         pool = self._pools(definition.placement)
         live_id = ctx.token.id
@@ -237,6 +233,8 @@ class RayBodyRunner:
             self.live.pop(live_id, None)
             if linked is not None:
                 self._chains.ended(linked, tell_worker=not counted)
+        if linked is not None and outcome.status == "ok" and ctx.signal.aborted:
+            call.sealed = await self.sealed(linked)  # its success may stand
         return _unpack(outcome, ctx)
 
     async def _run_on(

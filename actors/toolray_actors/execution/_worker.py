@@ -213,6 +213,10 @@ class ToolWorker:
         async for chunk in self.run_many(cast("list[WorkerRequest]", decode(requests))):
             yield encode(chunk)
 
+    async def seal_chain(self, link: Link) -> int:
+        """Stop ``link``'s chain (once); the first place whose stage was not over by then."""
+        return self._chains.seal(link)
+
     async def chain_done(self, link: Link) -> None:
         """The call at ``link`` will not come (or ended elsewhere): later places go on."""
         self._chains.done(link)

@@ -39,6 +39,10 @@ class Call:
     notes: dict[str, Any] = field(default_factory=dict)  # runner details for traces
     link: Any = None
     """Its place in a chain (``scheduler._chain.Link``) when its runner gates its stages."""
+    sealed: bool = False
+    """A chained call whose stage was over, where it ran, before an abort arrived there:
+    stage by stage it would have committed before the next stage started, so an abort
+    leaves its success alone."""
     observed: Observation | None = None
     """Its observers' handles (``None``: nobody observes it); ``observed.trace`` is the span
     its body runs in."""

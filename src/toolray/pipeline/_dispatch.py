@@ -162,7 +162,7 @@ async def _invoke(
         contexts=contexts,
         concludes_turn=concludes,
     )
-    if isinstance(result, ToolExecutionSuccess) and signal.aborted:
+    if isinstance(result, ToolExecutionSuccess) and signal.aborted and not call.sealed:
         return aborted(True, contexts)
     return result
 
@@ -221,6 +221,6 @@ async def run_dispatch(
         stage, result = _renormalize(call, result, mark[0])
         if stage == "final":
             return call.settle("final", result)
-    if isinstance(result, ToolExecutionSuccess) and caller.aborted:
+    if isinstance(result, ToolExecutionSuccess) and caller.aborted and not call.sealed:
         result = aborted(call.body_invoked, result.additional_contexts)
     return call.settle("post", result)

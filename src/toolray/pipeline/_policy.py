@@ -134,7 +134,7 @@ async def run_post_execute(call: Call) -> None:
     assert call.result is not None
     hooks = call.registry.hooks("post", call.input.scope)
     if not hooks and call.project is None:  # nothing can change the result: only the check
-        if isinstance(call.result, ToolExecutionSuccess) and call.input.signal.aborted:
+        if isinstance(call.result, ToolExecutionSuccess) and _cancelled(call):
             call.result = aborted(call.body_invoked, call.result.additional_contexts)
         return
     try:
@@ -144,6 +144,11 @@ async def run_post_execute(call: Call) -> None:
     except Exception as exc:
         call.result = failure_from(exc)
         return
-    if isinstance(result, ToolExecutionSuccess) and call.input.signal.aborted:
+    if isinstance(result, ToolExecutionSuccess) and _cancelled(call):
         result = aborted(call.body_invoked, result.additional_contexts)
     call.result = result
+
+
+def _cancelled(call: Call) -> bool:
+    """The caller aborted before this success committed (a sealed one stands)."""
+    return call.input.signal.aborted and not call.sealed

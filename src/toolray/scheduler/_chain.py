@@ -62,6 +62,13 @@ class ChainRunner(Protocol):
         """A linked call ended without reaching the runner (its place counts as ended)."""
         ...
 
+    async def sealed(self, link: Link) -> bool:
+        """After an abort: whether the call's stage was over before the abort reached it.
+
+        Stage by stage it would have committed by then: its success stands (``Call.sealed``).
+        """
+        ...
+
 
 def plan_chain(
     lookup: ToolLookup,

@@ -9,8 +9,7 @@ The rules (B-SCHED, B-ORDER, B-ABORT, B-ERR, C-CODE-6/7/12):
   front is classified and opens a stage (:func:`next_stage`); each later call of a parallel
   stage is reclassified just before it starts and joins it (:func:`joins`) or ends it
   (:func:`cut`) — it then heads the next stage, once this one has drained and committed;
-- **chains** (``_chain``): where nothing can tell, a runner that gates bodies takes a closed
-  lane's whole plan at once (one round trip, not one a stage);
+- **chains** (``_chain``): a runner that gates bodies may take a closed lane's plan at once;
 - **the cap**: at most ``cap`` dispatch stages are in flight; a call whose result is
   waiting for its commit, or that never reached dispatch, holds no slot;
 - **one ordered lane**: starts (the start hook, then ``prepare``: pre-execute, approval,
@@ -36,7 +35,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import final
+from typing import Any, final
 
 from toolray._execution import ToolExecutionInput
 from toolray._outcomes import ToolExecutionResult
@@ -134,6 +133,7 @@ class Scheduler:
         self._dead = False  # an open lane failed or its driver was cancelled
         self._failure: BaseException | None = None
         self._chain_tried = calls is None  # an open lane never chains
+        self._chains: Any = None  # the runner, once it runs a chain
 
     # ------------------------------------------------------------------ a closed lane
     async def run(self) -> None:
@@ -227,10 +227,8 @@ class Scheduler:
                 if self._signal.aborted:
                     self._skip()
                     continue
-                if not self._chain_tried:
-                    self._chain_tried = True
-                    if await self._chain():
-                        continue
+                if not self._chain_tried and await self._chain():
+                    continue
                 self._open()
                 await self._fill()
             elif self._in_flight:
@@ -257,7 +255,8 @@ class Scheduler:
 
     async def _chain(self) -> bool:
         """Start every call left now, in order, as one chain (``False``: stage by stage)."""
-        runner = self._runner
+        runner = self._chains = self._runner
+        self._chain_tried = True
         if not isinstance(runner, ChainRunner) or not self._hooks.chainable():
             return False
         start = self._next
@@ -338,6 +337,8 @@ class Scheduler:
         while self._committed in self._ready:
             k = self._committed
             call = self._ready.pop(k)
+            if call.link is not None and self._signal.aborted and not call.sealed:
+                call.sealed = await self._chains.sealed(call.link)
             result = await complete(call)
             await self._hooks.committed(k, call, result)
             self._committed = k + 1
