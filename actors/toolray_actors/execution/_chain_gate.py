@@ -32,7 +32,7 @@ from toolray.errors import TOOL_ABORTED_BEFORE_DISPATCH
 from toolray.isolation import CallOutcome
 from toolray.lowlevel import Link
 
-__all__ = ("UNSTARTED", "ChainGates")
+__all__ = ("UNSTARTED", "ChainGates", "Places")
 
 UNSTARTED = CallOutcome(
     status="error",
@@ -42,6 +42,35 @@ UNSTARTED = CallOutcome(
 
 _EARLY = 4096
 """Tokens remembered as aborted before their request came (the oldest are forgotten)."""
+
+
+class Places:
+    """Places of a chain marked so far (begun, or ended).
+
+    Every place before ``low`` is marked; a mark above it is kept until ``low`` passes it.
+    """
+
+    __slots__ = ("_above", "low")
+
+    def __init__(self) -> None:
+        self.low = 0
+        self._above: set[int] = set()
+
+    def mark(self, position: int) -> None:
+        """``position`` is marked (again: nothing changes)."""
+        if position >= self.low:
+            self._above.add(position)
+            while self.low in self._above:
+                self._above.remove(self.low)
+                self.low += 1
+
+    def unmark(self, position: int) -> None:
+        """``position`` is no longer marked (the places between it and ``low`` still are)."""
+        if position < self.low:
+            self._above.update(range(position + 1, self.low))
+            self.low = position
+        else:
+            self._above.discard(position)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,10 +87,8 @@ class _Gate:
 
     chain: str
     size: int
-    ended: set[int] = field(default_factory=set)
-    begun: set[int] = field(default_factory=set)
-    low_ended: int = 0  # every place before it has ended
-    low_begun: int = 0  # every place before it has begun
+    ended: Places = field(default_factory=Places)
+    begun: Places = field(default_factory=Places)  # ended places count as begun
     running: int = 0
     frontier: int = 0  # the first place of the latest stage begun
     aborted: bool = False  # no call of it starts any more
@@ -70,31 +97,24 @@ class _Gate:
 
     def may_begin(self, link: Link) -> bool:
         return (
-            self.low_ended >= link.stage_start
-            and self.low_begun == link.position
+            self.ended.low >= link.stage_start
+            and self.begun.low == link.position
             and self.running < link.cap
         )
 
     def begin(self, link: Link) -> None:
-        position = link.position
         self.frontier = max(self.frontier, link.stage_start)
-        self.begun.add(position)
+        self.begun.mark(link.position)
         self.running += 1
-        while self.low_begun in self.begun:
-            self.low_begun += 1
 
     def end(self, position: int) -> None:
-        self.begun.add(position)
-        self.ended.add(position)
-        while self.low_begun in self.begun:
-            self.low_begun += 1
-        while self.low_ended in self.ended:
-            self.low_ended += 1
+        self.begun.mark(position)
+        self.ended.mark(position)
 
     def wake(self) -> None:
         """Start every waiting call whose turn it is (the next place, while the cap allows)."""
-        while (head := self.waiting.get(self.low_begun)) is not None and self.may_begin(head.link):
-            del self.waiting[self.low_begun]
+        while (head := self.waiting.get(self.begun.low)) is not None and self.may_begin(head.link):
+            del self.waiting[self.begun.low]
             self.begin(head.link)
             head.turn.set_result(True)
 
@@ -164,8 +184,7 @@ class ChainGates:
         if ended:
             self._ended(gate, link.position)
             return
-        gate.begun.discard(link.position)
-        gate.low_begun = min(gate.low_begun, link.position)
+        gate.begun.unmark(link.position)
         gate.wake()
 
     def done(self, link: Link) -> None:
@@ -216,7 +235,7 @@ class ChainGates:
         for position in sorted(gate.waiting):
             gate.waiting.pop(position).turn.set_result(False)
             gate.end(position)
-        if gate.low_ended >= gate.size:
+        if gate.ended.low >= gate.size:
             self._finish(gate)
 
     def _forget(self, token: str) -> None:
@@ -225,7 +244,7 @@ class ChainGates:
 
     def _ended(self, gate: _Gate, position: int) -> None:
         gate.end(position)
-        if gate.low_ended >= gate.size:
+        if gate.ended.low >= gate.size:
             self._finish(gate)
             return
         gate.wake()

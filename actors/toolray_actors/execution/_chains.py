@@ -22,6 +22,7 @@ from toolray import AbortError, AbortSignal
 from toolray.errors import TOOL_ABORTED_BEFORE_DISPATCH
 from toolray.lowlevel import Link
 
+from ._chain_gate import Places
 from ._pool_client import PoolClient, WorkerSlot
 
 __all__ = ("RunnerChains", "fits")
@@ -49,8 +50,7 @@ class _Chain:
     size: int
     slot: asyncio.Future[WorkerSlot] | None = None
     broken: bool = False
-    ended: set[int] = field(default_factory=set)
-    low: int = 0  # every place before it has ended here
+    ended: Places = field(default_factory=Places)  # the places that ended here
     frontier: asyncio.Future[int] | None = None  # where the abort found the chain's worker
     turns: dict[asyncio.Future[None], int] = field(default_factory=dict)  # → its stage's start
     unsent: list[Link] = field(default_factory=list)  # ended before the worker was known
@@ -140,7 +140,7 @@ class RunnerChains:
     async def turn(self, link: Link, signal: AbortSignal) -> None:
         """Wait here until every place of the earlier stages has ended."""
         chain = self._of(link)
-        if chain.low >= link.stage_start:
+        if chain.ended.low >= link.stage_start:
             return
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[None] = loop.create_future()
@@ -150,7 +150,7 @@ class RunnerChains:
             await fut
         finally:
             remove()
-        if chain.low < link.stage_start:  # the signal fired first: it never starts
+        if chain.ended.low < link.stage_start:  # the signal fired first: it never starts
             raise AbortError("tool call aborted before dispatch", TOOL_ABORTED_BEFORE_DISPATCH)
 
     def ended(self, link: Link, *, tell_worker: bool) -> None:
@@ -162,13 +162,12 @@ class RunnerChains:
                 self._notify(fut.result(), link)
             else:
                 chain.unsent.append(link)
-        chain.ended.add(link.position)
-        while chain.low in chain.ended:
-            chain.low += 1
-        for turn in [t for t, start in chain.turns.items() if start <= chain.low]:
+        chain.ended.mark(link.position)
+        low = chain.ended.low
+        for turn in [t for t, start in chain.turns.items() if start <= low]:
             del chain.turns[turn]
             _wake(turn)
-        if chain.low >= chain.size:  # kept a while: a late commit may still ask where it was
+        if low >= chain.size:  # kept a while: a late commit may still ask where it was
             self._done[link.chain] = self._chains.pop(link.chain)
             while len(self._done) > _DONE:
                 self._done.popitem(last=False)

@@ -72,6 +72,10 @@ class ToolLookup(ExecutionHost, Protocol):
         """The first guard denial on the caller's chain, or ``None``."""
         ...
 
+    def guarded(self, scope: str | None) -> bool:
+        """Whether any guard stands on ``scope``'s chain (the global layer's included)."""
+        ...
+
     def hooks(self, kind: HookKind, scope: str | None) -> list[Callable[..., Any]]:
         """The hooks of ``kind`` a call from ``scope`` runs."""
         ...

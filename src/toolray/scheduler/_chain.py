@@ -84,7 +84,7 @@ def plan_chain(
         lookup.hooks(kind, scope) for scope in scopes for kind in HOOK_KINDS
     ):
         return None
-    if any(_guarded(lookup, scope) for scope in scopes):
+    if any(lookup.guarded(scope) for scope in scopes):
         return None
     modes: list[ExecutionMode] = []
     for inp in left:
@@ -101,11 +101,6 @@ def plan_chain(
     if len(stages) < 2 and len(modes) <= cap:  # no barrier and no rolling pool to save
         return None
     return [Stage(kind=s.kind, start=s.start + start, stop=s.stop + start) for s in stages]
-
-
-def _guarded(lookup: ToolLookup, scope: str | None) -> bool:
-    guarded = getattr(lookup, "guarded", None)
-    return True if guarded is None else bool(guarded(scope))
 
 
 def links_of(
