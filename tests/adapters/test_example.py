@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -18,6 +16,8 @@ from openai.types.chat import (
 from openai.types.responses import FunctionToolParam
 from openai.types.responses.response_input_item_param import FunctionCallOutput
 
+from tests._scripts import load_script
+
 from ._tools import assert_sdk_accepts
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "agent_loop.py"
@@ -30,13 +30,7 @@ ANSWER = (
 
 @pytest.fixture(scope="module")
 def example() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("agent_loop_example", EXAMPLE)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script(EXAMPLE, "agent_loop_example")
 
 
 def test_main_prints_the_answer(example: ModuleType, capsys: pytest.CaptureFixture[str]) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import subprocess
 import sys
@@ -11,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from tests._scripts import load_script
 from tests.docs._snippets import DOCS, ROOT, pages
 
 FORBIDDEN = (
@@ -20,13 +20,7 @@ FORBIDDEN = (
 
 
 def _module(path: Path) -> Any:
-    spec = importlib.util.spec_from_file_location(f"_docs_{path.stem}", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[f"_docs_{path.stem}"] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return load_script(path, f"_docs_{path.stem}")
 
 
 GEN = _module(ROOT / "scripts" / "gen_docs.py")

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+
+from tests._scripts import load_script
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "integrations"
 NAMES = ["pydantic_ai_weather", "langgraph_weather", "openai_agents_weather"]
@@ -16,13 +16,7 @@ ANSWER = "Paris: sunny, 21 °C; Oslo: rain, 12 °C; Atlantis: Error: no weather 
 
 def load_example(name: str, prefix: str = "example") -> ModuleType:
     """Import ``examples/integrations/<name>.py`` as a module of its own."""
-    spec = importlib.util.spec_from_file_location(f"{prefix}_{name}", EXAMPLES / f"{name}.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script(EXAMPLES / f"{name}.py", f"{prefix}_{name}")
 
 
 def test_there_is_one_example_per_framework() -> None:

@@ -168,6 +168,10 @@ class _RawWorker:
         loop = asyncio.get_running_loop()
         return str(await loop.run_in_executor(self._pool, fn, args, None))
 
+    async def bare(self) -> str:
+        """Nothing at all: the floor of a Ray actor call."""
+        return "ok"
+
     async def ping(self) -> bool:
         return True
 
@@ -204,9 +208,14 @@ class _RawDriver:
             out.append(time.perf_counter() - start)
 
     async def relay(self, body: str, args: BenchArgs) -> str:
-        """One bare call to the first worker, relayed (the raw two-hop round trip)."""
+        """One call of ``body`` on the first worker, relayed (a two-hop round trip)."""
         first = next(iter(self._slots))
         return str(await first.handle.run.remote(body, args))
+
+    async def bare(self) -> str:
+        """One argument-less call to the first worker, relayed (the bare two-hop floor)."""
+        first = next(iter(self._slots))
+        return str(await first.handle.bare.remote())
 
     async def run(
         self, stages: list[RawStage], cap: int, body: str, args: BenchArgs
@@ -259,8 +268,12 @@ class RawBaseline:
         return list(await self.driver.run.remote(stages, cap, body, args))
 
     async def relay(self, body: str, args: BenchArgs) -> str:
-        """One bare call through the driver actor to a worker: this process → actor → actor."""
+        """One call of ``body`` via the driver actor to a worker: this process → actor → actor."""
         return str(await self.driver.relay.remote(body, args))
+
+    async def bare_relay(self) -> str:
+        """The same two hops with no argument and no body: the floor of a two-hop call."""
+        return str(await self.driver.bare.remote())
 
     def close(self) -> None:
         """Kill the driver and the workers."""

@@ -132,7 +132,7 @@ class Scheduler:
         self._idle.set()
         self._dead = False  # an open lane failed or its driver was cancelled
         self._failure: BaseException | None = None
-        self._chain_tried = calls is None  # an open lane never chains
+        self._chain_tried = calls is None or len(calls) < 2  # open, or nothing to chain
         self._chains: Any = None  # the runner, once it runs a chain
 
     # ------------------------------------------------------------------ a closed lane
