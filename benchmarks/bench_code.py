@@ -1,8 +1,9 @@
 """Code Mode runtime benchmark: a trivial run on a warm child, and the cost of a sub-call.
 
-Run: ``.venv/bin/python benchmarks/bench_code.py [--quick] [--confinement]``
+Run: ``.venv/bin/python benchmarks/bench_code.py [--quick] [--confinement] [--no-write]``
 (about 60 s; ``--quick`` about 20 s). Figures are wall times on this machine, medians and
-99th percentiles of ``N`` runs.
+99th percentiles of ``N`` runs; a full run (not ``--confinement``) writes
+``benchmarks/RESULTS-code.md``.
 
 - confinement (``--confinement`` runs only this part): a trivial run ``1 + 1`` on a warm
   child with ``confinement="auto"`` (every layer: namespaces, Landlock, seccomp) and with
@@ -29,6 +30,7 @@ import statistics
 import sys
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from toolray import (
@@ -45,6 +47,7 @@ from toolray.code import CodeRunOutcome, PythonRuntime
 from toolray.procs import Template, TemplateSpec
 
 QUICK = "--quick" in sys.argv
+RESULTS = Path(__file__).with_name("RESULTS-code.md")
 N = 15 if QUICK else 50
 SIGNAL = AbortController().signal
 
@@ -228,7 +231,7 @@ async def _registry_rows(runtime: PythonRuntime) -> list[tuple[str, str, str]]:
         await runtime.wait_warm()
         sub20.append(await _run_code(reg, _program(20, False)))
     rows = [
-        ("registry: trivial run_code, warm", _p50_p99(trivial), "≤ 30"),
+        ("registry: trivial `run_code`, warm", _p50_p99(trivial), "≤ 30"),
         ("registry: run_code making 20 sub-calls, warm", _p50_p99(sub20), "—"),
     ]
     for calls, runs in ((20, max(5, N // 2)), (200, max(5, N // 5))):
@@ -312,7 +315,43 @@ def _print(rows: list[tuple[str, str, str]]) -> None:
         print(f"{name:<{width}}  {value:>26}  {target}")
 
 
+def write(rows: list[tuple[str, str, str]], seconds: float) -> None:
+    """``RESULTS-code.md``: how, where and when, then every row (ms unless shown)."""
+    import os
+    import platform
+
+    table = ["| figure | p50 / p99 (ms), or as shown | target |", "|---|---:|---|"]
+    for name, value, target in rows:
+        unit = " ms" if target.replace("≤ ", "").isdigit() else ""
+        table.append(f"| {name.strip()} | {value} | {target}{unit} |")
+    RESULTS.write_text(
+        f"""# Code Mode runtime (`benchmarks/bench_code.py`)
+
+`benchmarks/bench_code.py{" --quick" if QUICK else ""}`: {N} runs per figure, \
+{seconds:.0f} s, {time.strftime("%Y-%m-%d %H:%M")}; {platform.machine()}, nproc \
+{os.cpu_count()}, {platform.system()} {platform.release()}, CPython \
+{sys.version.split()[0]}; 1-minute load average {os.getloadavg()[0]:.1f} at the end.
+
+- Confinement: a trivial run `1 + 1` on a warm child with `confinement="auto"` (every layer
+  the kernel offers: namespaces, Landlock, seccomp) and with `"off"`, interleaved run by run;
+  the same cold (`warm=0`: fork, sandbox and run); from a fork request to the child's ready
+  report (its sandbox built); `confinement()` on a new runtime; the process substrate alone.
+- A trivial run `1`, warm; back to back (the next child boots while the run goes); cold.
+- Sub-calls: a program awaiting 20 binding calls; per call over 200 calls (minus the same
+  program with no call), one after another or gathered; against a direct await of the
+  binding in-process and a native registry batch.
+- Through the registry (`run_code` with `PythonRuntime` mounted, each binding call a
+  sub-call through the full pipeline): a trivial `run_code`, 20 sub-calls, and per sub-call
+  (timed inside the program) against the same calls as a native batch.
+
+{chr(10).join(table)}
+""",
+        encoding="utf-8",
+    )
+
+
 async def main() -> None:
+    started = time.perf_counter()
     rows: list[tuple[str, str, str]] = await _confinement_rows()
     if "--confinement" in sys.argv:
         _print(rows)
@@ -347,6 +386,9 @@ async def main() -> None:
     runtime.close()
     cold_rt.close()
     _print(rows)
+    if "--no-write" not in sys.argv:
+        write(rows, time.perf_counter() - started)
+        print(f"wrote {RESULTS}")
 
 
 if __name__ == "__main__":

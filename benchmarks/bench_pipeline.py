@@ -1,8 +1,10 @@
 """Per-call pipeline benchmark: ``registry.execute()`` overhead on a no-op tool.
 
-Run: ``.venv/bin/python benchmarks/bench_pipeline.py`` (about 15 s; ``--profile`` adds a
-cProfile of the no-hook async case). Each figure is the best of several timed rounds of
-back-to-back calls on one asyncio loop, in µs per call:
+Run: ``.venv/bin/python benchmarks/bench_pipeline.py [--profile] [--no-write]`` (about 15
+s; ``--profile`` adds a cProfile of the no-hook async case, which a missed target adds on
+its own); it prints the table and writes ``benchmarks/RESULTS-pipeline.md``. Each figure
+is the best of several timed rounds of back-to-back calls on one asyncio loop, in µs per
+call:
 
 - **direct**: calling the tool body itself (``await body(args, ctx)`` for the async tool,
   ``body(args, ctx)`` for the sync one, plus ``await asyncio.to_thread(body, …)`` — the
@@ -27,6 +29,7 @@ import pstats
 import sys
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from toolray import (
@@ -44,6 +47,7 @@ CALLS_PER_ROUND = 2_000
 THREAD_CALLS_PER_ROUND = 500
 TARGET_NO_HOOKS_US = 25.0
 TARGET_HOOK_RATIO = 2.0
+RESULTS = Path(__file__).with_name("RESULTS-pipeline.md")
 
 OUTPUT = ToolOutput(schema={"type": "string"}, render=lambda args, value: [text_block(value)])
 
@@ -178,6 +182,54 @@ def _table(f: dict[str, float]) -> list[str]:
     return lines
 
 
+def write(f: dict[str, float], met: tuple[bool, bool], profile: str, seconds: float) -> None:
+    """``RESULTS-pipeline.md``: the method, the machine, the table, the targets (and the
+    profile when one was taken)."""
+    rows = []
+    for kind in ("async", "sync"):
+        direct, plain, hooked = f[f"{kind} direct"], f[f"{kind} no hooks"], f[f"{kind} 5 hooks"]
+        rows.append(
+            f"| {kind} no-op | {direct:.2f} | {plain:.2f} | {hooked:.2f} | "
+            f"{plain / direct:.0f}× | {hooked / plain:.2f}× |"
+        )
+    plain, hooked = f["async no hooks"], f["async 5 hooks"]
+    verdict = ("met", "**missed**")
+    text = f"""# Per-call pipeline benchmark results
+
+`benchmarks/bench_pipeline.py` (run: `.venv/bin/python benchmarks/bench_pipeline.py`,
+{seconds:.0f} s; {time.strftime("%Y-%m-%d %H:%M")}).
+
+Machine: {platform.machine()}, nproc {os.cpu_count()}, {platform.system()} {platform.release()},
+CPython {sys.version.split()[0]}. Each figure is the best of {ROUNDS} rounds of
+back-to-back calls on one asyncio loop ({CALLS_PER_ROUND:,} calls per round for async
+bodies, {THREAD_CALLS_PER_ROUND} for sync ones), after a warm-up, in µs per call. The same
+`ToolExecutionInput` is reused for every call.
+
+- **direct**: the tool body called by hand (`await body(args, ctx)` / `body(args, ctx)`).
+- **no hooks**: `await registry.execute(ToolExecutionInput(...))`, only the tool registered
+  (`define_tool`, no parameters, string output rendered as one text block).
+- **5 hooks**: plus one pre-execute listener, one guard, one around wrapper, one
+  post-execute listener (all pass-through, async) and one sync result observer.
+
+| tool | direct | no hooks | 5 hooks | no hooks / direct | 5 hooks / no hooks |
+|---|---:|---:|---:|---:|---:|
+{chr(10).join(rows)}
+
+`asyncio.to_thread` alone (the hop every sync body pays in-process): \
+{f["sync thread hop"]:.1f} µs.
+
+## Targets
+
+- ≤ {TARGET_NO_HOOKS_US:.0f} µs per call without hooks (async no-op): \
+{verdict[not met[0]]} — {plain:.1f} µs.
+- ≤ {TARGET_HOOK_RATIO:.0f}× that with the five hooks: {verdict[not met[1]]} — \
+{hooked / plain:.2f}×.
+"""
+    if profile:
+        text += f"\n## Profile (a target was missed, or `--profile`)\n\n```\n{profile}```\n"
+    RESULTS.write_text(text, encoding="utf-8")
+
+
 def main() -> None:
     started = time.perf_counter()
     print(f"python {sys.version.split()[0]} on {platform.machine()}, nproc={os.cpu_count()}")
@@ -192,11 +244,17 @@ def main() -> None:
         f"target no hooks <= {TARGET_NO_HOOKS_US:.0f} µs: {'met' if met_plain else 'MISSED'}; "
         f"5 hooks <= {TARGET_HOOK_RATIO:.0f}x: {'met' if met_ratio else 'MISSED'}"
     )
+    profile = ""
     if "--profile" in sys.argv or not (met_plain and met_ratio):
+        profile = _profile()
         print()
         print("cProfile, async no-op without hooks (top 10 cumulative in toolray, top 10 tottime):")
-        print(_profile())
-    print(f"total {time.perf_counter() - started:.1f} s")
+        print(profile)
+    seconds = time.perf_counter() - started
+    if "--no-write" not in sys.argv:
+        write(figures, (met_plain, met_ratio), profile, seconds)
+        print(f"wrote {RESULTS}")
+    print(f"total {seconds:.1f} s")
 
 
 if __name__ == "__main__":

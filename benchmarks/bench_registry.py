@@ -5,11 +5,12 @@ of them shadowing a global), 10 restrictions spread over the chains. Reads are s
 all 100 scopes.
 
 - ``executable(name, scope)``: cached = ``registry.executable`` as is; rebuilt = the
-  registry's own uncached builder ``registry._build(scope, include)`` with
+  registry's own uncached builder ``registry._state.build(scope, include)`` with
   ``include = lambda e: e.when is None`` plus the name lookup, per read.
-- ``schemas(scope)``: cached = ``registry.schemas`` as is; rebuilt = ``registry._cache.clear()``
-  before every read (forces ``_build``). Bumping ``registry._epoch`` alone would not force a
-  rebuild: the cache also validates against per-layer versions.
+- ``schemas(scope)``: cached = ``registry.schemas`` as is; rebuilt =
+  ``registry._state._cache.clear()`` before every read (forces a build). Bumping
+  ``registry._state.epoch`` alone would not force a rebuild: the cache also validates
+  against per-layer versions.
 
 Run: ``.venv/bin/python benchmarks/bench_registry.py [--write benchmarks/RESULTS-registry.md]``
 """
@@ -97,7 +98,7 @@ def main() -> None:
 
     def exec_rebuilt() -> None:
         for name, scope in pairs[:200]:
-            entry = reg._build(scope, include).get(name)
+            entry = reg._state.build(scope, include).get(name)
             assert entry is not None
 
     def schemas_cached() -> None:
@@ -106,11 +107,11 @@ def main() -> None:
 
     def schemas_rebuilt() -> None:
         for scope in scopes[:20]:
-            reg._cache.clear()
+            reg._state._cache.clear()
             reg.schemas(scope)
 
     for name, scope in pairs:  # every answer agrees before timing
-        assert reg.executable(name, scope) is reg._build(scope, include)[name].definition
+        assert reg.executable(name, scope) is reg._state.build(scope, include)[name].definition
     rows = [
         ("executable(name, scope)", per_call_us(exec_cached, len(pairs)),
          per_call_us(exec_rebuilt, 200)),
@@ -135,11 +136,12 @@ def main() -> None:
     lines.append(f"(best of {REPEATS}; total run {time.perf_counter() - started:.1f} s)")
     lines.append("")
     lines.append(
-        "Rebuilt `executable` = `registry._build(scope, lambda e: e.when is None)` + lookup per "
-        "read; rebuilt `schemas` = `registry._cache.clear()` before each read (bumping "
-        "`registry._epoch` alone does not force a rebuild: the cache re-validates against "
-        "per-layer versions). `schemas()` re-projects every definition (lossless snapshot + "
-        "thaw of each `parameters`) on every call, so the view cache barely shows there."
+        "Rebuilt `executable` = `registry._state.build(scope, lambda e: e.when is None)` + "
+        "lookup per read; rebuilt `schemas` = `registry._state._cache.clear()` before each "
+        "read (bumping `registry._state.epoch` alone does not force a rebuild: the cache "
+        "re-validates against per-layer versions). `schemas()` re-projects every definition "
+        "(lossless snapshot + thaw of each `parameters`) on every call, so the view cache "
+        "barely shows there."
     )
     exec_cached_us = rows[0][1]
     verdict = exec_cached_us <= 2.0 and rows[0][2] / exec_cached_us >= 20

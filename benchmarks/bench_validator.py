@@ -1,6 +1,7 @@
 """Validator benchmark: ``compile_validator`` vs jsonschema vs fastjsonschema.
 
-Run: ``.venv/bin/python benchmarks/bench_validator.py`` (about 20 s). Every validator is
+Run: ``.venv/bin/python benchmarks/bench_validator.py [--no-write]`` (about 20 s); it
+prints the tables and writes ``benchmarks/RESULTS-validator.md``. Every validator is
 compiled once; each figure is the best of several timed rounds, in µs per validation.
 ``jsonschema`` is measured with ``list(iter_errors(v))`` (all errors, like ours) and with
 ``is_valid``; ``fastjsonschema`` stops at the first error (it raises).
@@ -15,8 +16,10 @@ import json
 import os
 import platform
 import sys
+import time
 import timeit
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import fastjsonschema
@@ -27,6 +30,10 @@ from toolray.schema import compile_validator, validate_json_schema_value
 
 ROUNDS = 5
 ROUND_SECONDS = 0.04
+RESULTS = Path(__file__).with_name("RESULTS-validator.md")
+
+Row = tuple[str, str, float, float, float, float]
+"""A schema's name, ``valid`` / ``invalid``, then µs: ours, js iter, js valid, fastjs."""
 
 
 def _flat() -> tuple[dict[str, Any], Any, Any]:
@@ -166,7 +173,7 @@ def _measure(
     )
 
 
-def _validator_rows() -> list[tuple[str, str, float, float, float, float]]:
+def _validator_rows() -> list[Row]:
     rows = []
     for name, make in CASES.items():
         schema, valid, invalid = make()
@@ -199,7 +206,82 @@ def _typical_args() -> dict[str, Any]:
     return args
 
 
+def _ratios(
+    label: str, ours: float, js_iter: float, js_valid: float, fast: float
+) -> tuple[float, float]:
+    """``(jsonschema / ours, ours / fastjsonschema)``: all errors against all errors when
+    invalid, the faster jsonschema mode when valid."""
+    js_best = js_iter if label == "invalid" else min(js_iter, js_valid)
+    return js_best / ours, ours / fast
+
+
+def write(rows: list[Row], snap: float, round_trip: float, size: int, seconds: float) -> None:
+    """``RESULTS-validator.md``: the method, the machine, both tables and the targets."""
+    table = [
+        "| schema | value | ours | js iter | js valid | fastjs | js/ours | ours/fast |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    faster: dict[str, list[float]] = {"valid": [], "invalid": []}
+    of_fast: list[float] = []
+    for name, label, ours, js_iter, js_valid, fast in rows:
+        js_ratio, fast_ratio = _ratios(label, ours, js_iter, js_valid, fast)
+        faster[label].append(js_ratio)
+        if label == "valid":
+            of_fast.append(fast_ratio)
+        table.append(
+            f"| {name} | {label} | {ours:.2f} | {js_iter:.2f} | {js_valid:.2f} | {fast:.2f} | "
+            f"{js_ratio:.1f}× | {fast_ratio:.2f}× |"
+        )
+    met_js = min(faster["valid"] + faster["invalid"]) >= 5
+    met_fast = max(of_fast) <= 1.5
+    ratio = snap / round_trip
+    text = f"""# Validator benchmark results
+
+`benchmarks/bench_validator.py` (run: `.venv/bin/python benchmarks/bench_validator.py`,
+{seconds:.0f} s; {time.strftime("%Y-%m-%d %H:%M")}).
+
+Machine: {platform.machine()}, nproc {os.cpu_count()}, {platform.system()} \
+{platform.release()}, CPython {sys.version.split()[0]}, jsonschema \
+{_version("jsonschema")}, fastjsonschema {_version("fastjsonschema")}. Each figure is the
+best of {ROUNDS} rounds of ~{ROUND_SECONDS * 1000:.0f} ms, in µs per validation; every
+validator is compiled once, outside the timing.
+
+- **ours**: `toolray.schema.compile_validator(schema)(value)`, which returns the full list
+  of violations with their exact messages (identical to `validate_json_schema_value`).
+- **js iter**: `list(Draft202012Validator(schema).iter_errors(value))` (all errors, like
+  ours); **js valid**: `.is_valid(value)` (stops at the first error).
+- **fastjs**: `fastjsonschema.compile(schema)(value)` (raises at the first error).
+- `js/ours` uses *js iter* for invalid values and the faster of *js iter* / *js valid* for
+  valid ones.
+
+{chr(10).join(table)}
+
+Targets: ≥ 5× faster than jsonschema ({"met" if met_js else "missed"}: \
+{min(faster["valid"]):.0f}×–{max(faster["valid"]):.0f}× on valid values, \
+{min(faster["invalid"]):.0f}×–{max(faster["invalid"]):.0f}× on invalid ones) and within 1.5× \
+of fastjsonschema on valid values ({"met" if met_fast else "missed"}: \
+{min(of_fast):.2f}×–{max(of_fast):.2f}×). On invalid values ours builds every message, \
+fastjsonschema stops at the first.
+
+## `snapshot_json` on a typical argument dict
+
+| operation ({size:,}-byte argument dict) | µs |
+|---|---:|
+| `snapshot_json(args)` | {snap:.2f} |
+| `json.loads(json.dumps(args))` | {round_trip:.2f} |
+| ratio | **{ratio:.2f}×** (target ≤ 2×, {"met" if ratio <= 2 else "missed"}) |
+"""
+    RESULTS.write_text(text, encoding="utf-8")
+
+
+def _version(name: str) -> str:
+    from importlib.metadata import version
+
+    return version(name)
+
+
 def main() -> None:
+    started = time.perf_counter()
     print(f"python {sys.version.split()[0]} on {platform.machine()}, nproc={os.cpu_count()}")
     print()
     header = (
@@ -209,11 +291,12 @@ def main() -> None:
     print("µs per validation (lower is better); js = jsonschema Draft202012Validator")
     print(header)
     print("-" * len(header))
-    for name, label, ours, js_iter, js_valid, fast in _validator_rows():
-        js_best = js_iter if label == "invalid" else min(js_iter, js_valid)
+    rows = _validator_rows()
+    for name, label, ours, js_iter, js_valid, fast in rows:
+        js_ratio, fast_ratio = _ratios(label, ours, js_iter, js_valid, fast)
         print(
             f"{name:<26} {label:<8} {ours:>8.2f} {js_iter:>9.2f} {js_valid:>9.2f} "
-            f"{fast:>8.2f} {js_best / ours:>7.1f}x {ours / fast:>8.2f}x"
+            f"{fast:>8.2f} {js_ratio:>7.1f}x {fast_ratio:>8.2f}x"
         )
     args = _typical_args()
     size = len(json.dumps(args))
@@ -224,6 +307,9 @@ def main() -> None:
     print(f"  snapshot_json            {snap:8.2f} µs")
     print(f"  json.loads(json.dumps()) {round_trip:8.2f} µs")
     print(f"  ratio                    {snap / round_trip:8.2f}x (target <= 2x)")
+    if "--no-write" not in sys.argv:
+        write(rows, snap, round_trip, size, time.perf_counter() - started)
+        print(f"wrote {RESULTS}")
 
 
 if __name__ == "__main__":

@@ -23,9 +23,13 @@ SCRIPTS = [
     "bench_batch.py",
     "bench_observability.py",
 ]
-QUICK = ("bench_ray.py", "bench_perf.py", "rollout.py")
+QUICK = ("bench_code.py", "bench_ray.py", "bench_perf.py", "rollout.py", "bench_scopes.py")
 """The scripts that take ``--quick`` (the Ray benchmarks)."""
-ARGS = {"bench_observability.py": ["--ray"]}
+ARGS = {
+    "bench_observability.py": ["--ray"],
+    "bench_registry.py": ["--write", str(HERE / "RESULTS-registry.md")],
+    "bench_batch.py": ["--write"],
+}
 """Options a script always runs with (the observability benchmark's Ray row)."""
 OUT = HERE / "RESULTS.md"
 
@@ -90,18 +94,20 @@ HEADLINES = (
              "| (e) executor actor idle RSS", 2, "", 3),
     Headline("Ray: first batch of a new scope (executor created)", "RESULTS-ray.md",
              "| (e) first batch of a new scope", 2, "", 3),
-    Headline("Ray: 300 / 1,000 new scopes at once, sharded (2 shards): last result",
-             "RESULTS-scopes.md", "| 300 / 1,000 scopes: time to the last result |", 3),
+    Headline("Ray: 1,000 new scopes × 5 calls at once, sharded (2 shards): last result",
+             "RESULTS-scopes.md", "| 1,000 × 5 | sharded", 4),
     Headline("Ray: executor RSS for 1,000 scopes, sharded (2 shards)", "RESULTS-scopes.md",
-             "| executor RSS, 1,000 scopes |", 3),
+             "| 1,000 × 5 | sharded", 7),
     Headline("Ray: 10,000 new scopes × 2 calls at once, sharded (2 shards): last result",
-             "RESULTS-scopes.md", "| time to the last result |", 2, "", 4),
+             "RESULTS-scopes.md", "| 10,000 × 2 | sharded", 4, "", "≤ 15 s"),
     Headline("Ray: control actors' RSS with 10,000 scopes in flight", "RESULTS-scopes.md",
-             "| control actors' RSS (registry, 2 shards, pool manager) |", 2, "", 4),
+             "| 10,000 × 2 | sharded", 9, "", "≤ 1 GB"),
     Headline("Ray: 100,000 new scopes × 2 calls at once, sharded (2 shards): last result",
-             "RESULTS-scopes.md", "| time to the last result |", 3, "", "measured"),
+             "RESULTS-scopes.md", "| 100,000 × 2 | sharded", 4, "", "measured"),
     Headline("Code Mode: trivial `run_code` through the registry, warm, p50 / p99",
-             "RESULTS-code.md", "| trivial `run_code`", 2, "", 3),
+             "RESULTS-code.md", "| registry: trivial `run_code`", 2, " ms", 3),
+    Headline("Code Mode: trivial run `1 + 1`, warm child, confinement \"auto\", p50 / p95 / p99",
+             "RESULTS-code.md", "| trivial run, warm child, \"auto\"", 2, " ms", 3),
     Headline("Ray: 1,000 no-op calls, cap 1000, isolation \"call\": toolray / raw Ray",
              "RESULTS-rollout.md", "| call |", 4, "", 5),
     Headline("Ray: 1,000 no-op calls, cap 1000, isolation \"shared\": toolray / raw Ray",

@@ -79,6 +79,21 @@ def test_the_benchmark_table_is_composed_from_the_latest_results() -> None:
     assert "not measured" not in text
 
 
+def test_every_detailed_result_file_is_written_by_a_script_run_all_runs() -> None:
+    """``run_all.py`` re-measures every headline: no detailed file is kept by hand."""
+    run_all = _module(ROOT / "benchmarks" / "run_all.py")
+    scripts = [*run_all.SCRIPTS, *run_all.QUICK]
+    written = {
+        source
+        for script in scripts
+        for source in re.findall(r"RESULTS-\w+\.md", (ROOT / "benchmarks" / script).read_text())
+    }
+    written |= {Path(a).name for args in run_all.ARGS.values() for a in args if "RESULTS-" in a}
+    assert {h.source for h in run_all.HEADLINES} <= written
+    for script in scripts:  # each one is there, and runs as its own program
+        assert '__name__ == "__main__"' in (ROOT / "benchmarks" / script).read_text(), script
+
+
 def test_figures_are_quoted_only_from_the_one_table() -> None:
     """No page restates a throughput ratio: the Benchmarks page is the one place."""
     for page in pages():
