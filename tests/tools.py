@@ -720,16 +720,19 @@ def patient_tool(name: str, directory: str, placement: Any = None) -> ToolDefini
     )
 
 
-def journal_tool(name: str, directory: str, placement: Any = None) -> ToolDefinition:
+def journal_tool(
+    name: str, directory: str, placement: Any = None, *, pids: bool = False
+) -> ToolDefinition:
     """Appends ``start <key>`` and ``end <key>`` lines to ``<directory>/journal`` around a
     short sleep (``ms``, default 5), from whatever process runs it; ``x: true`` makes the call
-    exclusive, ``crash: true`` ends its process after the ``start`` line."""
+    exclusive, ``crash: true`` ends its process after the ``start`` line. ``pids``: the start
+    line ends with the pid of the process running the body (``start <key> <pid>``)."""
 
     def body(args: Any, ctx: Any) -> Any:
         key = args["key"]
         fd = os.open(Path(directory, "journal"), os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         try:
-            os.write(fd, f"start {key}\n".encode())
+            os.write(fd, (f"start {key} {os.getpid()}\n" if pids else f"start {key}\n").encode())
             if args.get("crash"):
                 os._exit(3)
             time.sleep(float(args.get("ms", 5)) / 1000)

@@ -176,3 +176,101 @@ async def test_a_pool_that_runs_one_body_at_a_time_is_never_chained(
     assert [r.result.value for r in out.results] == keys
     assert [s.get("chain") for s in _spans(ex)] == [None] * 4
     _check_barriers(_journal(tmp_path), keys, {"x3"})
+
+
+@pytest.mark.parametrize("isolation", ["call", "shared"])
+async def test_chains_under_sigkills_lose_nothing_run_nothing_twice_and_keep_their_barriers(
+    rt: Any, scope_key: str, tmp_path: Path, isolation: str
+) -> None:
+    """Agents send chained batches while running calls' processes and their workers are
+    SIGKILLed: every call gets one result in model order, no body starts twice, a success
+    ran once to its end, and every barrier held among the calls that ran."""
+    import random
+    import signal
+
+    import psutil
+
+    placement = Placement(size=2, spare=0, isolation=isolation)  # a pool of the test's own
+    tool = journal_tool("ch_faults", str(tmp_path), placement, pids=True)
+    rt.owned.append(rt.registry.register(tool))
+    pattern = ["p", "p", "p", "x", "p", "p", "x", "p"]
+    batches: list[tuple[list[str], Any]] = []
+    done = asyncio.Event()
+
+    async def agent(name: str) -> None:
+        ex = rt.executor(f"{scope_key}-{name}")
+        n = 0
+        while not done.is_set():
+            n += 1
+            keys = [f"{name}.{n}.{i}{kind}" for i, kind in enumerate(pattern)]
+            calls = [_call("ch_faults", k, x=k.endswith("x")) for k in keys]
+            batch = ToolBatchInput(
+                calls, AbortController().signal, scope=f"{scope_key}-{name}",
+                max_parallel_tool_calls=3,
+            )  # fmt: skip
+            batches.append((keys, await ex.execute_batch(batch)))
+
+    def running() -> list[int]:
+        """Pids of bodies that started and have not ended (from the journal)."""
+        path = tmp_path / "journal"
+        words = [x.split() for x in (path.read_text().splitlines() if path.exists() else [])]
+        ended = {w[1] for w in words if w[0] == "end"}
+        return [int(w[2]) for w in words if w[0] == "start" and w[1] not in ended]
+
+    agents = [asyncio.ensure_future(agent(name)) for name in ("a", "b", "c")]
+    rng, kills = random.Random(7), 0
+    try:
+        for _ in range(600):  # a bound: 8 kills, unless an agent stopped (its error shows)
+            if kills == 8 or any(a.done() for a in agents):
+                break
+            await asyncio.sleep(0.2)  # a pace for the faults, not a synchronisation
+            pids = running()
+            if not pids:
+                continue
+            try:
+                victim: Any = psutil.Process(rng.choice(pids))
+                if isolation == "call" and rng.random() < 0.4:  # its worker: template's parent
+                    victim = victim.parent().parent()
+                victim.send_signal(signal.SIGKILL)
+                kills += 1
+            except (psutil.Error, AttributeError):  # it ended meanwhile
+                continue
+    finally:
+        done.set()
+        await asyncio.gather(*agents)
+
+    assert kills == 8
+    journal = _journal(tmp_path)
+    starts: dict[str, int] = {}
+    for line in journal:
+        if line.startswith("start "):
+            key = line.split()[1]
+            starts[key] = starts.get(key, 0) + 1
+    ended = {line.split()[1] for line in journal if line.startswith("end ")}
+    assert max(starts.values()) == 1  # no body ran twice
+    codes: set[str] = set()
+    for keys, out in batches:
+        assert [r.call_id for r in out.results] == keys  # one result each, in model order
+        for key, r in zip(keys, out.results, strict=True):
+            if r.result.is_error:
+                codes.add(r.result.error.info.code)
+            else:
+                assert starts.get(key) == 1, key  # a success ran once…
+                assert key in ended, key  # …to its end
+        complete = [k for k in keys if k in ended]
+        at = {line.split()[0] + " " + line.split()[1]: i for i, line in enumerate(journal)}
+        for i, key in enumerate(complete):  # every barrier, among the calls that ran
+            if key.endswith("x"):
+                for other in complete[:i]:
+                    assert at[f"end {other}"] < at[f"start {key}"], (other, key)
+                for other in complete[i + 1 :]:
+                    assert at[f"end {key}"] < at[f"start {other}"], (key, other)
+    assert codes <= {"WORKER_LOST"}, codes
+    assert sum(r.result.is_error for _, out in batches for r in out.results) >= 1
+    # the pool recovered: a chained batch after the faults runs to its end
+    keys = [f"after.{i}{kind}" for i, kind in enumerate(pattern)]
+    calls = [_call("ch_faults", k, x=k.endswith("x")) for k in keys]
+    out = await rt.executor(scope_key).execute_batch(
+        ToolBatchInput(calls, AbortController().signal, scope=scope_key, max_parallel_tool_calls=3)
+    )
+    assert [r.result.value for r in out.results] == keys
