@@ -13,6 +13,9 @@ Figures (toolray and its reference interleaved, repetition by repetition):
   same two hops carrying the tool's name and arguments and running the no-op body
   (``RawBaseline.relay``) and the one-hop call are shown too. p50 and p99 over N round
   trips;
+- CPU per one-call batch in each process on its path (driver, executor, workers, call
+  processes) beside the bare two-hop call's (driver, relay actor, worker): where the time
+  goes;
 - no-op batch throughput, 1,000 calls, cap 1000, against raw per-call fan-out (the raw
   driver actor awaiting 1,000 bare calls on as many bare workers);
 - parallel groups with barriers: [K safe + 1 exclusive] × n (K = 9, 3, 1; 300 no-op calls;
@@ -106,6 +109,63 @@ async def one_call(rt: RayRuntime, rounds: int) -> dict[str, Any]:
     return out
 
 
+async def cpu_split(rt: RayRuntime, rounds: int) -> dict[str, Any]:
+    """CPU per one-call batch in each process on its path, beside the bare two-hop relay's.
+
+    ``psutil`` CPU times (user + system, every thread) before and after ``rounds`` round
+    trips in a row, per round trip in µs; the path is serial, so on few cores the sum is
+    close to the latency. Toolray's workers and call processes are the namespace's.
+    """
+    import psutil
+
+    key = "perf-cpu"
+    scope = rt.scope(key)
+    scope.register(bench_tool("noop"))
+    handle = rt.executor(key)
+    raw = RawBaseline(workers=1, threads=rt.config.pool.max_concurrency)
+    calls = [ToolCall("c0", "bench_noop", "{}")]
+
+    async def ours() -> None:
+        await handle.execute_batch(ToolBatchInput(calls, AbortController().signal, scope=key))
+
+    async def measured(groups: dict[str, list[int]], step: Any) -> dict[str, float]:
+        procs = {name: [psutil.Process(pid) for pid in pids] for name, pids in groups.items()}
+
+        def cpu(ps: list[Any]) -> float:
+            return sum(sum(p.cpu_times()[:2]) for p in ps if p.is_running())
+
+        before = {name: cpu(ps) for name, ps in procs.items()}
+        for _ in range(rounds):
+            await step()
+        return {name: (cpu(ps) - before[name]) / rounds * 1e6 for name, ps in procs.items()}
+
+    try:
+        await raw.ready()
+        for _ in range(20):  # every path warm
+            await ours()
+            await raw.bare_relay()
+        stats = await asyncio.to_thread(rt.stats)
+        toolray = {
+            "driver": [os.getpid()],
+            "executor": [(await handle.statistics()).pid],
+            "workers": [a.pid for a in stats.actors if a.kind == "worker"],
+            "call processes": [pid for pool in stats.pools for pid in pool.child_pids],
+        }
+        bare = {
+            "driver": [os.getpid()],
+            "relay actor": [await raw.driver.pid.remote()],
+            "worker": [await raw.workers[0].pid.remote()],
+        }
+        return {
+            "rounds": rounds,
+            "toolray": await measured(toolray, ours),
+            "bare": await measured(bare, raw.bare_relay),
+        }
+    finally:
+        raw.close()
+        scope.dispose()
+
+
 async def throughput(rt: RayRuntime, reps: int, shapes: tuple[str, ...], **kw: Any) -> list[Any]:
     """``toolray bench`` rows (toolray and raw Ray interleaved)."""
     opts = BenchOptions(shapes=tuple(GroupShape.parse(s) for s in shapes), repetitions=reps, **kw)
@@ -119,6 +179,7 @@ async def measure(base: RayRuntime, quick: bool) -> dict[str, Any]:
     for isolation in ("call", "shared"):
         with _isolated(base, isolation) as rt:
             out[f"latency-{isolation}"] = await one_call(rt, rounds)
+            out[f"cpu-{isolation}"] = await cpu_split(rt, rounds)
             (row,) = await throughput(rt, reps, ("safe",), calls=1000, cap=1000)
             out[f"throughput-{isolation}"] = row
             rows = await throughput(rt, reps, BARRIERS, calls=300, cap=10)
@@ -150,6 +211,17 @@ def rows(fig: dict[str, Any]) -> list[str]:
             f"ms; two-hop running the no-op body {two['p50_ms']:.2f} / {two['p99_ms']:.2f} ms "
             f"({lat['ratio_body']:.2f}×); one-hop {one['p50_ms']:.2f} / {one['p99_ms']:.2f} "
             f"ms; {lat['rounds']} rounds |"
+        )
+    for iso in ("call", "shared"):
+        cpu = fig[f"cpu-{iso}"]
+        ours, bare = cpu["toolray"], cpu["bare"]
+        out.append(
+            f'| CPU per one-call batch, isolation "{iso}": toolray / bare two-hop | '
+            f"{sum(ours.values()):,.0f} / {sum(bare.values()):,.0f} µs | reported | toolray "
+            + ", ".join(f"{k} {v:,.0f}" for k, v in ours.items())
+            + "; bare two-hop "
+            + ", ".join(f"{k} {v:,.0f}" for k, v in bare.items())
+            + f" (µs per round trip, {cpu['rounds']} in a row) |"
         )
     for iso, target in (("shared", "≥ 2×"), ("call", "≥ 1.0×")):
         out.append(
@@ -194,6 +266,11 @@ def write(fig: dict[str, Any], meta: dict[str, Any], quick: bool) -> None:
         "arguments and running the no-op body on the worker, as a plain Ray program would "
         "run the tool; the one-hop call runs the body on the worker straight from this "
         "process.\n"
+        "- CPU: `psutil` CPU times (user + system, every thread) of each process on the "
+        "path before and after that many round trips in a row (one-call batches, then bare "
+        "two-hop calls); on 2 cores the path is serial, so the sum is close to the latency. "
+        "The toolray driver's share includes the reservation each lone batch sends first "
+        "(what lets a batch sent to an executor that just died go to a new one).\n"
         "- Throughput: calls / median wall time of one batch seen from this process; raw Ray "
         "is one async driver actor awaiting the same bare calls (same cap, least-loaded pick, "
         "same stages) on as many bare worker actors (`toolray_actors/bench/_rawray.py`).\n"

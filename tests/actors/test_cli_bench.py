@@ -96,27 +96,34 @@ def test_impossible_numbers_fail_before_ray_starts(capsys: Any) -> None:
 
 
 @pytest.mark.ray
-async def test_one_call_latency_is_taken_beside_the_bare_and_the_body_two_hop_calls(
+async def test_one_call_latency_and_cpu_are_taken_beside_the_bare_and_the_body_two_hop_calls(
     ray_runtime: Any,
 ) -> None:
     path = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_perf.py"
     module = load_script(path, "_bench_perf_smoke")
 
     out = await module.one_call(ray_runtime, 3)
+    cpu = await module.cpu_split(ray_runtime, 3)
 
     assert out["rounds"] == 3
     for name in ("toolray", "bare", "two_hop", "one_hop"):
         assert 0 < out[name]["p50_ms"] <= out[name]["p99_ms"], name
     assert out["ratio"] == out["toolray"]["p50_ms"] / out["bare"]["p50_ms"]  # the reference
     assert out["ratio_body"] == out["toolray"]["p50_ms"] / out["two_hop"]["p50_ms"]
-    (row, _, *_) = module.rows(
+    assert cpu["rounds"] == 3
+    assert set(cpu["toolray"]) == {"driver", "executor", "workers", "call processes"}
+    assert set(cpu["bare"]) == {"driver", "relay actor", "worker"}
+    assert min(*cpu["toolray"].values(), *cpu["bare"].values()) >= 0
+    (row, _, cpu_row, *_) = module.rows(
         {f"latency-{iso}": out for iso in ("call", "shared")}
+        | {f"cpu-{iso}": cpu for iso in ("call", "shared")}
         | {f"throughput-{iso}": _TP for iso in ("call", "shared")}
         | {f"{shape}-{iso}": _TP for shape in module.BARRIERS for iso in ("call", "shared")}
     )
     assert row.startswith('| one-call batch round trip, isolation "call"')
     assert f"| {out['ratio']:.2f}× | ≤ 1.5× |" in row
     assert "bare two-hop" in row
+    assert cpu_row.startswith('| CPU per one-call batch, isolation "call"')
     assert f"({out['ratio_body']:.2f}×)" in row
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import os
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -175,6 +176,9 @@ class _RawWorker:
     async def ping(self) -> bool:
         return True
 
+    async def pid(self) -> int:
+        return os.getpid()
+
 
 class _Slot:
     __slots__ = ("handle", "in_flight")
@@ -216,6 +220,9 @@ class _RawDriver:
         """One argument-less call to the first worker, relayed (the bare two-hop floor)."""
         first = next(iter(self._slots))
         return str(await first.handle.bare.remote())
+
+    async def pid(self) -> int:
+        return os.getpid()
 
     async def run(
         self, stages: list[RawStage], cap: int, body: str, args: BenchArgs
