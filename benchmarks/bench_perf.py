@@ -29,8 +29,8 @@ import argparse
 import asyncio
 import os
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,9 @@ from toolray_actors.cli._bench import BenchOptions, bench_rows, machine
 RESULTS = Path(__file__).with_name("RESULTS-perf.md")
 CONFIG = Path(__file__).resolve().parent.parent / "configs" / "local.toml"
 BARRIERS = ("mixed:9+1", "mixed:3+1", "mixed:1+1")
+
+Step = Callable[[], Awaitable[object]]
+"""One round trip to time."""
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -66,21 +69,37 @@ def _isolated(base: RayRuntime, isolation: str) -> Iterator[RayRuntime]:
         rt.shutdown()
 
 
-async def one_call(rt: RayRuntime, rounds: int) -> dict[str, Any]:
-    """One-call batch round trips against raw two-hop and one-hop calls, interleaved."""
-    key = "perf-latency"
+@asynccontextmanager
+async def _lone_calls(rt: RayRuntime, key: str) -> AsyncIterator[tuple[Any, RawBaseline, Step]]:
+    """Scope ``key`` with the no-op tool, its executor, a ready raw baseline, and a step that
+    sends one one-call batch (raising if it fails); all of it is cleaned up afterwards."""
     scope = rt.scope(key)
     scope.register(bench_tool("noop"))
     handle = rt.executor(key)
     raw = RawBaseline(workers=1, threads=rt.config.pool.max_concurrency)
     calls = [ToolCall("c0", "bench_noop", "{}")]
-    times: dict[str, list[float]] = {"toolray": [], "bare": [], "two_hop": [], "one_hop": []}
+
+    async def step() -> None:
+        batch = ToolBatchInput(calls, AbortController().signal, scope=key)
+        result = (await handle.execute_batch(batch)).results[0].result
+        if result.is_error:
+            raise RuntimeError(f"a one-call batch failed: {result.content}")
+
     try:
         await raw.ready()
+        yield handle, raw, step
+    finally:
+        raw.close()
+        scope.dispose()
+
+
+async def one_call(rt: RayRuntime, rounds: int) -> dict[str, Any]:
+    """One-call batch round trips against raw two-hop and one-hop calls, interleaved."""
+    times: dict[str, list[float]] = {"toolray": [], "bare": [], "two_hop": [], "one_hop": []}
+    async with _lone_calls(rt, "perf-latency") as (_, raw, step):
         for i in range(rounds + rounds // 10 + 5):  # the first tenth warms every path
-            batch = ToolBatchInput(calls, AbortController().signal, scope=key)
             t0 = time.perf_counter()
-            result = await handle.execute_batch(batch)
+            await step()
             t1 = time.perf_counter()
             await raw.bare_relay()
             t2 = time.perf_counter()
@@ -88,8 +107,6 @@ async def one_call(rt: RayRuntime, rounds: int) -> dict[str, Any]:
             t3 = time.perf_counter()
             await raw.workers[0].run.remote("noop", {})
             t4 = time.perf_counter()
-            if result.results[0].result.is_error:
-                raise RuntimeError(f"latency call failed: {result.results[0].result.content}")
             if i >= rounds // 10 + 5:
                 for name, value in (
                     ("toolray", t1 - t0),
@@ -98,9 +115,6 @@ async def one_call(rt: RayRuntime, rounds: int) -> dict[str, Any]:
                     ("one_hop", t4 - t3),
                 ):
                     times[name].append(value * 1000)
-    finally:
-        raw.close()
-        scope.dispose()
     out: dict[str, Any] = {"rounds": rounds}
     for name, values in times.items():
         out[name] = {"p50_ms": _pct(values, 0.5), "p99_ms": _pct(values, 0.99)}
@@ -118,17 +132,7 @@ async def cpu_split(rt: RayRuntime, rounds: int) -> dict[str, Any]:
     """
     import psutil
 
-    key = "perf-cpu"
-    scope = rt.scope(key)
-    scope.register(bench_tool("noop"))
-    handle = rt.executor(key)
-    raw = RawBaseline(workers=1, threads=rt.config.pool.max_concurrency)
-    calls = [ToolCall("c0", "bench_noop", "{}")]
-
-    async def ours() -> None:
-        await handle.execute_batch(ToolBatchInput(calls, AbortController().signal, scope=key))
-
-    async def measured(groups: dict[str, list[int]], step: Any) -> dict[str, float]:
+    async def measured(groups: dict[str, list[int]], step: Step) -> dict[str, float]:
         procs = {name: [psutil.Process(pid) for pid in pids] for name, pids in groups.items()}
 
         def cpu(ps: list[Any]) -> float:
@@ -139,10 +143,9 @@ async def cpu_split(rt: RayRuntime, rounds: int) -> dict[str, Any]:
             await step()
         return {name: (cpu(ps) - before[name]) / rounds * 1e6 for name, ps in procs.items()}
 
-    try:
-        await raw.ready()
+    async with _lone_calls(rt, "perf-cpu") as (handle, raw, step):
         for _ in range(20):  # every path warm
-            await ours()
+            await step()
             await raw.bare_relay()
         stats = await asyncio.to_thread(rt.stats)
         toolray = {
@@ -158,12 +161,9 @@ async def cpu_split(rt: RayRuntime, rounds: int) -> dict[str, Any]:
         }
         return {
             "rounds": rounds,
-            "toolray": await measured(toolray, ours),
+            "toolray": await measured(toolray, step),
             "bare": await measured(bare, raw.bare_relay),
         }
-    finally:
-        raw.close()
-        scope.dispose()
 
 
 async def throughput(rt: RayRuntime, reps: int, shapes: tuple[str, ...], **kw: Any) -> list[Any]:
