@@ -15,6 +15,7 @@ from typing import Any, Protocol, TypeVar, cast
 
 import ray
 
+from ._ledger import highest
 from ._placement import WorkerSettings
 from ._remote import Handle, lookup
 from ._stats import ActorStats, WorkerStatus
@@ -37,6 +38,7 @@ __all__ = (
     "kill_self",
     "named_actors",
     "pool_name",
+    "read_ledger_on",
     "registry_name",
     "resources_offered",
     "shard_name",
@@ -273,3 +275,17 @@ def kill(handle: Handle, *, no_restart: bool = True) -> None:
 def kill_self() -> None:
     """Kill the calling actor (used by an idle executor to reap itself)."""
     ray.kill(ray.get_runtime_context().current_actor, no_restart=True)
+
+
+_read_ledger = ray.remote(num_cpus=0, max_retries=0)(highest)
+
+
+def read_ledger_on(node: str, path: str, driver: str, wait_s: float) -> ray.ObjectRef[int | None]:
+    """:func:`toolray_actors._ledger.highest` run on ``node`` (where the ledger is)."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    strategy = NodeAffinitySchedulingStrategy(node, soft=False)
+    ref: ray.ObjectRef[int | None] = _read_ledger.options(scheduling_strategy=strategy).remote(
+        path, driver, wait_s
+    )
+    return ref

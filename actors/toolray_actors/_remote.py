@@ -24,6 +24,7 @@ from ._errors import is_actor_death, translate
 
 __all__ = (
     "Handle",
+    "actor_id",
     "actor_name",
     "anchor",
     "freeze",
@@ -134,6 +135,11 @@ def node_id() -> str:
 def job_id() -> str:
     """The id of this process's Ray job."""
     return str(ray.get_runtime_context().get_job_id())
+
+
+def actor_id() -> str:
+    """The id of the actor this process hosts (``""`` if none)."""
+    return ray.get_runtime_context().get_actor_id() or ""
 
 
 def actor_name() -> str:

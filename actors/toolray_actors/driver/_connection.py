@@ -27,6 +27,7 @@ from toolray_actors.control._store import Store
 
 from ._portal import Portal
 from ._submissions import Submissions
+from ._unstarted import Ready
 
 __all__ = ("Connection",)
 
@@ -63,7 +64,7 @@ class Connection:
         self.portal = portal
         self.closed = False
         self.recoveries = 0
-        self.executors: ActorDirectory[Handle] = ActorDirectory()
+        self.executors: ActorDirectory[Ready] = ActorDirectory()
         """Executor actors known ready, shared by this runtime's handles (a shard's scopes)."""
         self.submissions = Submissions()
         """Batches bound for one executor actor in one tick, sent together."""

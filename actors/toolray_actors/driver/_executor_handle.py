@@ -10,7 +10,9 @@ so whatever happens the caller gets one result per call, in model order:
 - the caller's task is cancelled (or a stream is closed early): the remote batch is aborted
   exactly as its signal would be, with the ``CancelledError`` as the reason, and the
   cancellation propagates;
-- the actor was reaped, killed or crashed between batches: the next call recreates it.
+- the actor was reaped, killed or crashed between batches: the next call recreates it (a
+  batch the actor died before starting is sent again: its reservation failed, or, for a
+  one-call batch sent alone, the actor's ledger says so — ``toolray_actors._ledger``).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from toolray_actors._arguments import shippable_calls
 from toolray_actors._config import RuntimeConfig
 from toolray_actors._errors import is_actor_death, translate, wire_reason
 from toolray_actors._handles import control_options, create_executor, get_named
+from toolray_actors._ledger import DRIVER
 from toolray_actors._remote import Handle, retrying, send
 from toolray_actors._toolset import RemoteToolSet, wire_tool_set
 from toolray_actors._tracing import DriverTrace
@@ -47,6 +50,7 @@ from toolray_actors.execution._executor_actor import BatchSpec, ExecutorActor, E
 from ._batch_stream import Accumulator
 from ._connection import Connection
 from ._submissions import Inbox
+from ._unstarted import LedgerRef, Ready, never_started
 
 __all__ = ("ExecutorHandle",)
 
@@ -74,6 +78,7 @@ class ExecutorHandle:
         self.scope = scope
         self.name, self._created_for = conn.executor_target(scope)
         self._actor: Handle | None = None
+        self._ready: Ready | None = None
         self.recreated = 0
         self.last_trace: list[dict[str, Any]] = []
         """The trace of the last batch this handle ran (spans per call, stage instants)."""
@@ -107,18 +112,21 @@ class ExecutorHandle:
             return self._actor
         self._conn._check_open()
         # the scopes of one shard share one start: one lookup and one ready, not one each
-        actor = await self._conn.executors.get(self.name, self._start)
+        ready = await self._conn.executors.get(self.name, self._start)
         if self._actor is None:
-            self._actor = actor
+            self._actor, self._ready = ready.actor, ready
         return self._actor
 
-    async def _start(self) -> Handle:
-        """Find (or create) the named actor and wait until it is ready."""
+    @property
+    def _ledger(self) -> LedgerRef | None:
+        return self._ready.ledger if self._ready is not None else None
 
-        async def attempt() -> Handle:
+    async def _start(self) -> Ready:
+        """Find (or create) the named actor and wait until it is ready (joining its ledger)."""
+
+        async def attempt() -> Ready:
             actor = get_named(self.name, self._conn.namespace) or self._create()
-            await send(actor, ExecutorActor.ready)
-            return actor
+            return Ready(actor, LedgerRef.of(await send(actor, ExecutorActor.ready, DRIVER)))
 
         # A reaped or killed executor's name can outlive it for a moment.
         pauses = (min(0.02 * (n + 1), 0.5) for n in range(_ENSURE_ATTEMPTS - 1))
@@ -127,9 +135,9 @@ class ExecutorHandle:
         return actor
 
     def _lost(self) -> None:
-        actor, self._actor = self._actor, None
-        if actor is not None:
-            self._conn.executors.drop(self.name, actor)
+        ready, self._actor, self._ready = self._ready, None, None
+        if ready is not None:
+            self._conn.executors.drop(self.name, ready)
 
     async def _reserved(self, batch_id: str) -> Handle:
         """An executor that has accepted ``batch_id``.
@@ -157,7 +165,8 @@ class ExecutorHandle:
 
         async def attempt() -> tuple[Handle, Inbox]:
             actor = await self._ensure()
-            return actor, await self._conn.submissions.submit(self.name, actor, spec)
+            inbox = await self._conn.submissions.submit(self.name, actor, spec, self._ledger)
+            return actor, inbox
 
         return await retrying(attempt, self._what, _RESERVE_RETRIES, recover=self._lost)
 
@@ -207,6 +216,22 @@ class ExecutorHandle:
     async def _stream(
         self, spec: BatchSpec, batch: ToolBatchInput, acc: Accumulator
     ) -> AsyncIterator[tuple[int, ToolCallResult]]:
+        for _ in _RESERVE_RETRIES:  # sent again while the actor died before starting it
+            unstarted: list[bool] = []
+            async for committed in self._attempt(spec, batch, acc, unstarted):
+                yield committed
+            if not unstarted:
+                return
+            if batch.signal.aborted:  # aborted meanwhile: the next actor hears it at once
+                reason = wire_reason(batch.signal.reason)
+                spec = dataclasses.replace(spec, aborted=True, reason=reason)
+        async for committed in self._attempt(spec, batch, acc, None):
+            yield committed
+
+    async def _attempt(
+        self, spec: BatchSpec, batch: ToolBatchInput, acc: Accumulator, unstarted: list[bool] | None
+    ) -> AsyncIterator[tuple[int, ToolCallResult]]:
+        """Send ``spec`` once; ``unstarted`` is filled if its actor died before starting it."""
         batch_id = spec.batch_id
         actor, inbox = await self._submitted(spec)
         signal = batch.signal
@@ -235,11 +260,15 @@ class ExecutorHandle:
             if not is_actor_death(err):
                 raise translate(err, self._what) from None
             self._lost()
+            ticket = inbox.ticket
+            if unstarted is not None and ticket is not None and await never_started(ticket):
+                unstarted.append(True)
+                return
             for committed in acc.lose(err):
                 yield committed
         finally:
             stop()
-            if not acc.done:
+            if not acc.done and not unstarted:
                 send(actor, ExecutorActor.cancel, batch_id, wire_reason(reason))
             acc.sync()
         if not acc.done:  # the stream ended without its end record: the actor went away

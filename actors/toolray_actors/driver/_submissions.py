@@ -6,9 +6,12 @@ thousands of scopes spends its time on messages. :class:`Submissions` holds the 
 bound for one actor until the end of the tick, then sends their reservation as one
 ``reserve(*ids)`` and the batches as one streaming ``run_batches``, whose merged chunks a
 reader task hands to each batch's :class:`Inbox`. A lone batch goes as before
-(``reserve`` + ``run_batch``; a one-call batch read at its end, ``run_small``: a plain
-reply instead of a stream), without the reader's hop; so does every batch of a group
-that could not be sent as one (a batch Ray cannot serialize then fails alone).
+(``reserve`` + ``run_batch``), without the reader's hop; so does every batch of a group
+that could not be sent as one (a batch Ray cannot serialize then fails alone). A lone
+one-call batch read at its end is one message, ``run_small`` (a plain reply instead of a
+stream), with no reservation when the actor keeps a ledger for this driver: its
+:class:`~toolray_actors.driver._unstarted.Ticket` then tells, after a death, whether it
+started (``toolray_actors._ledger``).
 
 Failures keep their meaning per batch: a reservation that fails fails every batch of the
 group before anything ran (each caller retries on a new actor); a death of the actor, or the
@@ -26,6 +29,7 @@ from typing import TYPE_CHECKING, cast
 import ray.exceptions as rex
 
 from toolray_actors._errors import is_actor_death
+from toolray_actors._ledger import DRIVER, next_ticket
 from toolray_actors._remote import Handle, send, stream
 from toolray_actors._wire import (
     BatchFailed,
@@ -37,6 +41,8 @@ from toolray_actors._wire import (
     unknown,
 )
 from toolray_actors.execution._executor_actor import BatchSpec, ExecutorActor
+
+from ._unstarted import LedgerRef, Ticket
 
 if TYPE_CHECKING:
     import ray
@@ -59,8 +65,12 @@ _ENDED = _Ended()
 class Inbox:
     """One batch's items, as its group's reader routes them (or its lone stream)."""
 
-    def __init__(self, lone: AsyncIterator[ray.ObjectRef[bytes]] | None = None) -> None:
+    def __init__(
+        self, lone: AsyncIterator[ray.ObjectRef[bytes]] | None = None, ticket: Ticket | None = None
+    ) -> None:
         self._lone = lone
+        self.ticket = ticket
+        """A batch sent unreserved: its number in the actor's ledger."""
         self._queue: asyncio.Queue[StreamItem | BaseException | _Ended] = asyncio.Queue()
         self.open = True
 
@@ -98,8 +108,9 @@ class Inbox:
 class _Group:
     """The batches bound for one actor in one tick, each waiting for its inbox."""
 
-    def __init__(self, actor: Handle) -> None:
+    def __init__(self, actor: Handle, ledger: LedgerRef | None) -> None:
         self.actor = actor
+        self.ledger = ledger
         self.specs: list[BatchSpec] = []
         self.ready: dict[str, asyncio.Future[Inbox]] = {}
         self.sent = False
@@ -114,8 +125,13 @@ class Submissions:
         self.messages = 0
         """Messages that carried batches (a group, or a lone batch: each with its reservation)."""
 
-    async def submit(self, name: str, actor: Handle, spec: BatchSpec) -> Inbox:
+    async def submit(
+        self, name: str, actor: Handle, spec: BatchSpec, ledger: LedgerRef | None = None
+    ) -> Inbox:
         """Send ``spec`` to ``actor`` with the batches of this tick; its inbox once reserved.
+
+        ``ledger``: the actor keeps this driver's slot there (a lone one-call batch then goes
+        unreserved, with a ticket).
 
         Raises what the reservation (or sending) raised: nothing of the batch ran then. A
         caller cancelled while it waits takes its batch out, or cancels it once sent.
@@ -124,7 +140,7 @@ class Submissions:
         key = (name, loop)
         group = self._open.get(key)
         if group is None or group.actor is not actor or len(group.specs) >= MAX_GROUP:
-            group = self._open[key] = _Group(actor)
+            group = self._open[key] = _Group(actor, ledger)
             loop.call_soon(self._flush, key, group)
         group.specs.append(spec)
         ready = group.ready[spec.batch_id] = loop.create_future()
@@ -153,7 +169,7 @@ class Submissions:
         for spec in specs:
             ready = group.ready[spec.batch_id]
             try:
-                self._send_alone(group.actor, spec, ready)
+                self._send_alone(group, spec, ready)
             except Exception as err:  # that batch alone fails, before anything of it ran
                 _fail(ready, err)
 
@@ -172,10 +188,18 @@ class Submissions:
         waiting = {batch_id: (ready[batch_id], inbox) for batch_id, inbox in inboxes.items()}
         self._spawn(_reservation(reserved, actor, specs, waiting))
 
-    def _send_alone(self, actor: Handle, spec: BatchSpec, ready: asyncio.Future[Inbox]) -> None:
+    def _send_alone(self, group: _Group, spec: BatchSpec, ready: asyncio.Future[Inbox]) -> None:
+        actor, small = group.actor, len(spec.calls) <= 1 and spec.paced
         data = encode(spec, from_user=True)  # a batch that cannot go fails alone, unreserved
+        if small and group.ledger is not None:  # one message; the ledger tells if it started
+            ticket = Ticket(group.ledger, next_ticket())
+            ref = send(actor, ExecutorActor.run_small_wire, data, DRIVER, ticket.number)
+            self.messages += 1
+            if not ready.done():
+                ready.set_result(Inbox(_single(ref), ticket))
+            return
         reserved = send(actor, ExecutorActor.reserve, spec.batch_id)
-        if len(spec.calls) <= 1 and spec.paced:  # only its end is read: one plain reply
+        if small:  # only its end is read: one plain reply
             lone = _single(send(actor, ExecutorActor.run_small_wire, data))
         else:
             lone = stream(actor, ExecutorActor.run_batch_wire, data)

@@ -15,7 +15,6 @@ After an idle TTL the actor detaches and exits.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import logging
 import os
@@ -33,22 +32,20 @@ from toolray import (
     ToolBatchResult,
     ToolExecutionResult,
 )
-from toolray.lowlevel import TraceParent, observe
+from toolray.lowlevel import Observer, TraceParent, observe
 from toolray_actors import _wire as wire
 from toolray_actors._config import RuntimeConfig
 from toolray_actors._errors import namespace_ended
 from toolray_actors._executor_wire import BatchSpec, ExecutorStats
 from toolray_actors._farm_stats import FarmObserver
 from toolray_actors._handles import (
-    control_options,
-    create_bucket,
     get_named,
     kill_self,
     registry_name,
 )
+from toolray_actors._ledger import FirstCall, Ledger, joined
 from toolray_actors._mirror import Mirror, Op
-from toolray_actors._placement import pool_plan
-from toolray_actors._remote import send
+from toolray_actors._remote import actor_id, node_id, send
 from toolray_actors._stats import ActorStats, actor_stats
 from toolray_actors._tracing import SpanRecorder
 from toolray_actors.control._registry_actor import RegistryActor
@@ -56,9 +53,9 @@ from toolray_actors.control._store import Store
 
 from ._code_pool import CodePool, code_registry
 from ._executor_calls import CallService
-from ._metrics import CallMetrics, PoolMetrics, flush_every
-from ._pool import PoolManager, start_pool
-from ._pool_client import PoolClient
+from ._metrics import CallMetrics, flush_every
+from ._placements import Placements
+from ._pool import PoolManager
 from ._rate_client import RayRateLimiter
 from ._runner import RayBodyRunner
 from ._streaming import Feed, merged, streamed
@@ -83,24 +80,22 @@ class ExecutorActor:
         self.code = CodePool(self.config.code)
         self.seq = -1
         self.batches: dict[str, AbortController] = {}
-        self.pools: dict[str, PoolClient] = {}
-        self._placed: dict[object, PoolClient] = {}
+        self.placements = Placements(namespace, self.config)
+        self.pools = self.placements.pools
         self.scopes_seen: set[str | None] = set()
         self.runner = RayBodyRunner(
-            self._pool_for,
+            self.placements.pool_for,
             self._key_of,
             cancel_grace_ms=self.config.cancel_grace_ms,
             kill_grace_ms=self.config.kill_grace_ms,
             home=(name, namespace),
-            on_kill=self._killed,
+            on_kill=self.placements.killed,
         )
         self.calls = CallService(
             lambda: self.mirror, self.runner, self.batches, self.scopes_seen, self._touch
         )
-        self.pool_metrics = PoolMetrics()
-        self.buckets: dict[str, Any] = {}
         overrides = {t: RateLimit(**c.model_dump()) for t, c in self.config.rate_limits.items()}
-        self.limiter = RayRateLimiter(self._bucket_for, overrides)
+        self.limiter = RayRateLimiter(self.placements.bucket_for, overrides)
         self._rebuild([])
         self.last_active = time.monotonic()
         self._attached = False
@@ -109,6 +104,7 @@ class ExecutorActor:
         observe(self.farm)  # for the actor's lifetime
         self.metrics = CallMetrics()
         self._flusher: asyncio.Task[None] | None = None
+        self.ledger = Ledger.open(actor_id())  # which lone batches started, for drivers
 
     # ------------------------------------------------------------------ the mirror
     def _rebuild(self, ops: list[Op]) -> None:
@@ -121,34 +117,11 @@ class ExecutorActor:
             runner=self.runner,
         )
 
-    def _bucket_for(self, tool: str) -> Any:
-        handle = self.buckets.get(tool)
-        if handle is None:
-            control = control_options(self.config.control_resource)
-            handle = self.buckets[tool] = create_bucket(tool, self.namespace, control)
-        return handle
-
     def _key_of(self, definition: Any) -> tuple[str, bytes] | None:
         return self.mirror.key_of(definition)
 
-    def _killed(self, pool: PoolClient) -> None:
-        """The ladder killed in ``pool``: its metric (tagged with the pool's key)."""
-        self.pool_metrics.killed(next((k for k, c in self.pools.items() if c is pool), ""))
-
-    def _pool_for(self, placement: Any) -> PoolClient:
-        with contextlib.suppress(KeyError, TypeError):  # a frozen value: looked up once
-            return self._placed[placement]
-        plan = pool_plan(placement, self.config)
-        client = self.pools.get(plan.key)
-        if client is None:
-            control = control_options(self.config.control_resource)
-            client = self.pools[plan.key] = start_pool(plan, self.namespace, control)
-        with contextlib.suppress(TypeError):  # unhashable (a resources dict): not kept
-            self._placed[placement] = client
-        return client
-
-    async def ready(self) -> dict[str, Any]:
-        """Attach to the registry (once) and mirror its state."""
+    async def ready(self, driver: str = "") -> dict[str, Any]:
+        """Attach to the registry (once) and mirror its state; ``driver`` joins the ledger."""
         if not self._attached:
             registry = get_named(registry_name(), self.namespace)
             if registry is None:  # the namespace ended: say why, and do not linger
@@ -163,11 +136,12 @@ class ExecutorActor:
                 self._reaper = asyncio.ensure_future(self._reap())
                 flush = functools.partial(self.metrics.flush, self.farm)
                 self._flusher = asyncio.ensure_future(flush_every(_METRICS_FLUSH_S, flush))
-            pool = self._pool_for(None)
+            pool = self.placements.pool_for(None)
             await send(pool.manager, PoolManager.ready)
             await pool.refresh()  # the first batch's calls then leave in one tick, coalesced
         self.last_active = time.monotonic()
-        return {"name": self.name, "pid": os.getpid(), "seq": self.seq}
+        where = {"ledger": joined(self.ledger, driver), "node": node_id()}
+        return {"name": self.name, "pid": os.getpid(), "seq": self.seq} | where
 
     async def apply_changes(self, first: int, deltas: tuple[wire.RegistryChange, ...]) -> int:
         """Apply registry changes ``first, first + 1, …`` in order (a group commit).
@@ -232,15 +206,24 @@ class ExecutorActor:
             log=step,
         )
 
-    def _start(self, spec: BatchSpec) -> tuple[asyncio.Task[ToolBatchResult], Feed, _Trace]:
-        """Start ``spec``'s run: ``(its task, the feed it commits into, its trace)``."""
+    def _start(
+        self, spec: BatchSpec, ticket: tuple[str, int] | None = None
+    ) -> tuple[asyncio.Task[ToolBatchResult], Feed, _Trace]:
+        """Start ``spec``'s run: ``(its task, the feed it commits into, its trace)``.
+
+        A ``ticket`` (driver, number) enters the ledger as the batch's call starts.
+        """
         self.last_active = time.monotonic()
         queue: asyncio.Queue[wire.StreamEntry] = asyncio.Queue()
         trace: _Trace = []
         commits = Feed(queue, len(spec.calls))
         batch = self._batch(spec, commits)
         parent = TraceParent.parse(spec.trace)
-        recorder = SpanRecorder(parent, queue.put_nowait) if parent is not None else None
+        recorder: Observer | None = (
+            SpanRecorder(parent, queue.put_nowait) if parent is not None else None
+        )
+        if ticket is not None and self.ledger is not None:
+            recorder = FirstCall(functools.partial(self.ledger.started, *ticket), recorder)
         return asyncio.ensure_future(self._execute(batch, commits, trace, recorder)), commits, trace
 
     def _ended(self, spec: BatchSpec, task: asyncio.Task[ToolBatchResult]) -> None:
@@ -262,12 +245,14 @@ class ExecutorActor:
         finally:
             self._ended(spec, task)
 
-    async def run_small(self, spec: BatchSpec) -> wire.StreamEnd:
+    async def run_small(
+        self, spec: BatchSpec, ticket: tuple[str, int] | None = None
+    ) -> wire.StreamEnd:
         """One batch as one reply: its end record, carrying every entry.
 
         For a one-call batch whose driver reads only the end (nothing commits before it).
         """
-        task, commits, trace = self._start(spec)
+        task, commits, trace = self._start(spec, ticket)
         try:
             result = await asyncio.shield(task)  # a cancelled reply aborts the run instead
         finally:
@@ -286,9 +271,10 @@ class ExecutorActor:
         async for item in self.run_batch(cast("BatchSpec", wire.decode(spec))):
             yield wire.encode(item)
 
-    async def run_small_wire(self, spec: bytes) -> bytes:
-        """:meth:`run_small` across Ray."""
-        return wire.encode(await self.run_small(cast("BatchSpec", wire.decode(spec))))
+    async def run_small_wire(self, spec: bytes, driver: str = "", ticket: int = 0) -> bytes:
+        """:meth:`run_small` across Ray; a ticketed batch enters the ledger as it starts."""
+        batch = cast("BatchSpec", wire.decode(spec))
+        return wire.encode(await self.run_small(batch, (driver, ticket) if ticket else None))
 
     async def run_batches_wire(self, specs: bytes) -> AsyncIterator[bytes]:
         """:meth:`run_batches` across Ray."""
@@ -300,10 +286,12 @@ class ExecutorActor:
         batch: ToolBatchInput,
         commit: Feed,
         trace: _Trace,
-        recorder: SpanRecorder | None,
+        recorder: Observer | None,
     ) -> ToolBatchResult:
         """Run ``batch`` on the scope's executor: ours, or a ``set_executor()`` one."""
         custom = self.calls.custom_executor(batch)
+        if isinstance(recorder, FirstCall) and custom is not None:
+            recorder.now()  # no observer hears a custom executor's calls start
         if custom is None:
             return await self.executor.execute(
                 batch, on_commit=commit, trace=trace, observer=recorder

@@ -1,0 +1,216 @@
+"""Which lone batches an executor actor started, readable after the actor's death.
+
+A one-call batch leaves the driver as one message (``run_small``), with no reservation ahead
+of it. When the actor dies before the reply, the driver must know whether the batch could
+have had an effect: if it never started, it is sent again to a new actor (the caller sees
+nothing); if it might have, its call ends ``EXECUTOR_LOST``. Ray's death error does not say
+which, so the executor says it, in a small file on its node that outlives it:
+
+- every driver numbers its lone batches (:func:`next_ticket`, rising in this process) and
+  joins the actor's ledger when it first finds the actor ready (:meth:`Ledger.join`: a slot
+  of 40 bytes, its id and the highest ticket started, 0);
+- the actor writes a batch's ticket into the driver's slot when the batch's call starts
+  (:class:`FirstCall`, the batch's own observer: before the call's hooks, guards, approval
+  or body; before a custom executor runs the batch), one ``pwrite`` into the page cache
+  (~2 µs): a ticket above the slot's value never started, nothing of it ran;
+- the actor holds an exclusive ``flock`` on the file for its life; :func:`highest` takes a
+  shared lock first, so it reads only once the process is gone (a death Ray reported
+  while the process still ran would otherwise race the read).
+
+Anything unclear — no file, no slot, the lock not free in time, another node that cannot be
+asked — counts as started: the call ends ``EXECUTOR_LOST``, as it would have before. A
+ledger whose lock is free (its actor gone) and that was last written a minute ago is
+removed by the next executor that starts on the node (:func:`sweep`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import itertools
+import os
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+from toolray.lowlevel import BatchStart, CallEnd, CallStart, Observer
+
+__all__ = (
+    "DRIVER",
+    "FirstCall",
+    "Ledger",
+    "highest",
+    "joined",
+    "ledger_dir",
+    "next_ticket",
+    "sweep",
+)
+
+DRIVER = uuid.uuid4().hex
+"""This process as a driver: the id of its slot in every ledger it joins (32 characters)."""
+
+_tickets = itertools.count(1)
+
+_ID = 32
+_SLOT = _ID + 8
+_MAX_SLOTS = 4096
+"""Drivers one actor keeps a slot for (a 160 KiB file at most); later ones reserve instead."""
+
+_STALE_S = 60.0
+
+
+def next_ticket() -> int:
+    """A number for a lone batch, above every one this process gave before."""
+    return next(_tickets)
+
+
+def ledger_dir() -> Path:
+    """Where this node's ledgers live (one directory per user, under the temp directory)."""
+    return Path(tempfile.gettempdir()) / f"toolray-ledgers-{os.getuid()}"
+
+
+class Ledger:
+    """The executor's side: the file it writes, locked for its life."""
+
+    def __init__(self, actor_id: str) -> None:
+        folder = ledger_dir()
+        folder.mkdir(mode=0o700, exist_ok=True)
+        self.path = folder / f"{actor_id}.ledger"
+        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+        fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        self._slots: dict[str, int] = {}
+        self._top: dict[str, int] = {}
+
+    @classmethod
+    def open(cls, actor_id: str) -> Ledger | None:
+        """The actor's ledger, or ``None`` where none can be kept (its drivers reserve)."""
+        if not actor_id:
+            return None
+        try:
+            sweep()
+            return cls(actor_id)
+        except OSError:
+            return None
+
+    def join(self, driver: str) -> bool:
+        """Give ``driver`` a slot (idempotent); ``False`` if it cannot have one."""
+        if driver in self._slots:
+            return True
+        if len(driver) != _ID or not driver.isascii() or len(self._slots) >= _MAX_SLOTS:
+            return False
+        slot = len(self._slots)
+        os.pwrite(self._fd, driver.encode() + bytes(8), slot * _SLOT)
+        self._slots[driver] = slot
+        self._top[driver] = 0
+        return True
+
+    def started(self, driver: str, ticket: int) -> None:
+        """``driver``'s batch ``ticket`` starts now (before anything of it runs)."""
+        slot = self._slots.get(driver)
+        if slot is not None and ticket > self._top[driver]:
+            os.pwrite(self._fd, ticket.to_bytes(8, "little"), slot * _SLOT + _ID)
+            self._top[driver] = ticket
+
+    def close(self) -> None:
+        """Stop keeping it (the actor exits); the file stays for drivers to read."""
+        with contextlib.suppress(OSError):
+            os.close(self._fd)
+
+
+class FirstCall:
+    """A batch's own observer: ``first()`` once, as its first call starts; else ``inner``'s.
+
+    Observers hear of a call before its pre-execute stage, so ``first`` runs before anything
+    of the call that others can see. ``inner`` is the batch's span recorder, if traced.
+    """
+
+    def __init__(self, first: Callable[[], None], inner: Observer | None = None) -> None:
+        self._first: Callable[[], None] | None = first
+        self._inner = inner
+
+    def now(self) -> None:
+        """Run ``first`` if it has not run (the batch goes where no observer hears it)."""
+        first, self._first = self._first, None
+        if first is not None:
+            first()
+
+    def batch_started(self, batch: BatchStart) -> object:
+        return self._inner.batch_started(batch) if self._inner is not None else None
+
+    def batch_ended(self, batch: object, error: BaseException | None) -> None:
+        if self._inner is not None:
+            self._inner.batch_ended(batch, error)
+
+    def call_started(self, call: CallStart, parent: object) -> object:
+        self.now()
+        return self._inner.call_started(call, parent) if self._inner is not None else None
+
+    def call_ended(self, call: object, end: CallEnd) -> None:
+        if self._inner is not None:
+            self._inner.call_ended(call, end)
+
+
+def joined(ledger: Ledger | None, driver: str) -> str | None:
+    """Where ``driver``'s slot in ``ledger`` is kept (``None``: it has none, so it reserves)."""
+    if ledger is None or not driver or not ledger.join(driver):
+        return None
+    return str(ledger.path)
+
+
+def highest(path: str, driver: str, wait_s: float) -> int | None:
+    """The highest ticket of ``driver`` the dead actor started; ``None`` if unknown.
+
+    Blocks up to ``wait_s`` for the actor's process to be gone (its lock free). Raises
+    ``FileNotFoundError`` if the ledger is not on this node's disk.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        raise
+    except OSError:
+        return None
+    try:
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    return None
+                time.sleep(0.005)
+        data = os.pread(fd, _SLOT * _MAX_SLOTS, 0)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    wanted = driver.encode()
+    for start in range(0, len(data) - _SLOT + 1, _SLOT):
+        if data[start : start + _ID] == wanted:
+            return int.from_bytes(data[start + _ID : start + _SLOT], "little")
+    return None
+
+
+def sweep(now: float | None = None) -> int:
+    """Remove this node's ledgers whose actor is gone and that are a minute old; how many."""
+    now = time.time() if now is None else now
+    removed = 0
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(ledger_dir()):
+            if not entry.name.endswith(".ledger"):
+                continue
+            with contextlib.suppress(OSError):
+                if now - entry.stat().st_mtime < _STALE_S:
+                    continue
+                fd = os.open(entry.path, os.O_RDONLY)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # its actor is gone
+                    os.unlink(entry.path)
+                    removed += 1
+                except BlockingIOError:
+                    pass
+                finally:
+                    os.close(fd)
+    return removed
