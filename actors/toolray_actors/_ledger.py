@@ -19,8 +19,8 @@ which, so the executor says it, in a small file on its node that outlives it:
 
 Anything unclear — no file, no slot, the lock not free in time, another node that cannot be
 asked — counts as started: the call ends ``EXECUTOR_LOST``, as it would have before. A
-ledger whose lock is free (its actor gone) and that was last written a minute ago is
-removed by the next executor that starts on the node (:func:`sweep`).
+ledger whose actor has been gone a minute is removed by an executor starting on the node
+(:func:`sweep`).
 """
 
 from __future__ import annotations
@@ -89,7 +89,8 @@ class Ledger:
         if not actor_id:
             return None
         try:
-            sweep()
+            if _sweep_due(time.time()):
+                sweep()
             return cls(actor_id)
         except OSError:
             return None
@@ -194,7 +195,12 @@ def highest(path: str, driver: str, wait_s: float) -> int | None:
 
 
 def sweep(now: float | None = None) -> int:
-    """Remove this node's ledgers whose actor is gone and that are a minute old; how many."""
+    """Remove this node's ledgers whose actor has been gone a minute; how many.
+
+    A ledger whose lock is free (its actor gone) gets a ``.gone`` mark the first time a sweep
+    finds it; both go once the mark is a minute old. A driver reads a ledger within seconds
+    of the death (after that Ray has told it the actor is dead, and it sends nothing there).
+    """
     now = time.time() if now is None else now
     removed = 0
     with contextlib.suppress(OSError):
@@ -202,15 +208,41 @@ def sweep(now: float | None = None) -> int:
             if not entry.name.endswith(".ledger"):
                 continue
             with contextlib.suppress(OSError):
-                if now - entry.stat().st_mtime < _STALE_S:
-                    continue
-                fd = os.open(entry.path, os.O_RDONLY)
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # its actor is gone
-                    os.unlink(entry.path)
-                    removed += 1
-                except BlockingIOError:
-                    pass
-                finally:
-                    os.close(fd)
+                removed += _sweep_one(Path(entry.path), now)
     return removed
+
+
+def _sweep_due(now: float) -> bool:
+    """At most one sweep a minute per node (every executor that starts asks)."""
+    folder = ledger_dir()
+    folder.mkdir(mode=0o700, exist_ok=True)
+    stamp = folder / "swept"
+    try:
+        if now - stamp.stat().st_mtime < _STALE_S:
+            return False
+    except FileNotFoundError:
+        stamp.touch()
+    os.utime(stamp, (now, now))
+    return True
+
+
+def _sweep_one(path: Path, now: float) -> int:
+    fd = os.open(path, os.O_RDONLY)
+    mark = path.with_name(path.name + ".gone")
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:  # its actor lives (a mark made as it was starting goes)
+        mark.unlink(missing_ok=True)
+        return 0
+    finally:
+        os.close(fd)
+    try:
+        if now - mark.stat().st_mtime < _STALE_S:
+            return 0
+    except FileNotFoundError:
+        mark.touch()
+        os.utime(mark, (now, now))
+        return 0
+    path.unlink()
+    mark.unlink()
+    return 1

@@ -30,6 +30,7 @@ __all__ = (
     "freeze",
     "get",
     "job_id",
+    "known_dead",
     "lookup",
     "node_id",
     "owner_alive",
@@ -39,6 +40,9 @@ __all__ = (
     "stream",
     "thaw",
 )
+
+_DEAD = 4
+"""``ActorTableData.DEAD``: the state of an actor that will not answer again."""
 
 Handle: TypeAlias = "ray.actor.ActorHandle[object]"
 """A handle on one of toolray's actors (its class is the method :func:`send` is given)."""
@@ -130,6 +134,18 @@ def lookup(name: str, namespace: str) -> Handle | None:
 def node_id() -> str:
     """The id of the node this process runs on."""
     return str(ray.get_runtime_context().get_node_id())
+
+
+def known_dead(handle: Handle) -> bool:
+    """Whether this process already knows the actor behind ``handle`` died (no message sent).
+
+    Ray tells every process that sent an actor calls of the actor's death within
+    milliseconds; a handle kept for a while (an executor reaped since) is then known dead.
+    """
+    try:
+        return bool(handle._get_local_state() == _DEAD)  # type: ignore[no-untyped-call]
+    except Exception:  # not connected, or a handle without local state: not known
+        return False
 
 
 def job_id() -> str:

@@ -68,25 +68,29 @@ def test_joining_needs_a_32_character_id_and_says_where_the_slot_is() -> None:
         os.unlink(ledger.path)
 
 
-def test_sweep_removes_only_stale_ledgers_whose_actor_is_gone() -> None:
+def test_sweep_removes_a_ledger_a_minute_after_it_first_finds_its_actor_gone() -> None:
     live = Ledger(f"unit-{uuid.uuid4().hex}")
     dead = Ledger(f"unit-{uuid.uuid4().hex}")
     dead.close()
-    fresh = Ledger(f"unit-{uuid.uuid4().hex}")
-    fresh.close()
+    gone = dead.path.with_name(dead.path.name + ".gone")
     try:
         later = time.time() + 3600
-        for ledger in (live, dead):
-            os.utime(ledger.path, (later - 120, later - 120))
-        os.utime(fresh.path, (later - 1, later - 1))
-        assert sweep(now=later) >= 1
+        for ledger in (live, dead):  # written long ago: an idle actor's ledger
+            os.utime(ledger.path, (later - 600, later - 600))
+        sweep(now=later)
+        assert dead.path.exists()  # first found gone now: a driver may still read it
+        assert gone.exists()
+        sweep(now=later + 30)
+        assert dead.path.exists()
+        sweep(now=later + 61)
         assert not dead.path.exists()
+        assert not gone.exists()
         assert live.path.exists()  # its actor lives (the lock is held), however old
-        assert fresh.path.exists()  # gone, but written a second ago: a driver may read it
     finally:
         live.close()
-        for ledger in (live, fresh):
-            ledger.path.unlink(missing_ok=True)
+        live.path.unlink(missing_ok=True)
+        dead.path.unlink(missing_ok=True)
+        gone.unlink(missing_ok=True)
 
 
 def test_ledgers_live_in_a_private_directory() -> None:

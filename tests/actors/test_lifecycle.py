@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from typing import Any
 
+import psutil
 import pytest
 import ray
 
@@ -59,5 +61,42 @@ async def test_an_idle_executor_is_reaped_and_the_next_batch_gets_a_new_one(
         assert rt.registry.names("idle-agent") == ["reap_echo"]
         assert rt.registry.get("reap_echo", "idle-agent") is not None
         assert rt.registry.info()["leases"] >= 1
+    finally:
+        rt.shutdown()
+
+
+async def test_a_handle_kept_across_a_reap_sends_its_next_one_call_batch_to_a_new_executor(
+    ray_runtime: Any,
+) -> None:
+    from toolray_actors._ledger import sweep
+
+    config = RuntimeConfig(
+        namespace="toolray-reap-ledger",
+        executor_idle_ttl_s=2.0,
+        pool=PoolConfig(size=1, spare=0, max_concurrency=8),
+    )
+    rt = RayRuntime.start(config)
+    try:
+        rt.registry.register(text_echo_tool("reap_ledger_echo"))
+        ex = rt.executor("idle-ledger")
+        batch = ToolBatchInput(
+            [ToolCall("c1", "reap_ledger_echo", '{"text": "a"}')],
+            AbortController().signal,
+            scope="idle-ledger",
+        )
+        await ex.execute_batch(batch)
+        pid = (await ex.statistics()).pid
+        ledger = ex._ready.ledger.path
+        old = time.time() - 600  # as if its last batch were ten minutes ago
+        os.utime(ledger, (old, old))
+        deadline = time.monotonic() + 30
+        while psutil.pid_exists(pid):  # wait (bounded) for the reaper
+            assert time.monotonic() < deadline, "the idle executor was never reaped"
+            await asyncio.sleep(0.1)
+        sweep()  # another executor starting on this node: the ledger stays a while yet
+        assert os.path.exists(ledger)
+        again = await ex.execute_batch(batch)  # the handle still holds the reaped actor
+        assert again.results[0].result.value["text"] == "a"
+        assert (await ex.statistics()).pid != pid
     finally:
         rt.shutdown()

@@ -41,7 +41,7 @@ from toolray_actors._config import RuntimeConfig
 from toolray_actors._errors import is_actor_death, translate, wire_reason
 from toolray_actors._handles import control_options, create_executor, get_named
 from toolray_actors._ledger import DRIVER
-from toolray_actors._remote import Handle, retrying, send
+from toolray_actors._remote import Handle, known_dead, retrying, send
 from toolray_actors._toolset import RemoteToolSet, wire_tool_set
 from toolray_actors._tracing import DriverTrace
 from toolray_actors._wire import CallSpec, StreamChunk, StreamEnd, unknown
@@ -109,10 +109,15 @@ class ExecutorHandle:
 
     async def _ensure(self) -> Handle:
         if self._actor is not None:
-            return self._actor
+            if not known_dead(self._actor):
+                return self._actor
+            self._lost()  # reaped or killed since: nothing is sent to it
         self._conn._check_open()
         # the scopes of one shard share one start: one lookup and one ready, not one each
         ready = await self._conn.executors.get(self.name, self._start)
+        if known_dead(ready.actor):  # another handle's, gone since
+            self._conn.executors.drop(self.name, ready)
+            ready = await self._conn.executors.get(self.name, self._start)
         if self._actor is None:
             self._actor, self._ready = ready.actor, ready
         return self._actor

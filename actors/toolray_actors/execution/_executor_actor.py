@@ -104,6 +104,7 @@ class ExecutorActor:
         observe(self.farm)  # for the actor's lifetime
         self.metrics = CallMetrics()
         self._flusher: asyncio.Task[None] | None = None
+        self.closing = False
         self.ledger = Ledger.open(actor_id())  # which lone batches started, for drivers
 
     # ------------------------------------------------------------------ the mirror
@@ -186,6 +187,8 @@ class ExecutorActor:
     # ------------------------------------------------------------------ batches
     async def reserve(self, *batch_ids: str) -> bool:
         """Claim this actor for batches about to come (an idle reap now waits for them)."""
+        if self.closing:  # reaped: the kill is on its way, and its failure says "not started"
+            await asyncio.Event().wait()
         for batch_id in batch_ids:
             self.batches.setdefault(batch_id, AbortController())
         self.last_active = time.monotonic()
@@ -273,6 +276,8 @@ class ExecutorActor:
 
     async def run_small_wire(self, spec: bytes, driver: str = "", ticket: int = 0) -> bytes:
         """:meth:`run_small` across Ray; a ticketed batch enters the ledger as it starts."""
+        if self.closing:  # reaped: never started, as the driver will read in the ledger
+            await asyncio.Event().wait()
         batch = cast("BatchSpec", wire.decode(spec))
         return wire.encode(await self.run_small(batch, (driver, ticket) if ticket else None))
 
@@ -334,6 +339,7 @@ class ExecutorActor:
                 continue
             self.code.close()
             self.metrics.flush(self.farm)  # what this actor counted last leaves with it
+            self.closing = True  # what arrives before the kill lands never starts
             kill_self()  # no await since the last check: nothing can start in between
             return
 
