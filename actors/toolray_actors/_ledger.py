@@ -1,18 +1,21 @@
-"""Which lone batches an executor actor started, readable after the actor's death.
+"""Which batches an executor actor started, readable after the actor's death.
 
-A one-call batch leaves the driver as one message (``run_small``), with no reservation ahead
-of it. When the actor dies before the reply, the driver must know whether the batch could
-have had an effect: if it never started, it is sent again to a new actor (the caller sees
-nothing); if it might have, its call ends ``EXECUTOR_LOST``. Ray's death error does not say
-which, so the executor says it, in a small file on its node that outlives it:
+A batch leaves the driver with no reservation ahead of it (one message: ``run_small_wire``,
+``run_batch_wire``, or with the batches of its tick, ``run_batches_wire``). When the actor
+dies before the batch's end, the driver must know whether the batch could have had an
+effect: if it never started, it is sent again to a new actor (the caller sees nothing); if
+it might have, its calls end ``EXECUTOR_LOST``. Ray's death error does not say which, so
+the executor says it, in a small file on its node that outlives it:
 
-- every driver numbers its lone batches (:func:`next_ticket`, rising in this process) and
-  joins the actor's ledger when it first finds the actor ready (:meth:`Ledger.join`: a slot
-  of 40 bytes, its id and the highest ticket started, 0);
-- the actor writes a batch's ticket into the driver's slot when the batch's call starts
-  (:class:`FirstCall`, the batch's own observer: before the call's hooks, guards, approval
-  or body; before a custom executor runs the batch), one ``pwrite`` into the page cache
-  (~2 µs): a ticket above the slot's value never started, nothing of it ran;
+- every driver numbers its batches (:func:`next_ticket`, rising in this process) and joins
+  the actor's ledger when it first finds the actor ready (:meth:`Ledger.join`: a slot of 40
+  bytes, its id and the highest ticket started, 0);
+- the actor writes a batch's ticket into the driver's slot when the batch's first call
+  starts (:class:`FirstCall`, the batch's own observer: before any call's hooks, guards,
+  approval or body; before a custom executor runs the batch), one ``pwrite`` into the page
+  cache (~2 µs): a ticket above the slot's value never started, nothing of it ran (a batch
+  that started out of order makes an earlier one look started: it then ends
+  ``EXECUTOR_LOST``, never twice);
 - the actor holds an exclusive ``flock`` on the file for its life; :func:`highest` takes a
   shared lock first, so it reads only once the process is gone (a death Ray reported
   while the process still ran would otherwise race the read).
@@ -62,7 +65,7 @@ _STALE_S = 60.0
 
 
 def next_ticket() -> int:
-    """A number for a lone batch, above every one this process gave before."""
+    """A number for a batch, above every one this process gave before."""
     return next(_tickets)
 
 

@@ -249,3 +249,71 @@ async def test_without_its_ledger_a_batch_sent_to_a_dead_executor_is_not_sent_ag
     again = await ex.execute_batch(_one("third", scope_key))  # the next one: a new actor
     assert again.results[0].result.value == "third"
     assert _starts(tmp_path) == ["first", "third"]
+
+
+def _one_shard(rt: Any, count: int) -> list[str]:
+    """``count`` fresh scope keys hosted by one shard."""
+    run = uuid.uuid4().hex[:8]
+    by_shard: dict[str, list[str]] = {}
+    n = 0
+    while True:
+        key = f"ledger-{run}-{n}"
+        n += 1
+        keys = by_shard.setdefault(rt.executor(key).name, [])
+        keys.append(key)
+        if len(keys) == count:
+            return keys
+
+
+async def _group(rt: Any, keys: list[str], tag: str) -> list[Any]:
+    """One one-call batch per scope, all sent in one tick (one message to their shard)."""
+    batches = [_one(f"{tag}-{key}", key) for key in keys]
+    outs = await asyncio.gather(
+        *(rt.executor(key).execute_batch(b) for key, b in zip(keys, batches, strict=True))
+    )
+    return [out.results[0].result for out in outs]
+
+
+@pytest.mark.ray
+async def test_a_group_sent_to_a_sigkilled_shard_runs_once_on_a_new_one(
+    sharded_runtime: Any, tmp_path: Path
+) -> None:
+    rt = sharded_runtime
+    dispose = rt.registry.register(journal_tool("ledger_journal", str(tmp_path)))
+    try:
+        keys = _one_shard(rt, 3)
+        first = await _group(rt, keys, "a")
+        assert [r.value for r in first] == [f"a-{k}" for k in keys]
+        pid = (await rt.executor(keys[0]).statistics()).pid
+        os.kill(pid, signal.SIGKILL)
+        again = await _group(rt, keys, "b")  # no await between: Ray may not know yet
+        assert [r.value for r in again] == [f"b-{k}" for k in keys], again
+        assert (await rt.executor(keys[0]).statistics()).pid != pid
+        starts = _starts(tmp_path)
+        assert sorted(starts) == sorted([f"a-{k}" for k in keys] + [f"b-{k}" for k in keys])
+    finally:
+        dispose()
+
+
+@pytest.mark.ray
+async def test_groups_racing_a_kill_end_ok_or_executor_lost_and_never_run_twice(
+    sharded_runtime: Any, tmp_path: Path
+) -> None:
+    rt = sharded_runtime
+    dispose = rt.registry.register(journal_tool("ledger_journal", str(tmp_path)))
+    try:
+        keys = _one_shard(rt, 3)
+        outcomes: dict[str, str] = {}
+        for n in range(6):
+            await rt.executor(keys[0]).statistics()  # a shard to kill
+            shard = ray.get_actor(rt.executor(keys[0]).name, namespace=rt.config.namespace)
+            ray.kill(shard, no_restart=True)
+            results = await _group(rt, keys, f"r{n}")
+            for key, result in zip(keys, results, strict=True):
+                outcomes[f"r{n}-{key}"] = "ok" if not result.is_error else result.error.info.code
+        starts = _starts(tmp_path)
+        assert set(outcomes.values()) <= {"ok", "EXECUTOR_LOST"}
+        assert len(starts) == len(set(starts))  # no body ran twice
+        assert {k for k, o in outcomes.items() if o == "ok"} <= set(starts)
+    finally:
+        dispose()

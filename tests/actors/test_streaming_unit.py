@@ -154,18 +154,23 @@ class _Ref:
         return self.value
 
 
+tickets: list[tuple[object, ...]] = []
+
+
 def _fake_ray(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """``send``/``stream`` of ``_submissions`` without Ray (what they carry is encoded)."""
     sent: list[str] = []
+    tickets.clear()
 
     def send(actor: object, method: Any, *args: object) -> _Ref:
         sent.append(method.__name__)
         return _Ref(True)
 
-    def stream(actor: object, method: Any, data: bytes) -> AsyncIterator[_Ref]:
+    def stream(actor: object, method: Any, data: bytes, *ticket: object) -> AsyncIterator[_Ref]:
         arg = wire.decode(data)
         specs = arg if isinstance(arg, tuple) else (arg,)
         sent.append(method.__name__)
+        tickets.append(ticket)
 
         async def items() -> AsyncIterator[_Ref]:
             if isinstance(arg, tuple):
@@ -211,3 +216,28 @@ async def test_a_batch_that_cannot_be_sent_fails_alone_and_its_mates_go_one_by_o
     for batch_id, inbox in (("a", outs[0]), ("c", outs[2])):
         assert isinstance(inbox, submissions_module.Inbox)
         assert [item async for item in inbox.items()] == [_end(batch_id)]
+
+
+async def test_with_a_ledger_a_group_goes_unreserved_each_batch_with_its_own_ticket(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from toolray_actors._ledger import DRIVER
+    from toolray_actors.driver._unstarted import LedgerRef
+
+    sent = _fake_ray(monkeypatch)
+    subs = submissions_module.Submissions()
+    actor: Any = object()
+    ledger = LedgerRef("/nonexistent/ledger", "node")
+    inboxes = await asyncio.gather(*(subs.submit("shard", actor, _spec(b), ledger) for b in "abc"))
+    assert sent == ["run_batches_wire"]  # no reservation
+    ((driver, numbers),) = tickets
+    assert driver == DRIVER
+    assert [inbox.ticket.number for inbox in inboxes] == list(numbers)
+    assert list(numbers) == sorted(set(numbers))  # rising, one per batch
+    assert all(inbox.ticket.ledger == ledger for inbox in inboxes)
+    for batch_id, inbox in zip("abc", inboxes, strict=True):
+        assert [item async for item in inbox.items()] == [_end(batch_id)]
+    lone = await subs.submit("shard", actor, _spec("d"), ledger)
+    assert sent == ["run_batches_wire", "run_batch_wire"]
+    assert lone.ticket is not None
+    assert lone.ticket.number > max(numbers)

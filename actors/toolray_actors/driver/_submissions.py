@@ -1,22 +1,22 @@
 """Batches one driver submits to one executor actor within one loop tick leave as one message.
 
-Every batch needs a reservation and a stream back. Sent alone, that is two remote calls and
-at least one stream item per batch, each ~1 ms of CPU on both ends: a shard serving
-thousands of scopes spends its time on messages. :class:`Submissions` holds the batches
-bound for one actor until the end of the tick, then sends their reservation as one
-``reserve(*ids)`` and the batches as one streaming ``run_batches``, whose merged chunks a
-reader task hands to each batch's :class:`Inbox`. A lone batch goes as before
-(``reserve`` + ``run_batch``), without the reader's hop; so does every batch of a group
-that could not be sent as one (a batch Ray cannot serialize then fails alone). A lone
-one-call batch read at its end is one message, ``run_small`` (a plain reply instead of a
-stream), with no reservation when the actor keeps a ledger for this driver: its
-:class:`~toolray_actors.driver._unstarted.Ticket` then tells, after a death, whether it
-started (``toolray_actors._ledger``).
+Every batch needs a stream back, and the driver must be able to tell, if the actor dies,
+whether the batch started. Sent alone, a batch is at least one remote call and one stream
+item, each ~1 ms of CPU on both ends: a shard serving thousands of scopes spends its time
+on messages. :class:`Submissions` holds the batches bound for one actor until the end of
+the tick, then sends them as one streaming ``run_batches_wire``, whose merged chunks a
+reader task hands to each batch's :class:`Inbox`. A lone batch goes as ``run_batch_wire``,
+without the reader's hop (a one-call batch read at its end: ``run_small_wire``, a plain
+reply instead of a stream); so does every batch of a group that could not be sent as one
+(a batch Ray cannot serialize then fails alone).
 
-Failures keep their meaning per batch: a reservation that fails fails every batch of the
-group before anything ran (each caller retries on a new actor); a death of the actor, or the
-stream's end before a batch's end record, reaches every batch still open, as it would reach
-each alone; a batch's own error (``BatchFailed``) reaches that batch only.
+Each batch carries a :class:`~toolray_actors.driver._unstarted.Ticket`, its number in the
+actor's ledger (``toolray_actors._ledger``): after the actor's death it tells whether the
+batch started. An actor that keeps no ledger for this driver gets the older proof instead,
+a reservation (``reserve(*ids)``) sent just before the batches, whose failure fails every
+batch of the group before anything ran. A death of the actor, or the stream's end before a
+batch's end record, reaches every batch still open, as it would reach each alone; a batch's
+own error (``BatchFailed``) reaches that batch only.
 """
 
 from __future__ import annotations
@@ -162,7 +162,7 @@ class Submissions:
         specs = tuple(group.specs)
         if len(specs) > 1:
             try:
-                self._send_group(group.actor, specs, group.ready)
+                self._send_group(group, specs, group.ready)
                 return
             except Exception:  # one batch Ray cannot send, or an executor without run_batches
                 _log.debug("toolray: a group of batches went one by one", exc_info=True)
@@ -174,32 +174,46 @@ class Submissions:
                 _fail(ready, err)
 
     def _send_group(
-        self,
-        actor: Handle,
-        specs: tuple[BatchSpec, ...],
-        ready: dict[str, asyncio.Future[Inbox]],
+        self, group: _Group, specs: tuple[BatchSpec, ...], ready: dict[str, asyncio.Future[Inbox]]
     ) -> None:
-        data = encode(specs, from_user=True)  # what cannot be encoded fails here, unreserved
-        reserved = send(actor, ExecutorActor.reserve, *(spec.batch_id for spec in specs))
-        chunks = stream(actor, ExecutorActor.run_batches_wire, data)
+        actor, ledger = group.actor, group.ledger
+        data = encode(specs, from_user=True)  # what cannot be encoded fails here, unsent
+        if ledger is None:
+            reserved = send(actor, ExecutorActor.reserve, *(spec.batch_id for spec in specs))
+            chunks = stream(actor, ExecutorActor.run_batches_wire, data)
+            inboxes = {spec.batch_id: Inbox() for spec in specs}
+        else:  # no reservation: each batch's ticket tells whether it started
+            tickets = {spec.batch_id: Ticket(ledger, next_ticket()) for spec in specs}
+            numbers = tuple(ticket.number for ticket in tickets.values())
+            chunks = stream(actor, ExecutorActor.run_batches_wire, data, DRIVER, numbers)
+            inboxes = {batch_id: Inbox(ticket=ticket) for batch_id, ticket in tickets.items()}
         self.messages += 1
-        inboxes = {spec.batch_id: Inbox() for spec in specs}
         self._spawn(_read(chunks, dict(inboxes)))
         waiting = {batch_id: (ready[batch_id], inbox) for batch_id, inbox in inboxes.items()}
-        self._spawn(_reservation(reserved, actor, specs, waiting))
+        if ledger is None:
+            self._spawn(_reservation(reserved, actor, specs, waiting))
+            return
+        for future, inbox in waiting.values():
+            if not future.done():
+                future.set_result(inbox)
 
     def _send_alone(self, group: _Group, spec: BatchSpec, ready: asyncio.Future[Inbox]) -> None:
-        actor, small = group.actor, len(spec.calls) <= 1 and spec.paced
-        data = encode(spec, from_user=True)  # a batch that cannot go fails alone, unreserved
-        if small and group.ledger is not None:  # one message; the ledger tells if it started
+        actor, small = group.actor, len(spec.calls) <= 1 and spec.paced  # small: a plain reply
+        data = encode(spec, from_user=True)  # a batch that cannot go fails alone, unsent
+        if group.ledger is not None:  # one message; the ledger tells if it started
             ticket = Ticket(group.ledger, next_ticket())
-            ref = send(actor, ExecutorActor.run_small_wire, data, DRIVER, ticket.number)
+            if small:
+                lone = _single(
+                    send(actor, ExecutorActor.run_small_wire, data, DRIVER, ticket.number)
+                )
+            else:
+                lone = stream(actor, ExecutorActor.run_batch_wire, data, DRIVER, ticket.number)
             self.messages += 1
             if not ready.done():
-                ready.set_result(Inbox(_single(ref), ticket))
+                ready.set_result(Inbox(lone, ticket))
             return
         reserved = send(actor, ExecutorActor.reserve, spec.batch_id)
-        if small:  # only its end is read: one plain reply
+        if small:
             lone = _single(send(actor, ExecutorActor.run_small_wire, data))
         else:
             lone = stream(actor, ExecutorActor.run_batch_wire, data)

@@ -1,7 +1,7 @@
-"""The driver's side of the ledger: did a lone batch start on the actor that died under it?
+"""The driver's side of the ledger: did a batch start on the actor that died under it?
 
 See ``toolray_actors._ledger``. A ready executor tells each driver where its ledger is
-(:class:`LedgerRef`); a lone batch sent without a reservation carries a :class:`Ticket`;
+(:class:`LedgerRef`); every batch sent without a reservation carries a :class:`Ticket`;
 after the actor's death :func:`never_started` reads the ledger (here, or by a small task on
 the actor's node) and answers ``True`` only when the batch provably never started.
 """
@@ -48,7 +48,7 @@ class Ready:
 
 @dataclass(frozen=True, slots=True)
 class Ticket:
-    """A lone batch's number in its actor's ledger."""
+    """A batch's number in its actor's ledger."""
 
     ledger: LedgerRef
     number: int

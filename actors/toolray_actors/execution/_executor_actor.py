@@ -7,7 +7,7 @@ so a call either sees a change entirely or not at all). Every batch is its own r
 its own lane, cap, abort and barriers, so one actor can host one scope (``per_scope``) or
 many (``sharded``) with the same per-scope semantics.
 
-Batches stream back as they commit (``run_batch`` is a generator, ``run_batches`` merges
+Batches stream back as they commit (``run_batch`` is a generator, ``run_batches_wire`` merges
 several; see ``_streaming``): a driver keeps what reached it before an executor death.
 After an idle TTL the actor detaches and exits.
 """
@@ -187,8 +187,7 @@ class ExecutorActor:
     # ------------------------------------------------------------------ batches
     async def reserve(self, *batch_ids: str) -> bool:
         """Claim this actor for batches about to come (an idle reap now waits for them)."""
-        if self.closing:  # reaped: the kill is on its way, and its failure says "not started"
-            await asyncio.Event().wait()
+        await self._refuse_if_closing()  # its failure then says "not started"
         for batch_id in batch_ids:
             self.batches.setdefault(batch_id, AbortController())
         self.last_active = time.monotonic()
@@ -235,13 +234,15 @@ class ExecutorActor:
         self.batches.pop(spec.batch_id, None)
         self.last_active = time.monotonic()
 
-    async def run_batch(self, spec: BatchSpec) -> AsyncIterator[wire.StreamItem]:
+    async def run_batch(
+        self, spec: BatchSpec, ticket: tuple[str, int] | None = None
+    ) -> AsyncIterator[wire.StreamItem]:
         """Stream one batch as it commits, then its end record.
 
         Items are ``wire.StreamChunk``; the last entries travel with the ``wire.StreamEnd`` (a
         small batch is one item). An entry: ``wire.LogRecord``, ``wire.Committed``, ``SpanRecord``.
         """
-        task, commits, trace = self._start(spec)
+        task, commits, trace = self._start(spec, ticket)
         try:
             async for item in streamed(task, commits, trace, spec.paced):
                 yield item
@@ -263,28 +264,36 @@ class ExecutorActor:
         entries = [commits.queue.get_nowait() for _ in range(commits.queue.qsize())]
         return wire.StreamEnd(tuple(result.additional_contexts), result.concluded, trace, entries)
 
-    async def run_batches(self, specs: tuple[BatchSpec, ...]) -> AsyncIterator[wire.MuxChunk]:
-        """Run several batches at once (each as ``run_batch``), their items merged by tick."""
-        async for chunk in merged(self.run_batch, specs):
-            yield chunk
-
     # across Ray (what drivers call): specs and items as ``wire.encode`` bytes
-    async def run_batch_wire(self, spec: bytes) -> AsyncIterator[bytes]:
-        """:meth:`run_batch` across Ray."""
-        async for item in self.run_batch(cast("BatchSpec", wire.decode(spec))):
+    async def run_batch_wire(
+        self, spec: bytes, driver: str = "", ticket: int = 0
+    ) -> AsyncIterator[bytes]:
+        """:meth:`run_batch` across Ray; a ticketed batch enters the ledger as it starts."""
+        await self._refuse_if_closing()
+        batch = cast("BatchSpec", wire.decode(spec))
+        async for item in self.run_batch(batch, (driver, ticket) if ticket else None):
             yield wire.encode(item)
 
     async def run_small_wire(self, spec: bytes, driver: str = "", ticket: int = 0) -> bytes:
         """:meth:`run_small` across Ray; a ticketed batch enters the ledger as it starts."""
-        if self.closing:  # reaped: never started, as the driver will read in the ledger
-            await asyncio.Event().wait()
+        await self._refuse_if_closing()
         batch = cast("BatchSpec", wire.decode(spec))
         return wire.encode(await self.run_small(batch, (driver, ticket) if ticket else None))
 
-    async def run_batches_wire(self, specs: bytes) -> AsyncIterator[bytes]:
-        """:meth:`run_batches` across Ray."""
-        async for chunk in self.run_batches(cast("tuple[BatchSpec, ...]", wire.decode(specs))):
+    async def run_batches_wire(
+        self, specs: bytes, driver: str = "", tickets: tuple[int, ...] = ()
+    ) -> AsyncIterator[bytes]:
+        """Several batches at once (each as :meth:`run_batch`), their items merged by tick."""
+        await self._refuse_if_closing()
+        batches = cast("tuple[BatchSpec, ...]", wire.decode(specs))
+        of = {b.batch_id: (driver, t) for b, t in zip(batches, tickets, strict=False) if t}
+        async for chunk in merged(lambda b: self.run_batch(b, of.get(b.batch_id)), batches):
             yield wire.encode(chunk)
+
+    async def _refuse_if_closing(self) -> None:
+        """Reaped: the kill is on its way; what arrives now never starts (as the ledger says)."""
+        if self.closing:
+            await asyncio.Event().wait()
 
     async def _execute(
         self,
@@ -315,12 +324,8 @@ class ExecutorActor:
 
     # ------------------------------------------------------------------ lifecycle
     def _idle(self) -> bool:
-        ttl = self.config.executor_idle_ttl_s
-        return (
-            not self.batches
-            and self.runner.stats.in_flight == 0
-            and time.monotonic() - self.last_active >= ttl
-        )
+        quiet = time.monotonic() - self.last_active >= self.config.executor_idle_ttl_s
+        return quiet and not self.batches and self.runner.stats.in_flight == 0
 
     async def _reap(self) -> None:
         ttl = self.config.executor_idle_ttl_s
