@@ -134,6 +134,11 @@ class FirstCall:
         self._first: Callable[[], None] | None = first
         self._inner = inner
 
+    @property
+    def counts_only(self) -> bool:
+        """Like a counter, it does not mind when calls start: a batch may still be chained."""
+        return self._inner is None or bool(getattr(self._inner, "counts_only", False))
+
     def now(self) -> None:
         """Run ``first`` if it has not run (the batch goes where no observer hears it)."""
         first, self._first = self._first, None

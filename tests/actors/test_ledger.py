@@ -138,7 +138,9 @@ def test_a_batch_marks_its_ledger_once_as_its_first_call_starts_then_defers_to_i
         "done span c1",
         "ended batch b",
     ]
+    assert not first.counts_only  # a span recorder watches each call's start
     bare = FirstCall(lambda: marks.append("bare"))
+    assert bare.counts_only  # alone it does not keep a batch from being chained
     assert bare.batch_started("b") is None
     assert bare.call_started("c", None) is None
     bare.now()
