@@ -48,6 +48,8 @@ __all__ = (
     "joined",
     "ledger_dir",
     "next_ticket",
+    "stamp_of",
+    "stamped",
     "sweep",
 )
 
@@ -159,6 +161,23 @@ class FirstCall:
     def call_ended(self, call: object, end: CallEnd) -> None:
         if self._inner is not None:
             self._inner.call_ended(call, end)
+
+
+def stamped(blob: bytes, driver: str, ticket: int) -> bytes:
+    """A wire blob (a pickle) with ``driver``'s ``ticket`` after it (0: none).
+
+    One Ray argument instead of three (each costs ~40 µs across): ``pickle.loads`` ignores
+    what follows the pickle's end, and :func:`stamp_of` reads it back.
+    """
+    return blob + driver.encode().ljust(_ID, b"\0")[:_ID] + ticket.to_bytes(8, "little")
+
+
+def stamp_of(blob: bytes) -> tuple[str, int] | None:
+    """``(driver, ticket)`` that :func:`stamped` put after ``blob``'s pickle (``None``: 0)."""
+    ticket = int.from_bytes(blob[-8:], "little")
+    if not ticket:
+        return None
+    return blob[-_SLOT:-8].decode("ascii", "replace"), ticket
 
 
 def joined(ledger: Ledger | None, driver: str) -> str | None:

@@ -26,6 +26,8 @@ from toolray_actors._ledger import (
     highest,
     joined,
     ledger_dir,
+    stamp_of,
+    stamped,
     sweep,
 )
 
@@ -53,6 +55,16 @@ def test_a_slot_holds_the_highest_ticket_started_and_reads_once_the_writer_is_go
     os.unlink(path)
     with pytest.raises(FileNotFoundError):
         highest(path, a, 0.05)
+
+
+def test_a_stamp_rides_after_a_pickle_and_reads_back() -> None:
+    import pickle
+
+    blob = pickle.dumps(("spec",), protocol=5)
+    ticked = stamped(blob, DRIVER, 77)
+    assert pickle.loads(ticked) == ("spec",)  # what follows a pickle's end is ignored
+    assert stamp_of(ticked) == (DRIVER, 77)
+    assert stamp_of(stamped(blob, "", 0)) is None
 
 
 def test_joining_needs_a_32_character_id_and_says_where_the_slot_is() -> None:

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, cast
 import ray.exceptions as rex
 
 from toolray_actors._errors import is_actor_death
-from toolray_actors._ledger import DRIVER, next_ticket
+from toolray_actors._ledger import DRIVER, next_ticket, stamped
 from toolray_actors._remote import Handle, send, stream
 from toolray_actors._wire import (
     BatchFailed,
@@ -202,16 +202,16 @@ class Submissions:
         data = encode(spec, from_user=True)  # a batch that cannot go fails alone, unsent
         if group.ledger is not None:  # one message; the ledger tells if it started
             ticket = Ticket(group.ledger, next_ticket())
+            data = stamped(data, DRIVER, ticket.number)
             if small:
-                lone = _single(
-                    send(actor, ExecutorActor.run_small_wire, data, DRIVER, ticket.number)
-                )
+                lone = _single(send(actor, ExecutorActor.run_small_wire, data))
             else:
-                lone = stream(actor, ExecutorActor.run_batch_wire, data, DRIVER, ticket.number)
+                lone = stream(actor, ExecutorActor.run_batch_wire, data)
             self.messages += 1
             if not ready.done():
                 ready.set_result(Inbox(lone, ticket))
             return
+        data = stamped(data, "", 0)
         reserved = send(actor, ExecutorActor.reserve, spec.batch_id)
         if small:
             lone = _single(send(actor, ExecutorActor.run_small_wire, data))

@@ -43,7 +43,7 @@ from toolray_actors._handles import (
     kill_self,
     registry_name,
 )
-from toolray_actors._ledger import FirstCall, Ledger, joined
+from toolray_actors._ledger import FirstCall, Ledger, joined, stamp_of
 from toolray_actors._mirror import Mirror, Op
 from toolray_actors._remote import actor_id, node_id, send
 from toolray_actors._stats import ActorStats, actor_stats
@@ -265,20 +265,18 @@ class ExecutorActor:
         return wire.StreamEnd(tuple(result.additional_contexts), result.concluded, trace, entries)
 
     # across Ray (what drivers call): specs and items as ``wire.encode`` bytes
-    async def run_batch_wire(
-        self, spec: bytes, driver: str = "", ticket: int = 0
-    ) -> AsyncIterator[bytes]:
-        """:meth:`run_batch` across Ray; a ticketed batch enters the ledger as it starts."""
+    async def run_batch_wire(self, spec: bytes) -> AsyncIterator[bytes]:
+        """:meth:`run_batch` across Ray (``spec`` ``stamped``: its ticket enters the ledger)."""
         await self._refuse_if_closing()
         batch = cast("BatchSpec", wire.decode(spec))
-        async for item in self.run_batch(batch, (driver, ticket) if ticket else None):
+        async for item in self.run_batch(batch, stamp_of(spec)):
             yield wire.encode(item)
 
-    async def run_small_wire(self, spec: bytes, driver: str = "", ticket: int = 0) -> bytes:
-        """:meth:`run_small` across Ray; a ticketed batch enters the ledger as it starts."""
+    async def run_small_wire(self, spec: bytes) -> bytes:
+        """:meth:`run_small` across Ray (``spec`` ``stamped``: its ticket enters the ledger)."""
         await self._refuse_if_closing()
         batch = cast("BatchSpec", wire.decode(spec))
-        return wire.encode(await self.run_small(batch, (driver, ticket) if ticket else None))
+        return wire.encode(await self.run_small(batch, stamp_of(spec)))
 
     async def run_batches_wire(
         self, specs: bytes, driver: str = "", tickets: tuple[int, ...] = ()
