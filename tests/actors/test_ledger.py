@@ -9,6 +9,7 @@ import os
 import signal
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -166,6 +167,24 @@ def _one(key: str, scope: str, **args: Any) -> ToolBatchInput:
     )
 
 
+def _journaled(rt: Any, scope: str, directory: Path) -> Any:
+    """``scope``'s executor handle, the journal tool (into ``directory``) registered."""
+    rt.owned.append(rt.registry.register(journal_tool("ledger_journal", str(directory))))
+    return rt.executor(scope)
+
+
+def _outcome(result: Any) -> str:
+    return "ok" if not result.is_error else str(result.error.info.code)
+
+
+def _check_never_twice(outcomes: dict[str, str], directory: Path) -> None:
+    """Each key ended ok or ``EXECUTOR_LOST``, no body ran twice, every ok body ran."""
+    starts = _starts(directory)
+    assert set(outcomes.values()) <= {"ok", "EXECUTOR_LOST"}
+    assert len(starts) == len(set(starts))  # no body ran twice
+    assert {k for k, o in outcomes.items() if o == "ok"} <= set(starts)
+
+
 def _starts(directory: Path) -> list[str]:
     journal = directory / "journal"
     lines = journal.read_text().splitlines() if journal.exists() else []
@@ -189,8 +208,7 @@ async def test_the_pinned_reader_reads_a_ledger_on_its_node(rt: Any) -> None:
 async def test_one_call_batches_sent_after_a_kill_landed_run_once_on_a_new_executor(
     rt: Any, scope_key: str, tmp_path: Path
 ) -> None:
-    rt.owned.append(rt.registry.register(journal_tool("ledger_journal", str(tmp_path))))
-    ex = rt.executor(scope_key)
+    ex = _journaled(rt, scope_key, tmp_path)
     pids = [(await ex.statistics()).pid]
     keys = [f"k{n}" for n in range(4)]
     for key in keys:
@@ -207,19 +225,15 @@ async def test_one_call_batches_sent_after_a_kill_landed_run_once_on_a_new_execu
 async def test_one_call_batches_racing_a_kill_end_ok_or_executor_lost_and_never_run_twice(
     rt: Any, scope_key: str, tmp_path: Path
 ) -> None:
-    rt.owned.append(rt.registry.register(journal_tool("ledger_journal", str(tmp_path))))
-    ex = rt.executor(scope_key)
+    ex = _journaled(rt, scope_key, tmp_path)
     outcomes: dict[str, str] = {}
     for n in range(12):
         await ex.statistics()  # an executor to kill
         ray.kill(ray.get_actor(ex.name, namespace=rt.config.namespace), no_restart=True)
         key = f"r{n}"
         result = (await ex.execute_batch(_one(key, scope_key))).results[0].result
-        outcomes[key] = "ok" if not result.is_error else result.error.info.code
-    starts = _starts(tmp_path)
-    assert set(outcomes.values()) <= {"ok", "EXECUTOR_LOST"}
-    assert len(starts) == len(set(starts))  # no body ran twice
-    assert {k for k, o in outcomes.items() if o == "ok"} <= set(starts)
+        outcomes[key] = _outcome(result)
+    _check_never_twice(outcomes, tmp_path)
 
 
 async def _until(predicate: Any, within: float = 30.0) -> None:
@@ -233,8 +247,7 @@ async def _until(predicate: Any, within: float = 30.0) -> None:
 async def test_a_one_call_batch_its_executor_started_ends_executor_lost_and_never_runs_twice(
     rt: Any, scope_key: str, tmp_path: Path
 ) -> None:
-    rt.owned.append(rt.registry.register(journal_tool("ledger_journal", str(tmp_path))))
-    ex = rt.executor(scope_key)
+    ex = _journaled(rt, scope_key, tmp_path)
     pid = (await ex.statistics()).pid
     task = asyncio.ensure_future(ex.execute_batch(_one("slow", scope_key, ms=1500)))
     await _until(lambda: _starts(tmp_path) == ["slow"])
@@ -250,8 +263,7 @@ async def test_a_one_call_batch_its_executor_started_ends_executor_lost_and_neve
 async def test_without_its_ledger_a_batch_sent_to_a_dead_executor_is_not_sent_again(
     rt: Any, scope_key: str, tmp_path: Path
 ) -> None:
-    rt.owned.append(rt.registry.register(journal_tool("ledger_journal", str(tmp_path))))
-    ex = rt.executor(scope_key)
+    ex = _journaled(rt, scope_key, tmp_path)
     await ex.execute_batch(_one("first", scope_key))
     ready = ex._ready
     assert ready is not None
@@ -279,6 +291,14 @@ def _one_shard(rt: Any, count: int) -> list[str]:
             return keys
 
 
+@pytest.fixture
+def sharded(sharded_runtime: Any, tmp_path: Path) -> Iterator[Any]:
+    """The sharded session runtime with the journal tool (writing into ``tmp_path``)."""
+    dispose = sharded_runtime.registry.register(journal_tool("ledger_journal", str(tmp_path)))
+    yield sharded_runtime
+    dispose()
+
+
 async def _group(rt: Any, keys: list[str], tag: str) -> list[Any]:
     """One one-call batch per scope, all sent in one tick (one message to their shard)."""
     batches = [_one(f"{tag}-{key}", key) for key in keys]
@@ -290,44 +310,31 @@ async def _group(rt: Any, keys: list[str], tag: str) -> list[Any]:
 
 @pytest.mark.ray
 async def test_a_group_sent_to_a_sigkilled_shard_runs_once_on_a_new_one(
-    sharded_runtime: Any, tmp_path: Path
+    sharded: Any, tmp_path: Path
 ) -> None:
-    rt = sharded_runtime
-    dispose = rt.registry.register(journal_tool("ledger_journal", str(tmp_path)))
-    try:
-        keys = _one_shard(rt, 3)
-        first = await _group(rt, keys, "a")
-        assert [r.value for r in first] == [f"a-{k}" for k in keys]
-        pid = (await rt.executor(keys[0]).statistics()).pid
-        os.kill(pid, signal.SIGKILL)
-        again = await _group(rt, keys, "b")  # no await between: Ray may not know yet
-        assert [r.value for r in again] == [f"b-{k}" for k in keys], again
-        assert (await rt.executor(keys[0]).statistics()).pid != pid
-        starts = _starts(tmp_path)
-        assert sorted(starts) == sorted([f"a-{k}" for k in keys] + [f"b-{k}" for k in keys])
-    finally:
-        dispose()
+    keys = _one_shard(sharded, 3)
+    first = await _group(sharded, keys, "a")
+    assert [r.value for r in first] == [f"a-{k}" for k in keys]
+    pid = (await sharded.executor(keys[0]).statistics()).pid
+    os.kill(pid, signal.SIGKILL)
+    again = await _group(sharded, keys, "b")  # no await between: Ray may not know yet
+    assert [r.value for r in again] == [f"b-{k}" for k in keys], again
+    assert (await sharded.executor(keys[0]).statistics()).pid != pid
+    expected = [f"a-{k}" for k in keys] + [f"b-{k}" for k in keys]
+    assert sorted(_starts(tmp_path)) == sorted(expected)
 
 
 @pytest.mark.ray
 async def test_groups_racing_a_kill_end_ok_or_executor_lost_and_never_run_twice(
-    sharded_runtime: Any, tmp_path: Path
+    sharded: Any, tmp_path: Path
 ) -> None:
-    rt = sharded_runtime
-    dispose = rt.registry.register(journal_tool("ledger_journal", str(tmp_path)))
-    try:
-        keys = _one_shard(rt, 3)
-        outcomes: dict[str, str] = {}
-        for n in range(6):
-            await rt.executor(keys[0]).statistics()  # a shard to kill
-            shard = ray.get_actor(rt.executor(keys[0]).name, namespace=rt.config.namespace)
-            ray.kill(shard, no_restart=True)
-            results = await _group(rt, keys, f"r{n}")
-            for key, result in zip(keys, results, strict=True):
-                outcomes[f"r{n}-{key}"] = "ok" if not result.is_error else result.error.info.code
-        starts = _starts(tmp_path)
-        assert set(outcomes.values()) <= {"ok", "EXECUTOR_LOST"}
-        assert len(starts) == len(set(starts))  # no body ran twice
-        assert {k for k, o in outcomes.items() if o == "ok"} <= set(starts)
-    finally:
-        dispose()
+    keys = _one_shard(sharded, 3)
+    outcomes: dict[str, str] = {}
+    for n in range(6):
+        await sharded.executor(keys[0]).statistics()  # a shard to kill
+        name = sharded.executor(keys[0]).name
+        ray.kill(ray.get_actor(name, namespace=sharded.config.namespace), no_restart=True)
+        results = await _group(sharded, keys, f"r{n}")
+        for key, result in zip(keys, results, strict=True):
+            outcomes[f"r{n}-{key}"] = _outcome(result)
+    _check_never_twice(outcomes, tmp_path)

@@ -18,23 +18,26 @@ from toolray_actors import PoolConfig, RayRuntime, RuntimeConfig
 pytestmark = pytest.mark.ray
 
 
+def _echo(rt: RayRuntime, tool: str, scope: str) -> tuple[Any, ToolBatchInput]:
+    """``scope``'s executor handle and a one-call batch of the echo tool ``tool`` (registered)."""
+    rt.registry.register(text_echo_tool(tool))
+    call = ToolCall("c1", tool, '{"text": "a"}')
+    return rt.executor(scope), ToolBatchInput([call], AbortController().signal, scope=scope)
+
+
+def _reaping(namespace: str) -> RayRuntime:
+    """A runtime whose executors are reaped after 2 idle seconds (attaches to the session's Ray)."""
+    pool = PoolConfig(size=1, spare=0, max_concurrency=8)
+    return RayRuntime.start(RuntimeConfig(namespace=namespace, executor_idle_ttl_s=2.0, pool=pool))
+
+
 async def test_an_idle_executor_is_reaped_and_the_next_batch_gets_a_new_one(
     ray_runtime: Any,
 ) -> None:
-    config = RuntimeConfig(
-        namespace="toolray-reap-test",
-        executor_idle_ttl_s=2.0,
-        pool=PoolConfig(size=1, spare=0, max_concurrency=8),
-    )
-    rt = RayRuntime.start(config)  # Ray is already up: this attaches, in its own namespace
+    rt = _reaping("toolray-reap-test")
+    config = rt.config
     try:
-        rt.registry.register(text_echo_tool("reap_echo"))
-        ex = rt.executor("idle-agent")
-        batch = ToolBatchInput(
-            [ToolCall("c1", "reap_echo", '{"text": "a"}')],
-            AbortController().signal,
-            scope="idle-agent",
-        )
+        ex, batch = _echo(rt, "reap_echo", "idle-agent")
         first = await ex.execute_batch(batch)
         pid = (await ex.statistics()).pid
         assert first.results[0].result.value["text"] == "a"
@@ -70,20 +73,9 @@ async def test_a_handle_kept_across_a_reap_sends_its_next_one_call_batch_to_a_ne
 ) -> None:
     from toolray_actors._ledger import sweep
 
-    config = RuntimeConfig(
-        namespace="toolray-reap-ledger",
-        executor_idle_ttl_s=2.0,
-        pool=PoolConfig(size=1, spare=0, max_concurrency=8),
-    )
-    rt = RayRuntime.start(config)
+    rt = _reaping("toolray-reap-ledger")
     try:
-        rt.registry.register(text_echo_tool("reap_ledger_echo"))
-        ex = rt.executor("idle-ledger")
-        batch = ToolBatchInput(
-            [ToolCall("c1", "reap_ledger_echo", '{"text": "a"}')],
-            AbortController().signal,
-            scope="idle-ledger",
-        )
+        ex, batch = _echo(rt, "reap_ledger_echo", "idle-ledger")
         await ex.execute_batch(batch)
         pid = (await ex.statistics()).pid
         ledger = ex._ready.ledger.path

@@ -186,25 +186,32 @@ def _fake_ray(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return sent
 
 
+def _submitting(monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], Any, Any]:
+    """``(what was sent, a Submissions, an actor)`` on the fake Ray."""
+    return _fake_ray(monkeypatch), submissions_module.Submissions(), object()
+
+
+async def _each_ends(pairs: Any) -> None:
+    """Each inbox holds exactly its batch's end record."""
+    for batch_id, inbox in pairs:
+        assert isinstance(inbox, submissions_module.Inbox)
+        assert [item async for item in inbox.items()] == [_end(batch_id)]
+
+
 async def test_a_tick_of_batches_goes_as_one_group_and_each_gets_its_own_end(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    sent = _fake_ray(monkeypatch)
-    subs = submissions_module.Submissions()
-    actor: Any = object()
+    sent, subs, actor = _submitting(monkeypatch)
     inboxes = await asyncio.gather(*(subs.submit("shard", actor, _spec(b)) for b in "abc"))
     assert sent == ["reserve", "run_batches_wire"]
     assert subs.messages == 1
-    for batch_id, inbox in zip("abc", inboxes, strict=True):
-        assert [item async for item in inbox.items()] == [_end(batch_id)]
+    await _each_ends(zip("abc", inboxes, strict=True))
 
 
 async def test_a_batch_that_cannot_be_sent_fails_alone_and_its_mates_go_one_by_one(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    sent = _fake_ray(monkeypatch)
-    subs = submissions_module.Submissions()
-    actor: Any = object()
+    sent, subs, actor = _submitting(monkeypatch)
     bad = dataclasses.replace(_spec("bad"), calls=(ToolCall("c", "t", {"lock": threading.Lock()}),))
     specs = (_spec("a"), bad, _spec("c"))
     outs = await asyncio.gather(
@@ -213,9 +220,7 @@ async def test_a_batch_that_cannot_be_sent_fails_alone_and_its_mates_go_one_by_o
     assert isinstance(outs[1], TypeError)  # a lock cannot be pickled
     assert sent.count("run_batch_wire") == 2  # a and c, each alone
     assert sent.count("reserve") == 2  # nothing reserved for the batch that could not go
-    for batch_id, inbox in (("a", outs[0]), ("c", outs[2])):
-        assert isinstance(inbox, submissions_module.Inbox)
-        assert [item async for item in inbox.items()] == [_end(batch_id)]
+    await _each_ends((("a", outs[0]), ("c", outs[2])))
 
 
 async def test_with_a_ledger_a_group_goes_unreserved_each_batch_with_its_own_ticket(
@@ -224,9 +229,7 @@ async def test_with_a_ledger_a_group_goes_unreserved_each_batch_with_its_own_tic
     from toolray_actors._ledger import DRIVER
     from toolray_actors.driver._unstarted import LedgerRef
 
-    sent = _fake_ray(monkeypatch)
-    subs = submissions_module.Submissions()
-    actor: Any = object()
+    sent, subs, actor = _submitting(monkeypatch)
     ledger = LedgerRef("/nonexistent/ledger", "node")
     inboxes = await asyncio.gather(*(subs.submit("shard", actor, _spec(b), ledger) for b in "abc"))
     assert sent == ["run_batches_wire"]  # no reservation
@@ -235,8 +238,7 @@ async def test_with_a_ledger_a_group_goes_unreserved_each_batch_with_its_own_tic
     assert [inbox.ticket.number for inbox in inboxes] == list(numbers)
     assert list(numbers) == sorted(set(numbers))  # rising, one per batch
     assert all(inbox.ticket.ledger == ledger for inbox in inboxes)
-    for batch_id, inbox in zip("abc", inboxes, strict=True):
-        assert [item async for item in inbox.items()] == [_end(batch_id)]
+    await _each_ends(zip("abc", inboxes, strict=True))
     lone = await subs.submit("shard", actor, _spec("d"), ledger)
     assert sent == ["run_batches_wire", "run_batch_wire"]
     assert lone.ticket is not None
