@@ -94,11 +94,13 @@ class Ledger:
         if not actor_id:
             return None
         try:
-            if _sweep_due(time.time()):
-                sweep()
-            return cls(actor_id)
+            ledger = cls(actor_id)
         except OSError:
             return None
+        with contextlib.suppress(OSError):  # its own ledger is locked: never swept
+            if _sweep_due(time.time()):
+                sweep()
+        return ledger
 
     def join(self, driver: str) -> bool:
         """Give ``driver`` a slot (idempotent); ``False`` if it cannot have one."""
@@ -241,9 +243,7 @@ def sweep(now: float | None = None) -> int:
 
 def _sweep_due(now: float) -> bool:
     """At most one sweep a minute per node (every executor that starts asks)."""
-    folder = ledger_dir()
-    folder.mkdir(mode=0o700, exist_ok=True)
-    stamp = folder / "swept"
+    stamp = ledger_dir() / "swept"
     try:
         if now - stamp.stat().st_mtime < _STALE_S:
             return False

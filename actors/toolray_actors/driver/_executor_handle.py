@@ -11,8 +11,8 @@ so whatever happens the caller gets one result per call, in model order:
   exactly as its signal would be, with the ``CancelledError`` as the reason, and the
   cancellation propagates;
 - the actor was reaped, killed or crashed between batches: the next call recreates it (a
-  batch the actor died before starting is sent again: its reservation failed, or, for a
-  one-call batch sent alone, the actor's ledger says so — ``toolray_actors._ledger``).
+  batch the actor died before starting is sent again: the actor's ledger says so —
+  ``toolray_actors._ledger`` — or, where it keeps none, its reservation failed).
 """
 
 from __future__ import annotations

@@ -123,15 +123,15 @@ class Submissions:
         self._open: dict[tuple[str, asyncio.AbstractEventLoop], _Group] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self.messages = 0
-        """Messages that carried batches (a group, or a lone batch: each with its reservation)."""
+        """Messages that carried batches (a group, or a lone batch)."""
 
     async def submit(
         self, name: str, actor: Handle, spec: BatchSpec, ledger: LedgerRef | None = None
     ) -> Inbox:
         """Send ``spec`` to ``actor`` with the batches of this tick; its inbox once reserved.
 
-        ``ledger``: the actor keeps this driver's slot there (a lone one-call batch then goes
-        unreserved, with a ticket).
+        ``ledger``: the actor keeps this driver's slot there (the batch then goes unreserved,
+        with a ticket).
 
         Raises what the reservation (or sending) raised: nothing of the batch ran then. A
         caller cancelled while it waits takes its batch out, or cancels it once sent.
@@ -178,47 +178,48 @@ class Submissions:
     ) -> None:
         actor, ledger = group.actor, group.ledger
         data = encode(specs, from_user=True)  # what cannot be encoded fails here, unsent
-        if ledger is None:
-            reserved = send(actor, ExecutorActor.reserve, *(spec.batch_id for spec in specs))
-            chunks = stream(actor, ExecutorActor.run_batches_wire, data)
-            inboxes = {spec.batch_id: Inbox() for spec in specs}
-        else:  # no reservation: each batch's ticket tells whether it started
-            tickets = {spec.batch_id: Ticket(ledger, next_ticket()) for spec in specs}
-            numbers = tuple(ticket.number for ticket in tickets.values())
-            chunks = stream(actor, ExecutorActor.run_batches_wire, data, DRIVER, numbers)
-            inboxes = {batch_id: Inbox(ticket=ticket) for batch_id, ticket in tickets.items()}
+        tickets = [None if ledger is None else Ticket(ledger, next_ticket()) for _ in specs]
+        reserved = None if ledger is not None else self._reserve(actor, specs)
+        numbers = tuple(ticket.number for ticket in tickets if ticket is not None)
+        chunks = stream(actor, ExecutorActor.run_batches_wire, data, DRIVER, numbers)
         self.messages += 1
+        inboxes = {s.batch_id: Inbox(ticket=t) for s, t in zip(specs, tickets, strict=True)}
         self._spawn(_read(chunks, dict(inboxes)))
         waiting = {batch_id: (ready[batch_id], inbox) for batch_id, inbox in inboxes.items()}
-        if ledger is None:
+        self._hand_over(reserved, actor, specs, waiting)
+
+    def _send_alone(self, group: _Group, spec: BatchSpec, ready: asyncio.Future[Inbox]) -> None:
+        actor, ledger = group.actor, group.ledger
+        ticket = None if ledger is None else Ticket(ledger, next_ticket())
+        number = 0 if ticket is None else ticket.number
+        data = stamped(encode(spec, from_user=True), DRIVER, number)  # what cannot go fails here
+        reserved = None if ticket is not None else self._reserve(actor, (spec,))
+        if len(spec.calls) <= 1 and spec.paced:  # only its end is read: one plain reply
+            lone = _single(send(actor, ExecutorActor.run_small_wire, data))
+        else:
+            lone = stream(actor, ExecutorActor.run_batch_wire, data)
+        self.messages += 1
+        self._hand_over(reserved, actor, (spec,), {spec.batch_id: (ready, Inbox(lone, ticket))})
+
+    @staticmethod
+    def _reserve(actor: Handle, specs: tuple[BatchSpec, ...]) -> ray.ObjectRef[bool]:
+        """The older proof, for an actor that keeps no ledger: sent before the batches."""
+        return send(actor, ExecutorActor.reserve, *(spec.batch_id for spec in specs))
+
+    def _hand_over(
+        self,
+        reserved: ray.ObjectRef[bool] | None,
+        actor: Handle,
+        specs: tuple[BatchSpec, ...],
+        waiting: dict[str, tuple[asyncio.Future[Inbox], Inbox]],
+    ) -> None:
+        """Each batch's inbox to its caller: at once when ticketed, else once reserved."""
+        if reserved is not None:
             self._spawn(_reservation(reserved, actor, specs, waiting))
             return
         for future, inbox in waiting.values():
             if not future.done():
                 future.set_result(inbox)
-
-    def _send_alone(self, group: _Group, spec: BatchSpec, ready: asyncio.Future[Inbox]) -> None:
-        actor, small = group.actor, len(spec.calls) <= 1 and spec.paced  # small: a plain reply
-        data = encode(spec, from_user=True)  # a batch that cannot go fails alone, unsent
-        if group.ledger is not None:  # one message; the ledger tells if it started
-            ticket = Ticket(group.ledger, next_ticket())
-            data = stamped(data, DRIVER, ticket.number)
-            if small:
-                lone = _single(send(actor, ExecutorActor.run_small_wire, data))
-            else:
-                lone = stream(actor, ExecutorActor.run_batch_wire, data)
-            self.messages += 1
-            if not ready.done():
-                ready.set_result(Inbox(lone, ticket))
-            return
-        data = stamped(data, "", 0)
-        reserved = send(actor, ExecutorActor.reserve, spec.batch_id)
-        if small:
-            lone = _single(send(actor, ExecutorActor.run_small_wire, data))
-        else:
-            lone = stream(actor, ExecutorActor.run_batch_wire, data)
-        self.messages += 1
-        self._spawn(_reservation(reserved, actor, (spec,), {spec.batch_id: (ready, Inbox(lone))}))
 
     def _spawn(self, coro: Coroutine[object, object, None]) -> None:
         task = asyncio.ensure_future(coro)

@@ -81,7 +81,6 @@ class ExecutorActor:
         self.seq = -1
         self.batches: dict[str, AbortController] = {}
         self.placements = Placements(namespace, self.config)
-        self.pools = self.placements.pools
         self.scopes_seen: set[str | None] = set()
         self.runner = RayBodyRunner(
             self.placements.pool_for,
@@ -105,7 +104,7 @@ class ExecutorActor:
         self.metrics = CallMetrics()
         self._flusher: asyncio.Task[None] | None = None
         self.closing = False
-        self.ledger = Ledger.open(actor_id())  # which lone batches started, for drivers
+        self.ledger = Ledger.open(actor_id())  # which batches started, for drivers
 
     # ------------------------------------------------------------------ the mirror
     def _rebuild(self, ops: list[Op]) -> None:
