@@ -213,6 +213,14 @@ class RuntimeConfig(_Strict):
         description="How long a forwarded abort may take before the body is interrupted "
         "(its task cancelled, or its thread sent an exception).",
     )
+    worker_transport: Literal["local", "ray"] = Field(
+        default="local",
+        description="How an executor actor sends calls to a worker on its own node. "
+        '"local": on a private unix socket the worker opens for it (abstract, for its own '
+        "user only, opened with a secret; about a tenth of an actor call's cost); aborts, "
+        "interrupts, kills and workers on other nodes still go as Ray actor calls. "
+        '"ray": every message is a Ray actor call.',
+    )
     executor_idle_ttl_s: float = Field(
         default=300,
         gt=0,

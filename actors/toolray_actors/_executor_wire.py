@@ -51,7 +51,9 @@ class ExecutorStats:
     scopes: int = 0
     """Scopes this actor hosts (ran a batch here and were not disposed since)."""
     messages: int = 0
-    """Actor messages that carried calls to workers; ``calls / messages`` is the coalescing."""
+    """Messages that carried calls to workers; ``calls / messages`` is the coalescing."""
+    local_messages: int = 0
+    """Of those, the messages sent on a worker's local lane (the rest were Ray actor calls)."""
     tools: tuple[ToolSample, ...] = ()
     """Per tool: calls, in flight, failures by code, a latency sketch (merged by the driver)."""
     scope_calls: tuple[ScopeSample, ...] = ()

@@ -89,6 +89,7 @@ class ExecutorActor:
             kill_grace_ms=self.config.kill_grace_ms,
             home=(name, namespace),
             on_kill=self.placements.killed,
+            node=node_id() if self.config.worker_transport == "local" else None,
         )
         self.calls = CallService(
             lambda: self.mirror, self.runner, self.batches, self.scopes_seen, self._touch
@@ -363,6 +364,7 @@ class ExecutorActor:
             contributions=len(self.mirror.disposers),
             scopes=len(self.scopes_seen),
             messages=rs.messages,
+            local_messages=rs.local,
             tools=self.farm.tools(),
             scope_calls=self.farm.scopes(),
         )

@@ -1,8 +1,9 @@
 """The Ray body runner: one body on a worker actor, with the cancellation ladder.
 
 Dispatch is coalesced (``_coalesce``): the calls bound for one worker within one loop tick
-travel in one actor message (``ToolWorker.run_many_wire``; a lone call uses ``run_wire``;
-as ``wire.encode`` bytes), and their outcomes stream back as they settle. A chained batch's
+travel in one message (as ``wire.encode`` bytes; on the worker's local lane when it is on
+this executor's node, else as a Ray actor call: ``_worker_transport``), and their outcomes
+stream back as they settle. A chained batch's
 calls (``ChainRunner``) all go to one worker, which gates them (``_chain_gate``). The rest
 is per call, by the call's token: when the body's (fused) signal fires, (1) the abort is
 forwarded on the worker's control lane, firing the body's own signal; (2) after
@@ -24,21 +25,22 @@ import itertools
 import logging
 import uuid
 import weakref
-from collections.abc import AsyncIterator, Callable
-from typing import Any, cast
+from collections.abc import Callable
+from typing import Any
 
 from toolray import AbortError, ToolRunContext, ToolWorkerLostError
 from toolray.isolation import CallOutcome
 from toolray.lowlevel import Entry, Link, run_body_inline, thaw_json
 from toolray_actors._errors import is_actor_death, is_cancelled, task_cause, wire_reason
 from toolray_actors._handles import kill
-from toolray_actors._remote import send, stream
-from toolray_actors._wire import AbortOrder, Settled, WorkerRequest, decode, encode
+from toolray_actors._remote import send
+from toolray_actors._wire import AbortOrder, WorkerRequest
 
 from ._chains import RunnerChains, fits
-from ._coalesce import AbortQueue, Chunk, Outbox, Transport
+from ._coalesce import AbortQueue, Outbox
 from ._pool_client import PoolClient, WorkerSlot
 from ._worker import ToolWorker
+from ._worker_transport import WorkerTransport
 
 __all__ = ("NOT_JSON", "RayBodyRunner", "RunnerStats")
 
@@ -62,7 +64,9 @@ class RunnerStats:
         self.calls = self.in_flight = self.aborts = self.interrupts = self.kills = 0
         self.lost = 0
         self.messages = 0
-        """Actor messages that carried calls to workers (``calls / messages``: coalescing)."""
+        """Messages that carried calls to workers (``calls / messages``: coalescing)."""
+        self.local = 0
+        """Those of them sent on a worker's local lane (the rest: Ray actor calls)."""
 
 
 class RayBodyRunner:
@@ -77,10 +81,12 @@ class RayBodyRunner:
         kill_grace_ms: float,
         home: tuple[str, str] = ("", ""),
         on_kill: Callable[[PoolClient], None] | None = None,
+        node: str | None = None,
     ) -> None:
         self._pools = pools
         self._on_kill = on_kill  # the kill step's metric
         self._key_of = key_of
+        self._node = node  # this executor's node: workers on it are reached on their lane
         self._home = home  # (executor actor name, namespace): where workers send nested calls
         self.live: dict[str, ToolRunContext] = {}
         """The contexts of executions whose bodies are out on workers, by token id."""
@@ -118,20 +124,13 @@ class RayBodyRunner:
                 ),
                 lambda orders: send(handle, ToolWorker.abort_many, orders),
             )
-            lane = self._lanes[slot] = (Outbox(self._transport(handle)), aborts)
+            transport = WorkerTransport(handle, self._node, self._count)
+            lane = self._lanes[slot] = (Outbox(transport), aborts)
         return lane
 
-    def _transport(self, handle: Any) -> Transport:
-        stats = self.stats
-
-        def deliver(requests: list[WorkerRequest]) -> AsyncIterator[Chunk]:
-            stats.messages += 1
-            match requests:
-                case [request]:
-                    return _one(send(handle, ToolWorker.run_wire, encode(request)), request.token)
-            return _many(stream(handle, ToolWorker.run_many_wire, encode(requests)))
-
-        return deliver
+    def _count(self, local: bool) -> None:
+        self.stats.messages += 1
+        self.stats.local += local
 
     async def prepare(self, call: Any) -> None:
         """Before a rate-limited call takes its token: its pool's members hold its code.
@@ -354,15 +353,6 @@ class RayBodyRunner:
                 f'{outcome.detail} while running tool "{ctx.name}"; the call was not re-run'
             )
         return outcome
-
-
-async def _one(ref: Any, token: str) -> AsyncIterator[Chunk]:
-    yield [Settled(token, cast("CallOutcome", decode(await ref)))]
-
-
-async def _many(stream: Any) -> AsyncIterator[Chunk]:
-    async for ref in stream:
-        yield cast("Chunk", decode(await ref))
 
 
 def _killed(result: asyncio.Future[CallOutcome]) -> bool:

@@ -44,6 +44,7 @@ from toolray.isolation import (
 )
 from toolray.lowlevel import Link
 from toolray_actors._placement import WorkerSettings
+from toolray_actors._remote import node_id
 from toolray_actors._stats import ActorStats, ChildStats, WorkerStatus, actor_stats
 from toolray_actors._wire import (
     AbortOrder,
@@ -56,6 +57,7 @@ from toolray_actors._wire import (
 
 from ._chain_gate import UNSTARTED, ChainGates
 from ._children import CallProcesses
+from ._lane import LANES, LaneAddress, LaneServer
 from ._nested_remote import RemoteNested, worker_context
 
 __all__ = ("ToolInterrupted", "ToolWorker", "WorkerStatus", "body_limit")
@@ -128,6 +130,7 @@ class ToolWorker:
         self._last = time.monotonic()  # the last start or end of a call
         self._draining = False
         self._chains = ChainGates()
+        self._lane = LaneServer(self.run_lane)
 
     def _enter(self) -> bool:
         """Count a call in; ``False`` once drained (the call must go elsewhere)."""
@@ -212,6 +215,25 @@ class ToolWorker:
         """:meth:`run_many` across Ray: the requests and each chunk as ``wire.encode`` bytes."""
         async for chunk in self.run_many(cast("list[WorkerRequest]", decode(requests))):
             yield encode(chunk)
+
+    async def run_lane(self, requests: bytes) -> AsyncIterator[bytes]:
+        """:meth:`run_many_wire` for a message on the local lane (a lone call runs directly)."""
+        match cast("list[WorkerRequest]", decode(requests)):
+            case [request]:
+                try:
+                    outcome = await self.run(request)
+                except Exception as err:  # a fault of the worker itself: this call's failure
+                    outcome = CallOutcome(status="error", error=shippable_error(err))
+                yield encode([Settled(request.token, outcome)])
+            case several:
+                async for chunk in self.run_many(several):
+                    yield encode(chunk)
+
+    async def lane(self, node: str) -> LaneAddress | None:
+        """The local lane, for an executor on ``node`` (``None``: another node, or none here)."""
+        if not LANES or self._lane.full or node != node_id():
+            return None
+        return await self._lane.open(node)
 
     async def seal_chain(self, link: Link) -> int:
         """Stop ``link``'s chain (once); the first place whose stage was not over by then."""

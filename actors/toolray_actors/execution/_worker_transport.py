@@ -1,0 +1,100 @@
+"""How an executor's runner reaches one worker actor: its local lane once open, else Ray.
+
+A worker's first message goes as a Ray actor call (``run_wire`` for a lone call,
+``run_many_wire`` for several) while the executor asks the worker for its lane
+(``ToolWorker.lane``, answered only on the executor's own node) and connects; every later
+message goes on the lane (:mod:`._lane`). A lane that ends — the worker died or was
+killed — is not opened again: the messages after it go as Ray calls, which report the
+worker's death as they always did.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable
+from typing import Any, cast
+
+from toolray import ToolWorkerLostError
+from toolray.isolation import CallOutcome
+from toolray_actors._remote import Handle, send, stream
+from toolray_actors._wire import Settled, WorkerRequest, decode, encode
+
+from ._coalesce import Chunk
+from ._lane import LaneClient
+from ._worker import ToolWorker
+
+__all__ = ("WorkerTransport",)
+
+_log = logging.getLogger("toolray")
+
+
+class WorkerTransport:
+    """A coalescing :class:`~._coalesce.Transport` to one worker.
+
+    ``node`` is this executor's node (``None``: the lane is off, every message is a Ray
+    call); ``count(local)`` is told of every message sent.
+    """
+
+    def __init__(self, handle: Handle, node: str | None, count: Callable[[bool], None]) -> None:
+        self._handle = handle
+        self._node = node
+        self._count = count
+        self._client: LaneClient | None = None
+        self._opening: asyncio.Task[None] | None = None
+
+    def __call__(self, requests: list[WorkerRequest]) -> AsyncIterator[Chunk]:
+        client = self._client
+        if client is not None and not client.closed:
+            self._count(True)
+            return _chunks(client.deliver(encode(requests)))
+        if self._node is not None and self._opening is None:
+            self._opening = asyncio.ensure_future(self._open(self._node))
+        self._count(False)
+        handle = self._handle
+        match requests:
+            case [request]:
+                return _one(send(handle, ToolWorker.run_wire, encode(request)), request.token)
+        return _chunks(_refs(stream(handle, ToolWorker.run_many_wire, encode(requests))))
+
+    @property
+    def local(self) -> bool:
+        """Whether messages go on the lane now."""
+        return self._client is not None and not self._client.closed
+
+    async def _open(self, node: str) -> None:
+        try:
+            address = await send(self._handle, ToolWorker.lane, node)
+            if address is not None:
+                self._client = await LaneClient.connect(address, self._lost)
+        except Exception:  # the worker is gone, or its lane cannot be reached: Ray it is
+            _log.debug("toolray: no local lane to a worker", exc_info=True)
+
+    async def _lost(self) -> BaseException:
+        """Why the lane ended: the error a Ray call to the worker gives now."""
+        try:
+            await send(self._handle, ToolWorker.health)
+        except Exception as err:  # its death, as a message on Ray would have reported it
+            return err
+        return ToolWorkerLostError("the worker's local lane closed while the worker lived")
+
+    def close(self) -> None:
+        """Close the lane (messages still open on it fail as if it had ended)."""
+        if self._opening is not None:
+            self._opening.cancel()
+        if self._client is not None:
+            self._client.close()
+
+
+async def _one(ref: Any, token: str) -> AsyncIterator[Chunk]:
+    yield [Settled(token, cast("CallOutcome", decode(await ref)))]
+
+
+async def _refs(refs: AsyncIterator[Any]) -> AsyncIterator[bytes]:
+    async for ref in refs:
+        yield cast("bytes", await ref)
+
+
+async def _chunks(items: AsyncIterator[bytes]) -> AsyncIterator[Chunk]:
+    async for item in items:
+        yield cast("Chunk", decode(item))
