@@ -10,6 +10,7 @@ import select
 import signal
 import socket
 import sys
+from pathlib import Path
 
 import psutil
 import pytest
@@ -237,6 +238,9 @@ def test_stop_kills_and_reaps_every_child(make_template) -> None:
         c.close()
     gone = {p["child"] for p in pids} | {p["grandchild"] for p in pids}
     assert gone.isdisjoint(descendants())
+    # not merely out of this tree: no orphan of theirs lives on anywhere (the template
+    # reaped every one, grandchildren too, before it ended)
+    assert [pid for pid in gone if Path(f"/proc/{pid}").exists()] == []
     assert not template.running
     template.stop()  # idempotent
 

@@ -259,8 +259,9 @@ class Zygote:
                 self.send(exit_report(pid, status, usage))
 
     def stop(self) -> None:
+        # ``kill`` takes the host's plain ints (``signal.SIGKILL`` is an enum it would refuse)
         for pid in list(self.children):
-            self.kill(pid, signal.SIGKILL)
+            self.kill(pid, int(signal.SIGKILL))
         while True:
             try:
                 pid, status, usage = os.wait4(-1, 0)
