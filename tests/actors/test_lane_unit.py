@@ -120,11 +120,33 @@ async def test_a_wrong_secret_is_closed_before_any_message_runs() -> None:
     real = await server.open("n")
     lost = Lost()
     forged = LaneAddress(real.node, real.name, bytes(len(real.secret)))
-    client = await LaneClient.connect(forged, lost)
-    with pytest.raises(Died):
-        await asyncio.wait_for(collect(client.deliver(b"run me")), GUARD_S)
+    with pytest.raises(LaneError, match="the worker did not open its lane"):
+        await asyncio.wait_for(LaneClient.connect(forged, lost), GUARD_S)
     assert body.payloads == []
-    assert (server.connections, server.messages, lost.asked) == (0, 0, 1)
+    assert (server.connections, server.messages, lost.asked) == (0, 0, 0)
+    server.close()
+
+
+async def test_a_client_sends_no_message_before_its_hello_is_answered(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_lane, "_HELLO_S", 0.05)
+    heard: list[bytes] = []
+    done = asyncio.Event()
+
+    async def mute(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        heard.append(await reader.read())  # everything the client sends until it gives up
+        writer.close()
+        done.set()
+
+    name = b"\0toolray-lane-test-" + os.urandom(8).hex().encode()
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.bind(name)
+    server = await asyncio.start_unix_server(mute, sock=sock)
+    with pytest.raises(TimeoutError):
+        await LaneClient.connect(LaneAddress("n", name, b"s" * 32), Lost())
+    await asyncio.wait_for(done.wait(), GUARD_S)
+    assert heard == [frame(HELLO, 0, b"s" * 32)]  # the hello only: no message was at stake
     server.close()
 
 
@@ -180,7 +202,8 @@ async def test_an_oversized_frame_ends_only_its_own_connection() -> None:
     reader, writer = await asyncio.open_unix_connection(address.name)  # type: ignore[arg-type]
     writer.write(frame(HELLO, 0, address.secret))
     writer.write(struct.pack("!IBI", (1 << 30) + 1, RUN, 1))
-    assert await asyncio.wait_for(reader.read(), GUARD_S) == b""  # closed, nothing said
+    said = await asyncio.wait_for(reader.read(), GUARD_S)
+    assert said == frame(HELLO, 0)  # the hello's answer, then closed
     good = await LaneClient.connect(address, Lost())
     assert await asyncio.wait_for(collect(good.deliver(b"x")), GUARD_S) == [b"x:0", b"x:1", b"x:2"]
     assert body.payloads == [b"x"]

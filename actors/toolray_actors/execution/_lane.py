@@ -13,11 +13,15 @@ preparation, statistics; and so does every call to a worker on another node.
 The socket is in the Linux abstract namespace (no file to leave behind; per network
 namespace, so a Code Mode program, in a namespace of its own, cannot even see it) under a
 random name. The worker serves a connection only from a process of its own user
-(``SO_PEERCRED``) whose first frame is the 32-byte secret it gave the executor through Ray.
+(``SO_PEERCRED``) whose first frame is the 32-byte secret it gave the executor through Ray,
+and answers that frame before the executor sends any message: a connection the worker
+refuses or drops before then (its loop too busy to read the hello in time) loses nothing,
+its messages simply go as Ray calls.
 
 Frames: a 9-byte header (payload length, kind, message id), then the payload. The client
-sends ``HELLO`` once, then one ``RUN`` per message; the worker answers each message with its
-``CHUNK`` frames as outcomes settle and one ``END`` (``FAIL`` if the message itself failed).
+sends ``HELLO`` once and waits for the worker's empty ``HELLO``, then sends one ``RUN`` per
+message; the worker answers each message with its ``CHUNK`` frames as outcomes settle and
+one ``END`` (``FAIL`` if the message itself failed).
 When the connection ends — the worker died, was killed or closed it — every message still
 open fails with the error a Ray call to that worker gives at that moment (its death,
 usually), so the runner decides exactly as for a Ray message.
@@ -45,8 +49,9 @@ LANES = sys.platform.startswith("linux")
 _HEADER = struct.Struct("!IBI")
 HELLO, RUN, CHUNK, END, FAIL, _LOST = range(1, 7)
 _SECRET_BYTES = 32
-_HELLO_S = 5.0
-"""A connection that has not said its secret within this long is closed."""
+_HELLO_S = 30.0
+"""A connection that has not said its secret within this long is closed (and a client whose
+hello is not answered within this long gives up: its messages go as Ray calls)."""
 _MAX_FRAME = 1 << 30
 """A frame longer than this breaks the protocol (the connection is closed)."""
 _MAX_PEERS = 512
@@ -154,6 +159,7 @@ class LaneServer:
             if kind != HELLO or not hmac.compare_digest(secret, self._secret):
                 return
             self.connections += 1
+            writer.write(frame(HELLO, 0))  # the client sends no message before this answer
             while (got := await read_frame(reader)) is not None:
                 kind, message, payload = got
                 if kind != RUN:
@@ -215,6 +221,15 @@ class LaneClient:
             writer.close()
             raise LaneError("the lane's listener is not this user's process")
         writer.write(frame(HELLO, 0, address.secret))
+        try:  # nothing is sent before the worker took the secret: a refusal loses nothing
+            answer = await asyncio.wait_for(read_frame(reader, 0), _HELLO_S)
+        except BaseException:
+            writer.close()
+            raise
+        kind, _, _ = answer if answer is not None else (None, 0, b"")
+        if kind != HELLO:
+            writer.close()
+            raise LaneError("the worker did not open its lane")
         return cls(reader, writer, lost)
 
     def deliver(self, payload: bytes) -> AsyncIterator[bytes]:
