@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from tests.actors._variants import variant_runtime
 from tests.tools import deaf_async_tool, gate_tool, stubborn_tool, text_echo_tool
 from toolray import AbortController, TimeoutPolicy, ToolBatchInput, ToolCall
 
@@ -27,13 +28,7 @@ WAIT_S = 30.0
 def patient(ray_runtime: Any) -> Iterator[Any]:
     """A namespace whose kill step is out of reach (``kill_grace_ms`` 60 s): an interrupt that
     a loaded machine delivers late still never turns into a kill that would take the mates."""
-    from toolray_actors import RayRuntime, RuntimeConfig
-
-    data = ray_runtime.config.model_dump()
-    data.update(namespace=f"{data['namespace']}-patient", kill_grace_ms=60_000)
-    runtime = RayRuntime.start(RuntimeConfig.model_validate(data))
-    yield runtime
-    runtime.shutdown()
+    yield from variant_runtime(ray_runtime, "patient", kill_grace_ms=60_000)
 
 
 def _batch(calls: list[ToolCall], scope: str) -> ToolBatchInput:

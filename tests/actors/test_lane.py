@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.actors._variants import variant_runtime
 from tests.actors._waits import stats_when
 from tests.tools import JSON_OUT, crash_tool, text_echo_tool
 from toolray import AbortController, ToolBatchInput, ToolCall, define_tool
@@ -146,13 +147,7 @@ async def test_a_tool_body_that_finds_a_lane_cannot_drive_it(
 @pytest.fixture(scope="module")
 def ray_transport(ray_runtime: Any) -> Iterator[Any]:
     """A namespace with ``worker_transport = "ray"``: every message an actor call."""
-    from toolray_actors import RayRuntime, RuntimeConfig
-
-    data = ray_runtime.config.model_dump()
-    data.update(namespace=f"{data['namespace']}-raylane", worker_transport="ray")
-    runtime = RayRuntime.start(RuntimeConfig.model_validate(data))
-    yield runtime
-    runtime.shutdown()
+    yield from variant_runtime(ray_runtime, "raylane", worker_transport="ray")
 
 
 async def test_worker_transport_ray_sends_every_message_as_an_actor_call(
