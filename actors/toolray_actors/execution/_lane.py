@@ -217,19 +217,19 @@ class LaneClient:
     ) -> LaneClient:
         """Connect to ``address`` and say its secret."""
         reader, writer = await asyncio.open_unix_connection(address.name)  # type: ignore[arg-type]
-        if not _same_user(writer.get_extra_info("socket")):  # not the worker's: leave at once
-            writer.close()
-            raise LaneError("the lane's listener is not this user's process")
-        writer.write(frame(HELLO, 0, address.secret))
         try:  # nothing is sent before the worker took the secret: a refusal loses nothing
+            if not _same_user(writer.get_extra_info("socket")):  # not the worker's: leave
+                raise LaneError("the lane's listener is not this user's process")
+            writer.write(frame(HELLO, 0, address.secret))
             answer = await asyncio.wait_for(read_frame(reader, 0), _HELLO_S)
+            if answer is None:
+                raise LaneError("the worker did not open its lane")
+            kind, _, _ = answer
+            if kind != HELLO:
+                raise LaneError("the worker did not open its lane")
         except BaseException:
             writer.close()
             raise
-        kind, _, _ = answer if answer is not None else (None, 0, b"")
-        if kind != HELLO:
-            writer.close()
-            raise LaneError("the worker did not open its lane")
         return cls(reader, writer, lost)
 
     def deliver(self, payload: bytes) -> AsyncIterator[bytes]:

@@ -77,8 +77,13 @@ def _outcome_of(token: str, task: asyncio.Task[CallOutcome]) -> Settled:
         return Settled(token, CallOutcome(status="error", error=stopped))
     err = task.exception()
     if err is not None:  # a fault of the worker itself: this call's failure, not the message's
-        return Settled(token, CallOutcome(status="error", error=shippable_error(err)))
+        return Settled(token, _faulted(err))
     return Settled(token, task.result())
+
+
+def _faulted(err: BaseException) -> CallOutcome:
+    """A call's outcome when the worker itself failed running it."""
+    return CallOutcome(status="error", error=shippable_error(err))
 
 
 def _context(signal: AbortSignal, ident: Mapping[str, Any]) -> ToolRunContext:
@@ -223,7 +228,7 @@ class ToolWorker:
                 try:
                     outcome = await self.run(request)
                 except Exception as err:  # a fault of the worker itself: this call's failure
-                    outcome = CallOutcome(status="error", error=shippable_error(err))
+                    outcome = _faulted(err)
                 yield encode([Settled(request.token, outcome)])
             case several:
                 async for chunk in self.run_many(several):

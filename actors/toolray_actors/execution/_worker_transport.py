@@ -55,12 +55,7 @@ class WorkerTransport:
         match requests:
             case [request]:
                 return _one(send(handle, ToolWorker.run_wire, encode(request)), request.token)
-        return _chunks(_refs(stream(handle, ToolWorker.run_many_wire, encode(requests))))
-
-    @property
-    def local(self) -> bool:
-        """Whether messages go on the lane now."""
-        return self._client is not None and not self._client.closed
+        return _many(stream(handle, ToolWorker.run_many_wire, encode(requests)))
 
     async def _open(self, node: str) -> None:
         try:
@@ -78,21 +73,14 @@ class WorkerTransport:
             return err
         return ToolWorkerLostError("the worker's local lane closed while the worker lived")
 
-    def close(self) -> None:
-        """Close the lane (messages still open on it fail as if it had ended)."""
-        if self._opening is not None:
-            self._opening.cancel()
-        if self._client is not None:
-            self._client.close()
-
 
 async def _one(ref: Any, token: str) -> AsyncIterator[Chunk]:
     yield [Settled(token, cast("CallOutcome", decode(await ref)))]
 
 
-async def _refs(refs: AsyncIterator[Any]) -> AsyncIterator[bytes]:
+async def _many(refs: AsyncIterator[Any]) -> AsyncIterator[Chunk]:
     async for ref in refs:
-        yield cast("bytes", await ref)
+        yield cast("Chunk", decode(await ref))
 
 
 async def _chunks(items: AsyncIterator[bytes]) -> AsyncIterator[Chunk]:
