@@ -54,6 +54,7 @@ from ._clock import Clock as Clock
 from ._content import ContentBlock as ContentBlock
 from ._content import UserMessage as UserMessage
 from ._content import text_block as text_block
+from ._context import ToolRunContext as ToolRunContext
 from ._decisions import Accept as Accept
 from ._decisions import Allow as Allow
 from ._decisions import Ask as Ask
@@ -78,11 +79,11 @@ from ._execution import ExecutionToken as ExecutionToken
 from ._execution import ToolDispatchExecution as ToolDispatchExecution
 from ._execution import ToolExecution as ToolExecution
 from ._execution import ToolExecutionInput as ToolExecutionInput
-from ._execution import ToolRunContext as ToolRunContext
 from ._json import FrozenDict as FrozenDict
 from ._json import FrozenList as FrozenList
 from ._json import JsonValue as JsonValue
 from ._json import snapshot_json as snapshot_json
+from ._json import thaw_json as thaw_json
 from ._outcomes import ToolErrorInfo as ToolErrorInfo
 from ._outcomes import ToolExecutionFailure as ToolExecutionFailure
 from ._outcomes import ToolExecutionResult as ToolExecutionResult
@@ -101,8 +102,14 @@ from .batch._types import ToolExecutor as ToolExecutor
 from .batch._types import ToolModelInput as ToolModelInput
 from .codemode._program import PtcDispatchLog as PtcDispatchLog
 from .codemode._prompt import ToolPromptSection as ToolPromptSection
+from .environments._definition import EnvironmentDefinition as EnvironmentDefinition
+from .environments._definition import EnvironmentStatus as EnvironmentStatus
+from .environments._definition import define_environment as define_environment
+from .environments._handle import EnvironmentHandle as EnvironmentHandle
 from .errors import AbortError as AbortError
 from .errors import CodeRunFailedError as CodeRunFailedError
+from .errors import EnvironmentFailedError as EnvironmentFailedError
+from .errors import EnvironmentLostError as EnvironmentLostError
 from .errors import ExecutorLostError as ExecutorLostError
 from .errors import ExecutorUnavailableError as ExecutorUnavailableError
 from .errors import HarnessError as HarnessError
@@ -155,6 +162,11 @@ __all__ = (
     "ContentBlock",
     "Deny",
     "Disposer",
+    "EnvironmentDefinition",
+    "EnvironmentFailedError",
+    "EnvironmentHandle",
+    "EnvironmentLostError",
+    "EnvironmentStatus",
     "EventLog",
     "ExecutionMode",
     "ExecutionToken",
@@ -208,11 +220,13 @@ __all__ = (
     "ToolWorkerLostError",
     "ToolrayError",
     "UserMessage",
+    "define_environment",
     "define_tool",
     "json_schema_parameters",
     "read_jsonl",
     "snapshot_json",
     "text_block",
+    "thaw_json",
     "tool",
 )
 

@@ -32,8 +32,8 @@ from pydantic.json_schema import PydanticJsonSchemaWarning
 from pydantic_core import PydanticSerializationError, PydanticUndefined
 
 from ._content import ContentBlock, text_block
+from ._context import ToolRunContext
 from ._definition import Placement, ToolDefinition, ToolOutput
-from ._execution import ToolRunContext
 from .errors import ToolArgsError
 from .farm._values import RateLimit, RetryPolicy
 from .schema import assert_supported_json_schema, compile_validator
@@ -69,6 +69,7 @@ class ToolOptions(TypedDict, total=False):
     max_content_chars: int | None
     idempotent: bool
     retry: RetryPolicy | None
+    environment: str | None
 
 
 @overload
@@ -150,6 +151,7 @@ def _build(fn: _Fn, options: ToolOptions) -> ToolDefinition:
         max_content_chars=options.get("max_content_chars"),
         idempotent=options.get("idempotent", False),
         retry=options.get("retry"),
+        environment=options.get("environment"),
     )
 
 

@@ -21,7 +21,8 @@ from .schema import (
 from .schema._params import JsonSchemaParameters, compile_parameters
 
 if TYPE_CHECKING:
-    from ._execution import ToolExecution, ToolRunContext
+    from ._context import ToolRunContext
+    from ._execution import ToolExecution
     from ._outcomes import ToolExecutionResult
     from .presentation import ToolCallView, ToolResult, ToolResultView
 
@@ -134,9 +135,25 @@ class ToolDefinition:
     max_content_chars: int | None = None
     idempotent: bool = False
     retry: RetryPolicy | None = None
+    environment: str | None = None
+    """The environment whose instance the body acts on (``ctx.environment``), if any."""
 
     def __post_init__(self) -> None:
         check_farm_controls(self)
+        check_environment_binding(self.name, self.environment, self.placement)
+
+
+def check_environment_binding(name: str, environment: Any, placement: Any) -> None:
+    """A tool of an environment runs where its instance lives: no placement of its own."""
+    if environment is None:
+        return
+    if not isinstance(environment, str) or not environment:
+        raise TypeError(f'tool "{name}": environment must be an environment\'s name (a str)')
+    if placement is not None:
+        raise ValueError(
+            f'tool "{name}": a tool of environment "{environment}" runs where its instance '
+            "lives; give the environment a placement instead of the tool"
+        )
 
 
 def check_farm_controls(definition: ToolDefinition) -> None:
@@ -183,6 +200,7 @@ def define_tool(
     max_content_chars: int | None = None,
     idempotent: bool = False,
     retry: RetryPolicy | None = None,
+    environment: str | None = None,
 ) -> ToolDefinition:
     """Build a :class:`ToolDefinition` from DSL specs, validating arguments in the body.
 
@@ -196,6 +214,11 @@ def define_tool(
     ``max_result_bytes`` / ``max_content_chars`` (override the registry's bounds),
     ``idempotent`` and ``retry`` (a :class:`~toolray.RetryPolicy`; ``ValueError`` unless the
     tool is idempotent).
+
+    ``environment`` names the environment the body acts on: its scope's instance is
+    ``ctx.environment``, and the call runs where that instance lives (so the tool takes no
+    ``placement`` of its own). Such a tool is exclusive unless ``is_concurrency_safe``
+    says otherwise: the instance's exclusive calls run one at a time, in arrival order.
 
     Example:
         >>> echo = define_tool(
@@ -259,6 +282,7 @@ def define_tool(
         max_content_chars=max_content_chars,
         idempotent=idempotent,
         retry=retry,
+        environment=environment,
     )
 
 

@@ -19,7 +19,10 @@ intact (a result crossing a process keeps its error)::
         │   ├── ExecutorLostError             EXECUTOR_LOST
         │   ├── CodeRunFailedError            CODE_RUN_FAILED
         │   ├── RateLimitedError              RATE_LIMITED
-        │   └── ResultTooLargeError           RESULT_TOO_LARGE
+        │   ├── ResultTooLargeError           RESULT_TOO_LARGE
+        │   ├── EnvironmentLostError          ENVIRONMENT_LOST
+        │   ├── EnvironmentFailedError        ENVIRONMENT_FAILED
+        │   └── UnknownEnvironmentError       UNKNOWN_ENVIRONMENT
         ├── ToolBatchExecutionError           a scheduler failure (not a tool outcome)
         └── SandboxUnavailableError           a required confinement layer is missing
 
@@ -42,6 +45,8 @@ __all__ = (
     "TOOL_TIMEOUT",
     "AbortError",
     "CodeRunFailedError",
+    "EnvironmentFailedError",
+    "EnvironmentLostError",
     "ExecutorLostError",
     "ExecutorUnavailableError",
     "HarnessError",
@@ -57,6 +62,7 @@ __all__ = (
     "ToolTimeoutError",
     "ToolWorkerLostError",
     "ToolrayError",
+    "UnknownEnvironmentError",
 )
 
 TOOL_ABORTED = "ABORTED"
@@ -211,6 +217,36 @@ class ResultTooLargeError(HarnessError):
     """A body's value is larger than ``max_result_bytes`` as lossless JSON text."""
 
     default_code = "RESULT_TOO_LARGE"
+
+
+class EnvironmentLostError(HarnessError):
+    """An environment instance's process died (or its state could not come back).
+
+    Every later use of the instance fails the same way until ``open()`` makes a new one:
+    an instance is never re-created silently with a state the agent did not build.
+    """
+
+    default_code = "ENVIRONMENT_LOST"
+
+
+class EnvironmentFailedError(HarnessError):
+    """An environment's own code failed: ``create`` (or ``restore``, a fork) raised.
+
+    Nothing is left open; the message carries the cause's.
+    """
+
+    default_code = "ENVIRONMENT_FAILED"
+
+
+class UnknownEnvironmentError(HarnessError):
+    """No environment of that name is registered where the scope can see it."""
+
+    default_code = "UNKNOWN_ENVIRONMENT"
+
+    def __init__(self, environment: str, message: str | None = None) -> None:
+        self.environment = environment
+        text = message if message is not None else f'unknown environment "{environment}"'
+        super().__init__(text)
 
 
 class ToolBatchExecutionError(ToolrayError):

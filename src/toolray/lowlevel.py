@@ -46,6 +46,15 @@ read a registry's private state:
 - trace context: :class:`TraceParent` is a span's W3C ``traceparent``, as it travels with a
   call, and :func:`activated` runs a body with it as the current OpenTelemetry span.
 - :class:`BatchStatistics` is what ``BatchExecutor.stats()`` returns.
+- environments: a runtime that keeps instances elsewhere gives its registry an
+  :class:`EnvironmentBackend` (``ToolRegistry(environment_backend=...)``); the registry's
+  :class:`Instances` keeps the table, turns and lifecycle over it (:class:`InstanceRef`
+  names one instance, :class:`Parked` a parked one, :class:`InstanceCounts` counts them);
+  :func:`snapshot_state` / :func:`restore_state` / :func:`invoke` run an environment's
+  functions where a state lives; :func:`lost_error` / :func:`failed_error` are the errors
+  of a lost instance and of an environment's own failing code; :class:`EnvironmentService`
+  is what an :class:`~toolray.EnvironmentHandle` asks of its runtime;
+  :data:`NO_ENVIRONMENT` is a run context's environment when its tool has none.
 
 The farm controls' parts a runtime needs to enforce them across processes (the rate
 limiter seam, the token schedule, the result bound) are the public ``toolray.farm``.
@@ -56,8 +65,9 @@ from __future__ import annotations
 from ._arguments import InvalidArguments as InvalidArguments
 from ._arguments import parse_arguments as parse_arguments
 from ._clock import SystemClock as SystemClock
-from ._execution import NestedDispatcher as NestedDispatcher
-from ._execution import not_live as not_live
+from ._context import NO_ENVIRONMENT as NO_ENVIRONMENT
+from ._context import NestedDispatcher as NestedDispatcher
+from ._context import not_live as not_live
 from ._json import is_json as is_json
 from ._json import thaw_json as thaw_json
 from ._nested import nested_input as nested_input
@@ -66,6 +76,17 @@ from ._trace import TraceParent as TraceParent
 from ._trace import activated as activated
 from ._trace import register_local_spans as register_local_spans
 from .batch._executor import BatchStatistics as BatchStatistics
+from .environments._backend import EnvironmentBackend as EnvironmentBackend
+from .environments._backend import InstanceRef as InstanceRef
+from .environments._backend import Parked as Parked
+from .environments._backend import invoke as invoke
+from .environments._backend import restore_state as restore_state
+from .environments._backend import snapshot_state as snapshot_state
+from .environments._handle import EnvironmentService as EnvironmentService
+from .environments._instances import Instances as Instances
+from .environments._record import InstanceCounts as InstanceCounts
+from .environments._record import failed_error as failed_error
+from .environments._record import lost_error as lost_error
 from .pipeline._call import Call as Call
 from .pipeline._dispatch import BodyRunner as BodyRunner
 from .pipeline._dispatch import current_runner as current_runner
@@ -101,6 +122,7 @@ from .scheduler._plan import next_stage as next_stage
 from .scheduler._plan import plan_stages as plan_stages
 
 __all__ = (
+    "NO_ENVIRONMENT",
     "OPEN_ENDED",
     "TOOL_ERROR",
     "BatchStart",
@@ -111,12 +133,18 @@ __all__ = (
     "CallStart",
     "ChainRunner",
     "Entry",
+    "EnvironmentBackend",
+    "EnvironmentService",
+    "InstanceCounts",
+    "InstanceRef",
+    "Instances",
     "InvalidArguments",
     "Link",
     "LocalNested",
     "NestedDispatcher",
     "Observation",
     "Observer",
+    "Parked",
     "Stage",
     "SystemClock",
     "ToolLookup",
@@ -127,10 +155,13 @@ __all__ = (
     "current_runner",
     "cut",
     "end_batch",
+    "failed_error",
     "failure_from",
     "has_scope",
+    "invoke",
     "is_json",
     "joins",
+    "lost_error",
     "nested_input",
     "next_stage",
     "not_live",
@@ -140,10 +171,12 @@ __all__ = (
     "plan_stages",
     "record_call",
     "register_local_spans",
+    "restore_state",
     "run_body_inline",
     "run_nested",
     "run_pipeline",
     "scope_parent",
+    "snapshot_state",
     "start_batch",
     "thaw_json",
     "tool_set_of",

@@ -54,6 +54,19 @@ EXPECTED = {
     "record_call",
     "register_local_spans",
     "start_batch",
+    # environments: the backend seam and the instances over it
+    "NO_ENVIRONMENT",
+    "EnvironmentBackend",
+    "EnvironmentService",
+    "InstanceCounts",
+    "InstanceRef",
+    "Instances",
+    "Parked",
+    "failed_error",
+    "invoke",
+    "lost_error",
+    "restore_state",
+    "snapshot_state",
 }
 
 

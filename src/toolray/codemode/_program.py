@@ -31,9 +31,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from toolray._content import ContentBlock, UserMessage
+from toolray._context import ToolRunContext
 from toolray._definition import RESERVED_TOOL_NAME
 from toolray._eventlog import LogStep
-from toolray._execution import ToolExecution, ToolRunContext
+from toolray._execution import ToolExecution
 from toolray._json import snapshot_json, thaw_json
 from toolray._nested import nested_input
 from toolray._normalize import message_of

@@ -43,6 +43,9 @@ class Call:
     """A chained call whose stage was over, where it ran, before an abort arrived there:
     stage by stage it would have committed before the next stage started, so an abort
     leaves its success alone."""
+    environment: Any = None
+    """The live handle of its environment's instance while its body runs (the backend's
+    own: a Ray body runner reads it to send the call where the instance lives)."""
     observed: Observation | None = None
     """Its observers' handles (``None``: nobody observes it); ``observed.trace`` is the span
     its body runs in."""

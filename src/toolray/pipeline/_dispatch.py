@@ -17,7 +17,8 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any, TypeAlias
 
-from toolray._execution import NestedDispatcher, ToolRunContext, swap_signal
+from toolray._context import NestedDispatcher, ToolRunContext
+from toolray._execution import swap_signal
 from toolray._normalize import (
     NOT_LOSSLESS,
     aborted,
@@ -141,10 +142,14 @@ async def _invoke(
     execution = call.execution
     dispatcher = nest(call, runner) if nest is not None else None
     ctx = ToolRunContext(execution, signal, dispatcher=dispatcher)
-    call.body_invoked = True
     running = _running.set((runner, call.notes))
     try:
-        value = await runner(call, entry, ctx)
+        environment = entry.definition.environment
+        if environment is None:
+            call.body_invoked = True
+            value = await runner(call, entry, ctx)
+        else:
+            value = await _in_environment(call, entry, ctx, runner, environment)
     except Exception as exc:
         contexts, _ = ctx.collect()
         return failure_from(exc, contexts)
@@ -165,6 +170,35 @@ async def _invoke(
     if isinstance(result, ToolExecutionSuccess) and signal.aborted and not call.sealed:
         return aborted(True, contexts)
     return result
+
+
+async def _in_environment(
+    call: Call, entry: Entry, ctx: ToolRunContext, runner: BodyRunner, name: str
+) -> Any:
+    """Run the body inside its scope's instance of ``name``, in the instance's turn.
+
+    The call waits for its turn (exclusive unless it is concurrency-safe; a nested call of
+    a caller holding the turn passes at once), the instance is opened or restored if it
+    must be, and the body sees its live state as ``ctx.environment``.
+    """
+    inp = call.input
+    instances = call.registry.environments
+    exclusive = call.registry.execution_mode(inp) == "exclusive"
+    async with instances.call(
+        inp.scope,
+        name,
+        exclusive=exclusive,
+        signal=ctx.signal,
+        token=call.execution.token,
+        parent=inp.parent,
+    ) as placed:
+        call.environment = placed
+        ctx._environment = instances.state_of(placed)
+        call.body_invoked = True
+        try:
+            return await runner(call, entry, ctx)
+        finally:
+            call.environment = None
 
 
 def _renormalize(call: Call, result: Any, concluded: bool) -> tuple[str, ToolExecutionResult]:

@@ -13,13 +13,12 @@ import asyncio
 from typing import Any, final
 
 from toolray._arguments import InvalidArguments
+from toolray._context import ToolRunContext, not_live
 from toolray._execution import (
     ExecutionToken,
     ToolDispatchExecution,
     ToolExecution,
     ToolExecutionInput,
-    ToolRunContext,
-    not_live,
 )
 from toolray._json import snapshot_json
 from toolray._normalize import aborted, fail, failure_from, unknown_tool
@@ -184,7 +183,7 @@ async def run_nested(
 
 @final
 class LocalNested:
-    """The in-process :class:`~toolray._execution.NestedDispatcher` of one body's context.
+    """The in-process :class:`~toolray._context.NestedDispatcher` of one body's context.
 
     Nested calls run on the loop that runs the calling body, through the same registry
     view and body runner (a Ray executor actor: its mirror and worker dispatch).

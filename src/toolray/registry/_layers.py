@@ -1,6 +1,7 @@
 """Layer storage: what one context (the global layer or one scope) contributed.
 
-A layer holds named tools (unique per layer, registration order), anonymous restrictions,
+A layer holds named tools (unique per layer, registration order), named environments,
+anonymous restrictions,
 guards in a live "generation" list (R-REG-22), at most one presentation mode, hooks and
 executor contributions. Every change bumps the layer's ``version``; views compare versions.
 """
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from toolray._definition import ToolDefinition
+from toolray.environments._definition import EnvironmentDefinition
 
 __all__ = ("HOOK_KINDS", "Entry", "GuardEntry", "Hook", "HookKind", "Layer", "Restriction")
 
@@ -70,6 +72,7 @@ class Layer:
     """The contributions of one context."""
 
     __slots__ = (
+        "environments",
         "executors",
         "guards",
         "hooks",
@@ -90,6 +93,7 @@ class Layer:
         self.mode: str | None = None
         self.hooks: dict[HookKind, list[Hook]] = {kind: [] for kind in HOOK_KINDS}
         self.executors: list[Any] = []
+        self.environments: dict[str, EnvironmentDefinition] = {}
         self.version = 0
 
     def admits(self, name: str) -> bool:
@@ -136,4 +140,5 @@ class Layer:
             or self.mode is not None
             or any(self.hooks.values())
             or self.executors
+            or self.environments
         )

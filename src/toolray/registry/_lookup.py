@@ -16,6 +16,7 @@ from toolray._approval import ApprovalService
 from toolray._clock import Clock
 from toolray._definition import ToolDefinition
 from toolray._execution import ExecutionHost, ToolExecution, ToolExecutionInput, ToolSet
+from toolray.environments._instances import Instances
 from toolray.farm._controls import FarmControls
 from toolray.scheduler._plan import ExecutionMode
 
@@ -35,6 +36,11 @@ class ToolLookup(ExecutionHost, Protocol):
     @property
     def farm(self) -> FarmControls:
         """The rate limiter and default result bounds (farm controls) of every call."""
+        ...
+
+    @property
+    def environments(self) -> Instances:
+        """The environment instances calls of an environment's tools run in."""
         ...
 
     @property

@@ -16,6 +16,8 @@ from toolray._clock import Clock
 from toolray._definition import RESERVED_TOOL_NAME, ToolDefinition
 from toolray._execution import ToolExecution, ToolExecutionInput, ToolSet
 from toolray._json import snapshot_json, thaw_json
+from toolray.environments._definition import EnvironmentDefinition
+from toolray.environments._instances import Instances
 from toolray.errors import NotJsonError
 from toolray.farm._controls import FarmControls
 from toolray.scheduler._plan import ExecutionMode
@@ -88,6 +90,28 @@ class ReadSide:
         if tool_set is not None:
             return dict(tool_set.view(scope))
         return {name: e.definition for name, e in self._state.entries(scope, variant).items()}
+
+    @property
+    def environments(self) -> Instances:
+        """The registry's environment instances (their table, turns and lifecycle)."""
+        instances: Instances = self._state.environments
+        return instances
+
+    def environment_definition(
+        self, name: str, scope: str | None = None
+    ) -> EnvironmentDefinition | None:
+        """The environment ``scope`` sees under ``name``: its own layer's, else the nearest."""
+        found = None
+        for layer in self._state.layers_on_chain(scope):
+            found = layer.environments.get(name, found)
+        return found
+
+    def environment_names(self, scope: str | None = None) -> list[str]:
+        """The environments ``scope`` sees, global ones first."""
+        names: dict[str, None] = {}
+        for layer in self._state.layers_on_chain(scope):
+            names.update(dict.fromkeys(layer.environments))
+        return list(names)
 
     def get(
         self, name: str, scope: str | None = None, tool_set: ToolSet | None = None

@@ -28,6 +28,10 @@ from toolray.batch._types import ToolBatchInput, ToolBatchResult, ToolExecutor, 
 from toolray.codemode._program import ProgramRuntime, code_run
 from toolray.codemode._prompt import ToolPromptSection, missing_runtime, prompt_sections
 from toolray.codemode._run_code import RunCodeDefinition
+from toolray.environments._backend import EnvironmentBackend, LocalBackend
+from toolray.environments._handle import EnvironmentHandle, LocalService
+from toolray.environments._instances import Instances
+from toolray.environments._local import Parker, dispose_scope
 from toolray.errors import CodeRunFailedError, ExecutorUnavailableError
 from toolray.farm._bounds import DEFAULT_MAX_RESULT_BYTES, check_bound
 from toolray.farm._controls import FarmControls
@@ -77,6 +81,7 @@ class ToolRegistry(ReadSide, WriteSide):
         max_result_bytes: int | None = DEFAULT_MAX_RESULT_BYTES,
         max_content_chars: int | None = None,
         rate_limiter: RateLimiter | None = None,
+        environment_backend: EnvironmentBackend | None = None,
     ) -> None:
         """A registry; see the class docstring.
 
@@ -84,6 +89,8 @@ class ToolRegistry(ReadSide, WriteSide):
         (default ``None``) bound every call's result unless its definition sets its own.
         ``rate_limiter`` is for runtimes that share buckets beyond this registry (the Ray
         layer); by default each rate-limited tool has one bucket in this registry.
+        ``environment_backend`` is where environment instances live for such a runtime (it
+        then parks them and closes a disposed scope's itself); by default, in this process.
         """
         if mode not in MODES:
             raise ValueError(f'mode must be one of "native", "code", "both" (got {mode!r})')
@@ -115,7 +122,15 @@ class ToolRegistry(ReadSide, WriteSide):
         )
         ReadSide.__init__(self, state)
         WriteSide.__init__(self, state, None)
-        self._scopes = Scopes(state)
+        local = environment_backend is None
+        backend = LocalBackend() if environment_backend is None else environment_backend
+        instances = Instances(backend, self._environment_of, clock)
+        state.environments = instances
+        self._service = LocalService(instances)
+        self._scopes = Scopes(state, self._scope_disposed if local else None)
+        if local and clock is system_clock:
+            parker = Parker(instances)
+            instances.listeners.append(lambda event, *_: parker.poke())
         self._default_executor: ToolExecutor | None = None
 
     @property
@@ -160,6 +175,24 @@ class ToolRegistry(ReadSide, WriteSide):
     def scope(self, key: str, *, parent: str | None = None) -> ScopedTools:
         """The handle of scope ``key`` (created on first use, with ``parent``'s chain)."""
         return self._scopes.scope(key, parent)
+
+    def _environment_of(self, scope: str | None, name: str) -> Any:
+        return self.environment_definition(name, scope)
+
+    def _scope_disposed(self, key: str) -> None:
+        dispose_scope(self.environments, key, run_blocking)
+
+    def environment(self, name: str, *, scope: str | None = None) -> EnvironmentHandle:
+        """The handle of ``scope``'s instance of environment ``name`` (in this process).
+
+        The environment must be registered where ``scope`` sees it by the time the handle
+        is used (``UnknownEnvironmentError`` otherwise).
+        """
+        return EnvironmentHandle(self._service, name, scope, run_blocking)
+
+    async def close_environments(self) -> int:
+        """Close every environment instance of this registry (its ``close`` runs); how many."""
+        return await self.environments.close_all()
 
     def set_approval(self, service: ApprovalService) -> Disposer:
         """Mount the approval service that answers ``Ask`` decisions (global only)."""

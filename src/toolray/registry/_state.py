@@ -79,6 +79,7 @@ class RegistryState:
         "approvals",
         "clock",
         "default_replaced",
+        "environments",
         "epoch",
         "farm",
         "mode",
@@ -95,6 +96,7 @@ class RegistryState:
         self.epoch = 0
         self.approvals: list[ApprovalService] = []  # mounted services; the last one answers
         self.default_replaced = False  # a global set_executor replaced the default executor
+        self.environments: Any = None  # the registry's ``Instances`` (set by its facade)
         self._layers: dict[str | None, Layer] = {None: Layer(None)}
         self._live: set[str] = set()
         self._parents: dict[str, str | None] = {}

@@ -13,6 +13,7 @@ from typing import Any
 
 from toolray._definition import RESERVED_TOOL_NAME, ToolDefinition, check_registration
 from toolray._disposer import Disposer
+from toolray.environments._definition import EnvironmentDefinition
 
 from ._layers import Entry, GuardEntry, Hook, HookKind, Layer, Restriction
 from ._state import MODES, RegistryState
@@ -151,6 +152,36 @@ class WriteSide:
                 layer.tools[name] = previous
 
         return self._commit(layer, undo, emit=True, rollback=rollback)
+
+    def register_environment(self, definition: EnvironmentDefinition) -> Disposer:
+        """Register an environment in this layer (its tools' scopes see it, nearest first).
+
+        A name is unique per layer (``ValueError``); a scope's own registration shadows a
+        global one of the same name. The disposer lifts it (open instances keep running
+        until they close).
+        """
+        self._check_live()
+        if not isinstance(definition, EnvironmentDefinition):
+            kind = type(definition).__name__
+            raise TypeError(
+                f"register_environment() takes an EnvironmentDefinition (from "
+                f"define_environment), not {kind}"
+            )
+        layer = self._layer()
+        name = definition.name
+        if name in layer.environments:
+            self._state.discard_if_empty(layer)
+            where = "" if self._key is None else " in this scope"
+            raise ValueError(f'environment "{name}" is already registered{where}')
+        layer.environments[name] = definition
+
+        def undo() -> bool:
+            if layer.environments.get(name) is not definition:
+                return False
+            del layer.environments[name]
+            return True
+
+        return self._commit(layer, undo, emit=True)
 
     def restrict(
         self, *, allow: Iterable[str] | None = None, deny: Iterable[str] | None = None
@@ -336,9 +367,10 @@ class ScopedTools(WriteSide):
 class Scopes:
     """The scope handles of one registry: created on first use, forgotten on dispose."""
 
-    def __init__(self, state: RegistryState) -> None:
+    def __init__(self, state: RegistryState, disposed: Callable[[str], None] | None = None) -> None:
         self._state = state
         self._contexts: dict[str, ScopedTools] = {}
+        self._disposed = disposed
 
     def scope(self, key: str, parent: str | None = None) -> ScopedTools:
         """The handle of scope ``key`` (created on first use, with ``parent``'s chain)."""
@@ -353,3 +385,5 @@ class Scopes:
     def _forget(self, key: str) -> None:
         self._contexts.pop(key, None)
         self._state.close_scope(key)
+        if self._disposed is not None:  # its environment instances close with it
+            self._disposed(key)

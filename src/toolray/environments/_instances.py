@@ -1,0 +1,400 @@
+"""``Instances``: one registry's environment instances — turns and lifecycle over a backend.
+
+Each (scope, name) has at most one instance. Its life: ``open`` (``create(config)``; a
+previous instance is closed first) → calls, ``snapshot``, ``run``, ``fork`` → ``close``;
+an idle one is parked (snapshotted and freed) and restored on its next use; one whose
+process died is ``lost`` and stays lost — every use fails ``ENVIRONMENT_LOST`` — until the
+next ``open``. A call of an instance that is not open opens it with ``config=None`` first;
+a lost one is never re-created behind the agent's back.
+
+Every change of an instance happens inside an exclusive turn (:mod:`._turns`), so a call
+never sees an instance half opened, parked or closed. The states themselves live in a
+:class:`~._backend.EnvironmentBackend` (this process, or a Ray worker).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from toolray._clock import Clock
+from toolray._json import snapshot_json, thaw_json
+from toolray._signals import AbortSignal
+from toolray.errors import (
+    EnvironmentFailedError,
+    EnvironmentLostError,
+    NotJsonError,
+    UnknownEnvironmentError,
+)
+
+from ._backend import EnvironmentBackend, InstanceRef
+from ._definition import EnvironmentDefinition, EnvironmentStatus
+from ._record import Instance, InstanceCounts, Table, failed_error, lost_error
+
+__all__ = ("Instances", "Resolver")
+
+Resolver = Callable[[str | None, str], EnvironmentDefinition | None]
+"""The environment a scope sees under a name (``None``: none registered where it can see)."""
+
+Listener = Callable[[str, str | None, str], None]
+
+_log = logging.getLogger("toolray")
+_serials = itertools.count(1)
+_COUNTED = {"open": "opens", "park": "parks", "restore": "restores", "fork": "forks"}
+
+
+class Instances:
+    """The environment instances of one registry (or one Ray executor's scopes)."""
+
+    def __init__(self, backend: EnvironmentBackend, resolve: Resolver, clock: Clock) -> None:
+        self.backend = backend
+        self.clock = clock
+        self._resolve = resolve
+        self._table = Table()
+        self._counts = dict.fromkeys(("opens", "parks", "restores", "forks", "losses"), 0)
+        self.listeners: list[Listener] = []
+        """Each told ``(event, scope, name)`` on open / park / restore / fork / lost / close."""
+
+    def _definition(self, scope: str | None, name: str) -> EnvironmentDefinition:
+        definition = self._resolve(scope, name)
+        if definition is None:
+            raise UnknownEnvironmentError(name)
+        return definition
+
+    def _event(self, event: str, inst: Instance) -> None:
+        counted = "losses" if event == "lost" else _COUNTED.get(event)
+        if counted is not None:
+            self._counts[counted] += 1
+        for listener in self.listeners:
+            with contextlib.suppress(Exception):  # a listener never breaks an instance
+                listener(event, inst.scope, inst.name)
+
+    # ------------------------------------------------------------------ transitions
+    def _opened(self, inst: Instance, definition: EnvironmentDefinition, placed: Any) -> None:
+        inst.definition, inst.placed, inst.parked = definition, placed, None
+        inst.state, inst.lost_why, inst.unparkable = "open", "", False
+        inst.calls, inst.size = 0, None
+        inst.opened_at, inst.last_call_at = time.time(), None
+        inst.idle_since = self.clock.now()
+
+    async def _create(self, inst: Instance, definition: EnvironmentDefinition, config: Any) -> Any:
+        inst.iid = _iid(definition.name)
+        try:
+            placed = await self.backend.create(inst.ref(), definition, config)
+        except EnvironmentLostError:
+            raise
+        except Exception as err:
+            raise failed_error(definition.name, "create", err) from None
+        self._opened(inst, definition, placed)
+        self._event("open", inst)
+        return placed
+
+    def _lose(self, inst: Instance, why: str) -> None:
+        if inst.state != "lost":
+            inst.state, inst.lost_why, inst.parked = "lost", why, None
+            self._event("lost", inst)
+
+    async def _end(self, inst: Instance) -> None:
+        """Close whatever ``inst`` holds (its ``close`` runs on a live or parked state)."""
+        definition, placed, parked, state = inst.definition, inst.placed, inst.parked, inst.state
+        inst.state, inst.placed, inst.parked = "closed", None, None
+        if definition is None or state == "closed":
+            return
+        backend = self.backend
+        try:
+            if state == "open":
+                await backend.close(placed, definition)
+            elif state == "parked" and parked is not None and definition.close is not None:
+                restored = await backend.restore(inst.ref(), definition, parked)
+                await backend.close(restored, definition)
+            elif state == "lost" and placed is not None:
+                await backend.discard(placed)
+        except Exception:  # a close that raises still ends the instance
+            _log.warning("toolray: closing environment %r failed", inst.name, exc_info=True)
+        self._event("close", inst)
+
+    async def _ready(self, inst: Instance, definition: EnvironmentDefinition) -> Any:
+        """The instance's live handle, opened or restored first (in an exclusive turn)."""
+        if inst.state == "open":
+            return inst.placed
+        if inst.state == "lost":
+            raise lost_error(inst.name, inst.lost_why)
+        if inst.state == "parked" and inst.definition is not None and inst.parked is not None:
+            try:
+                inst.placed = await self.backend.restore(inst.ref(), inst.definition, inst.parked)
+            except Exception as err:
+                self._lose(inst, f"its parked state could not be restored: {err}")
+                raise lost_error(inst.name, inst.lost_why) from None
+            inst.state, inst.parked = "open", None
+            self._event("restore", inst)
+            return inst.placed
+        return await self._create(inst, definition, None)
+
+    def _used(self, inst: Instance, placed: Any, *, call: bool) -> None:
+        """After a use: the counters, and whether the backend lost the instance meanwhile."""
+        if call:
+            inst.calls += 1
+            inst.last_call_at = time.time()
+        inst.idle_since = self.clock.now()
+        if placed is not None and inst.state == "open" and inst.placed is placed:
+            why = self.backend.lost(placed)
+            if why is not None:
+                self._lose(inst, why)
+
+    def _still(self, inst: Instance) -> None:
+        """Raise ``ENVIRONMENT_LOST`` if the use just made lost the instance."""
+        if inst.state == "lost":
+            raise lost_error(inst.name, inst.lost_why)
+
+    @contextlib.asynccontextmanager
+    async def _exclusive(self, scope: str | None, name: str) -> AsyncIterator[Instance]:
+        inst = self._table.at(scope, name)
+        turn = await inst.turns.enter(exclusive=True)
+        try:
+            yield inst
+        finally:
+            inst.turns.leave(turn)
+            self._table.forget_if_idle(inst)
+
+    @contextlib.asynccontextmanager
+    async def _live(
+        self, scope: str | None, name: str
+    ) -> AsyncIterator[tuple[Instance, Any, EnvironmentDefinition]]:
+        """An exclusive turn on a ready instance: ``(record, live handle, its definition)``."""
+        definition = self._definition(scope, name)
+        async with self._exclusive(scope, name) as inst:
+            placed = await self._ready(inst, definition)
+            assert inst.definition is not None
+            try:
+                yield inst, placed, inst.definition
+            finally:
+                self._used(inst, placed, call=False)
+
+    # ------------------------------------------------------------------ calls
+    @contextlib.asynccontextmanager
+    async def call(
+        self,
+        scope: str | None,
+        name: str,
+        *,
+        exclusive: bool,
+        signal: AbortSignal | None = None,
+        token: Any = None,
+        parent: Any = None,
+    ) -> AsyncIterator[Any]:
+        """Hold ``name``'s instance of ``scope`` for one call; yields its live handle.
+
+        Raises ``UnknownEnvironmentError``, ``EnvironmentFailedError`` (an automatic open
+        whose ``create`` raised), ``EnvironmentLostError``, or ``AbortError`` when
+        ``signal`` fires while the call waits for its turn.
+        """
+        definition = self._definition(scope, name)
+        inst = self._table.at(scope, name)
+        while True:
+            turn = await inst.turns.enter(
+                exclusive=exclusive, signal=signal, token=token, parent=parent
+            )
+            if inst.state == "open" or turn.nested or turn.exclusive:
+                break
+            inst.turns.leave(turn)  # a shared turn: the instance is made ready alone first
+            ready = await inst.turns.enter(exclusive=True, signal=signal)
+            try:
+                await self._ready(inst, definition)
+            finally:
+                inst.turns.leave(ready)
+        placed = None
+        try:
+            placed = await self._ready(inst, definition)
+            yield placed
+        finally:
+            if placed is not None:
+                self._used(inst, placed, call=True)
+            inst.turns.leave(turn)
+
+    def state_of(self, placed: Any) -> Any:
+        """What a body in this process sees as ``ctx.environment``."""
+        return self.backend.state_of(placed)
+
+    def mark_lost(self, placed: Any, why: str) -> None:
+        """The backend learnt that the instance at ``placed`` is gone (no turn needed)."""
+        for inst in self._table.holding(placed):
+            self._lose(inst, why)
+
+    # ------------------------------------------------------------------ the handle's verbs
+    async def open(self, scope: str | None, name: str, config: Any = None) -> EnvironmentStatus:
+        """A new instance from ``create(config)``; a previous one is closed first."""
+        definition = self._definition(scope, name)
+        config = _config(name, config)
+        async with self._exclusive(scope, name) as inst:
+            await self._end(inst)
+            await self._create(inst, definition, config)
+            return inst.status(self.backend.where)
+
+    async def snapshot(self, scope: str | None, name: str) -> tuple[bytes, EnvironmentDefinition]:
+        """The state's snapshot between calls, and the definition that restores it."""
+        async with self._live(scope, name) as (inst, placed, definition):
+            data = await _guarded(name, "snapshot", self.backend.snapshot(placed, definition))
+            inst.size = len(data)
+        self._still(inst)
+        return data, definition
+
+    async def run(
+        self, scope: str | None, name: str, fn: Callable[..., Any], args: tuple[Any, ...]
+    ) -> Any:
+        """``fn(state, *args)`` where the state lives, in the instance's order."""
+        if not callable(fn):
+            raise TypeError(f"run() takes a callable (state, *args), not {type(fn).__name__}")
+        async with self._live(scope, name) as (inst, placed, _):
+            try:
+                return await self.backend.run(placed, fn, args)
+            except EnvironmentLostError:
+                raise
+            except Exception:
+                self._used(inst, placed, call=False)
+                self._still(inst)  # the process died under fn: say that, not fn's error
+                raise
+
+    async def fork(self, scope: str | None, name: str, to_scope: str | None) -> EnvironmentStatus:
+        """``to_scope``'s instance becomes a copy of this one's state (closing its own)."""
+        if to_scope == scope:
+            raise ValueError(f"fork() needs another scope than the instance's own ({scope!r})")
+        self._definition(to_scope, name)  # the target must see the environment too
+        async with self._live(scope, name) as (inst, placed, source):
+            if source.fork is None:
+                raise EnvironmentFailedError(
+                    f'environment "{name}" is not forkable (its definition says fork=None)'
+                )
+            ref = InstanceRef(scope=to_scope, name=name, iid=_iid(name))
+            if source.fork == "snapshot":
+                copy = await _guarded(name, "fork", self.backend.snapshot(placed, source))
+            else:
+                copy = await _guarded(name, "fork", self.backend.fork(placed, ref, source))
+        self._still(inst)
+        async with self._exclusive(to_scope, name) as target:
+            await self._end(target)
+            if isinstance(copy, bytes):
+                copy = await _guarded(name, "restore", self.backend.restore(ref, source, copy))
+            target.iid = ref.iid
+            self._opened(target, source, copy)
+            self._event("fork", target)
+            return target.status(self.backend.where)
+
+    async def close(self, scope: str | None, name: str) -> None:
+        """Run ``close`` and free the instance (idempotent; a lost one is forgotten)."""
+        async with self._exclusive(scope, name) as inst:
+            await self._end(inst)
+
+    def status(self, scope: str | None, name: str) -> EnvironmentStatus:
+        """The instance as it is now (``"closed"`` when there is none)."""
+        inst = self._table.get(scope, name)
+        if inst is None:
+            return EnvironmentStatus(name=name, scope=scope, state="closed")
+        return inst.status(self.backend.where)
+
+    # ------------------------------------------------------------------ whole scopes
+    def scopes(self) -> set[str | None]:
+        """The scopes that hold an instance (any state but closed)."""
+        return {i.scope for i in self._table.live()}
+
+    async def close_scope(self, scope: str | None) -> int:
+        """Close every instance of ``scope`` (its dispose); how many there were."""
+        found = self._table.live(scope)
+        for inst in found:
+            await self.close(scope, inst.name)
+        return len(found)
+
+    async def close_idle(self, scope: str | None) -> int:
+        """Close ``scope``'s instances that nothing holds; how many were busy."""
+        busy = 0
+        for inst in self._table.live(scope):
+            turn = inst.turns.try_enter()
+            if turn is None:
+                busy += 1
+                continue
+            try:
+                await self._end(inst)
+            finally:
+                inst.turns.leave(turn)
+                self._table.forget_if_idle(inst)
+        return busy
+
+    async def close_all(self) -> int:
+        """Close every instance (the runtime's end); how many there were."""
+        closed = 0
+        for scope in self.scopes():
+            closed += await self.close_scope(scope)
+        return closed
+
+    # ------------------------------------------------------------------ parking
+    def next_park_at(self) -> float | None:
+        """When the next idle instance is due to park (this clock's time), if any is."""
+        return min(filter(None, (i.park_due() for i in self._table.live())), default=None)
+
+    async def park_idle(self) -> int:
+        """Park every instance idle for its ``park_after_s``; how many were parked."""
+        now = self.clock.now()
+        parked = 0
+        for inst in self._table.live():
+            due = inst.park_due()
+            if due is None or due > now:
+                continue
+            turn = inst.turns.try_enter()
+            if turn is None:  # in use: it is not idle
+                continue
+            try:
+                parked += await self._park(inst)
+            finally:
+                inst.turns.leave(turn)
+        return parked
+
+    async def _park(self, inst: Instance) -> int:
+        if inst.state != "open" or inst.definition is None:
+            return 0
+        try:
+            parked = await self.backend.park(inst.placed, inst.definition)
+        except EnvironmentLostError as err:
+            self._lose(inst, str(err))
+            return 0
+        except Exception:  # a state that does not snapshot is never parked
+            inst.unparkable = True
+            _log.info("toolray: environment %r cannot be parked", inst.name, exc_info=True)
+            return 0
+        inst.state, inst.placed, inst.parked, inst.size = "parked", None, parked, parked.size
+        self._event("park", inst)
+        return 1
+
+    def counts(self) -> InstanceCounts:
+        """The instances by state, and the lifecycle counters so far."""
+        states = [i.state for i in self._table.live()]
+        return InstanceCounts(
+            open=states.count("open"),
+            parked=states.count("parked"),
+            lost=states.count("lost"),
+            **self._counts,
+        )
+
+
+def _iid(name: str) -> str:
+    return f"{name}#{next(_serials)}"
+
+
+async def _guarded(name: str, doing: str, work: Any) -> Any:
+    """Await an environment's own code: its failure is ``ENVIRONMENT_FAILED``."""
+    try:
+        return await work
+    except (EnvironmentLostError, EnvironmentFailedError):
+        raise
+    except Exception as err:
+        raise failed_error(name, doing, err) from None
+
+
+def _config(name: str, config: Any) -> Any:
+    """A config as ``create`` gets it: lossless JSON, as a fresh mutable copy."""
+    try:
+        return thaw_json(snapshot_json(config, "config"))
+    except NotJsonError as err:
+        raise TypeError(f'environment "{name}": open() takes a JSON config: {err}') from None
