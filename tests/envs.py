@@ -110,7 +110,7 @@ def crash(*, ctx: ToolRunContext) -> int:
 def hang(*, ctx: ToolRunContext) -> int:
     """Ignore every signal past the deadline."""
     while True:
-        time.sleep(0.05)
+        time.sleep(3600)
 
 
 @tool(environment="fs")

@@ -206,6 +206,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "toolray.isolation._bodies",
             "toolray.isolation._messages",
             "toolray.isolation._child",
+            "toolray.isolation._instance",
+            "toolray.isolation._entry",
             "toolray.isolation._link",
             "toolray.isolation",
         ),

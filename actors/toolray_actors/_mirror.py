@@ -21,7 +21,7 @@ __all__ = ("Mirror", "Op", "dumps_named")
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Op:
-    """One contribution: ``kind`` in register/restrict/guard/present_as/hook/executor/scope."""
+    """One contribution (``kind``: register, environment, restrict, guard, hook, scope…)."""
 
     id: int
     kind: str
@@ -85,6 +85,13 @@ class Mirror:
             self.blobs[op.id] = op.blob
             self.keys[id(definition)] = f"def:{op.id}"
             self.owners[op.id] = id(definition)
+        elif op.kind == "environment":
+            assert op.blob is not None
+            environment = cloudpickle.loads(op.blob)
+            disposer = ctx.register_environment(environment)
+            self.blobs[op.id] = op.blob
+            self.keys[id(environment)] = f"env:{op.id}"
+            self.owners[op.id] = id(environment)
         elif op.kind == "restrict":
             disposer = ctx.restrict(allow=op.allow, deny=op.deny)
         elif op.kind == "guard":
@@ -160,7 +167,7 @@ class Mirror:
         return any(executor is e for e in self.executors.values())
 
     def key_of(self, definition: Any) -> tuple[str, bytes] | None:
-        """The worker cache key and blob of a registered definition."""
+        """The worker cache key and blob of a registered tool's or environment's definition."""
         key = self.keys.get(id(definition))
         if key is None:
             return None

@@ -34,6 +34,7 @@ __all__ = (
     "lookup",
     "node_id",
     "owner_alive",
+    "put",
     "retrying",
     "retrying_sync",
     "send",
@@ -87,6 +88,11 @@ def get(ref: ray.ObjectRef[_R]) -> _R:
     """Wait for ``ref``'s value (blocking: a script's thread, never a running loop)."""
     value: _R = ray.get(ref)
     return value
+
+
+def put(data: bytes) -> ray.ObjectRef[bytes]:
+    """``data`` in the object store, owned by this process (a parked instance's snapshot)."""
+    return ray.put(data)
 
 
 def anchor() -> ray.ObjectRef[int]:

@@ -71,7 +71,12 @@ class WorkerStatus:
     isolation: str = "shared"
     children: ChildStats = ChildStats()
     idle_s: float = 0.0
-    """Seconds since the worker last started or finished a call (0 while one runs)."""
+    """Seconds since the worker last started or finished a call (0 while one runs, and
+    while it holds environment instances)."""
+    instances: int = 0
+    """Environment instances it holds now."""
+    instances_opened: int = 0
+    instances_lost: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

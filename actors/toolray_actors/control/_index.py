@@ -7,6 +7,14 @@ from toolray_actors._mirror import Op
 __all__ = ("Contributions", "OpIndex")
 
 
+_REGISTERED = ("register", "environment")
+
+
+def _named(op: Op) -> tuple[str | None, str | None]:
+    """Where a named registration sits: a tool's name, or an environment's (apart)."""
+    return (op.key, op.name if op.kind == "register" else f"\0environment:{op.name}")
+
+
 class OpIndex:
     """Lookups the writes need in O(1): live registrations, scope ops, ops per layer."""
 
@@ -16,15 +24,15 @@ class OpIndex:
         self.by_key: dict[str | None, set[int]] = {}
 
     def add(self, op: Op) -> None:
-        if op.kind == "register":
-            self.registrations[(op.key, op.name)] = op.id
+        if op.kind in _REGISTERED:
+            self.registrations[_named(op)] = op.id
         elif op.kind == "scope" and op.key is not None:
             self.scopes.add(op.key)
         self.by_key.setdefault(op.key, set()).add(op.id)
 
     def remove(self, op: Op) -> None:
-        if op.kind == "register" and self.registrations.get((op.key, op.name)) == op.id:
-            del self.registrations[(op.key, op.name)]
+        if op.kind in _REGISTERED and self.registrations.get(_named(op)) == op.id:
+            del self.registrations[_named(op)]
         elif op.kind == "scope" and op.key is not None:
             self.scopes.discard(op.key)
         ids = self.by_key.get(op.key)
@@ -43,7 +51,7 @@ class Contributions:
 
     def live_registration(self, op: Op) -> Op | None:
         """The live registration of ``op``'s name in ``op``'s layer, if any."""
-        op_id = self.index.registrations.get((op.key, op.name))
+        op_id = self.index.registrations.get(_named(op))
         return self.ops.get(op_id) if op_id is not None else None
 
     def record(self, op: Op) -> None:

@@ -194,7 +194,7 @@ class RegistryActor:
 
     async def _apply(self, op: Op) -> tuple[int, int]:
         async with self._lock:
-            if op.kind == "register":
+            if op.kind in ("register", "environment"):
                 live = self.contributions.live_registration(op)
                 if live is not None and op.replace:
                     return await self._swap(live, op)

@@ -1,18 +1,12 @@
 """``ExecutorHandle``: the driver's handle on the executor actor serving one scope.
 
-A batch streams back as it commits (records and results together, see ``ExecutorActor``),
-so whatever happens the caller gets one result per call, in model order:
-
-- the executor actor dies under the batch: the results that reached the driver before the
-  death stay as they were (``execute_batch``'s arrive at most 10 ms after they commit), every
-  other call fails with ``EXECUTOR_LOST`` (``ExecutorLostError``), and the log holds every
-  record committed before the death plus the synthetic ones for the rest;
-- the caller's task is cancelled (or a stream is closed early): the remote batch is aborted
-  exactly as its signal would be, with the ``CancelledError`` as the reason, and the
-  cancellation propagates;
-- the actor was reaped, killed or crashed between batches: the next call recreates it (a
-  batch the actor died before starting is sent again: the actor's ledger says so —
-  ``toolray_actors._ledger`` — or, where it keeps none, its reservation failed).
+A batch streams back as it commits, so whatever happens the caller gets one result per
+call, in model order: the actor dying under the batch keeps the results that reached the
+driver (``execute_batch``'s arrive at most 10 ms after they commit) and fails every other
+call ``EXECUTOR_LOST``, the log completed with synthetic records; a cancelled caller's task
+(or a stream closed early) aborts the remote batch with the ``CancelledError`` as reason; an
+actor reaped, killed or crashed between batches is recreated by the next call (a batch it
+never started is sent again, as its ledger — ``toolray_actors._ledger`` — says).
 """
 
 from __future__ import annotations
@@ -29,6 +23,8 @@ from toolray import (
     AbortError,
     AbortSignal,
     ActivationContext,
+    EnvironmentHandle,
+    EnvironmentLostError,
     ToolBatchInput,
     ToolBatchResult,
     ToolCall,
@@ -38,6 +34,7 @@ from toolray import (
 )
 from toolray_actors._arguments import shippable_calls
 from toolray_actors._config import RuntimeConfig
+from toolray_actors._env_wire import EnvRequest
 from toolray_actors._errors import is_actor_death, translate, wire_reason
 from toolray_actors._handles import control_options, create_executor, get_named
 from toolray_actors._ledger import DRIVER
@@ -49,6 +46,7 @@ from toolray_actors.execution._executor_actor import BatchSpec, ExecutorActor, E
 
 from ._batch_stream import Accumulator
 from ._connection import Connection
+from ._env_service import RemoteEnvironments
 from ._submissions import Inbox
 from ._unstarted import LedgerRef, Ready, never_started
 
@@ -66,8 +64,7 @@ _PER_SCOPE_CALLS = 1000
 """Concurrent method calls of a per-scope executor actor."""
 
 _SHARD_CALLS = 10_000
-"""Concurrent method calls of a shard: one streaming ``run_batch`` per running batch of
-every scope it hosts, plus reservations, cancellations and registry changes."""
+"""Concurrent method calls of a shard (a ``run_batch`` per running batch of its scopes…)."""
 
 
 class ExecutorHandle:
@@ -145,11 +142,7 @@ class ExecutorHandle:
             self._conn.executors.drop(self.name, ready)
 
     async def _reserved(self, batch_id: str) -> Handle:
-        """An executor that has accepted ``batch_id``.
-
-        Nothing has started if this fails, so a dead actor is replaced and the reservation
-        retried (never the batch).
-        """
+        """An executor that has accepted ``batch_id`` (a dead one is replaced: nothing ran)."""
 
         async def attempt() -> Handle:
             actor = await self._ensure()
@@ -159,13 +152,10 @@ class ExecutorHandle:
         return await retrying(attempt, self._what, _RESERVE_RETRIES, recover=self._lost)
 
     async def _submitted(self, spec: BatchSpec) -> tuple[Handle, Inbox]:
-        """Reserve and submit ``spec`` in one round trip: ``(actor, the batch's inbox)``.
+        """Submit ``spec`` (with this tick's other batches): ``(actor, the batch's inbox)``.
 
-        The reservation and the batch leave together, the reservation first (a caller's
-        calls to one actor start in the order sent; ``reserve`` never awaits, so it has
-        returned before the batch starts), with the other batches this driver sends the
-        actor in the same tick (``Submissions``). A failed reservation means the actor was
-        dead before the batch reached it: the actor is replaced and both are sent again.
+        A failed reservation means the actor was dead before the batch reached it: the
+        actor is replaced and both are sent again (see ``Submissions``).
         """
 
         async def attempt() -> tuple[Handle, Inbox]:
@@ -368,6 +358,25 @@ class ExecutorHandle:
             raise translate(err, self._what) from None
         _raise_if_aborted(signal)  # aborted while the answer came back: publish nothing
         return RemoteToolSet(context.scope, ids, self._conn)
+
+    # ------------------------------------------------------------------ environments
+    def environment(self, name: str) -> EnvironmentHandle:
+        """The handle of this scope's instance of environment ``name``."""
+        service = RemoteEnvironments(
+            lambda scope: self if scope == self.scope else ExecutorHandle(self._conn, scope)
+        )
+        return EnvironmentHandle(service, name, self.scope, self._conn.portal.run)
+
+    async def environment_request(self, request: EnvRequest) -> object:
+        """One environment request; the actor dying under it loses the instances it held."""
+        actor = await self._ensure()
+        try:
+            return await send(actor, ExecutorActor.environment, request)
+        except rex.RayError as err:
+            if not is_actor_death(err):
+                raise translate(err, self._what) from None
+            self._lost()
+            raise EnvironmentLostError(f"{self._what} died holding the instance") from None
 
     def execute_sync(self, inp: ToolExecutionInput) -> ToolExecutionResult:
         """``execute`` from a script or from inside a running loop."""

@@ -19,6 +19,8 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 from toolray import (
     ActivationContext,
     Disposer,
+    EnvironmentDefinition,
+    EnvironmentHandle,
     RegistryStatistics,
     ToolBatchInput,
     ToolBatchResult,
@@ -36,6 +38,7 @@ from toolray_actors.control._store import RegistryInfo
 
 from ._change_feed import ChangeFeed
 from ._connection import Connection
+from ._env_service import RemoteEnvironments
 from ._executor_handle import ExecutorHandle
 from ._remote_reads import RemoteReads
 
@@ -108,6 +111,20 @@ class _RemoteWriter:
                 fingerprint=digest,
                 replace=bool(replace),
             )
+        )
+
+    def register_environment(self, definition: EnvironmentDefinition) -> Disposer:
+        """Register an environment (pickled; identical registrations add a holder)."""
+        if not isinstance(definition, EnvironmentDefinition):
+            raise TypeError(
+                "register_environment() takes an EnvironmentDefinition (from "
+                f"define_environment), not {type(definition).__name__}"
+            )
+        name = definition.name
+        blob = dumps_named(definition, f'environment "{name}"')
+        digest = fingerprint(definition)
+        return self._apply(
+            Op(id=0, kind="environment", key=self._key, blob=blob, name=name, fingerprint=digest)
         )
 
     def restrict(
@@ -246,6 +263,11 @@ class RemoteRegistry(_RemoteWriter):
         super().__init__(conn, None, ChangeFeed(conn))
         self._reads = RemoteReads(conn, executors)
         self._scopes: dict[str, RemoteScope] = {}
+        self._environments = RemoteEnvironments(executors)
+
+    def environment(self, name: str, *, scope: str | None = None) -> EnvironmentHandle:
+        """The handle of ``scope``'s instance of environment ``name`` (in its executor)."""
+        return EnvironmentHandle(self._environments, name, scope, self._conn.portal.run)
 
     # ------------------------------------------------------------------ reads (delegated)
     def get(

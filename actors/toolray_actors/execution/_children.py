@@ -88,7 +88,7 @@ class CallProcesses:
     ) -> None:
         self._memory_mb = memory_mb
         self._nested = nested
-        self._code = TemplateCode(env)
+        self.code = TemplateCode(env)  # environment instances fork from it too
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock = threading.Lock()
         self._calls: dict[str, _Call] = {}
@@ -108,7 +108,7 @@ class CallProcesses:
     def _template_now(self) -> Template:
         if self._loop is None:
             self._loop = asyncio.get_running_loop()
-        return self._code.template()
+        return self.code.template()
 
     async def warm_up(self) -> int:
         """Fork the warm processes now and wait for them; returns how many are idle."""
@@ -120,7 +120,7 @@ class CallProcesses:
     async def prepare(self, key: str, blob: bytes) -> None:
         """Hold ``key``'s code before its calls come (idle processes without it are replaced)."""
         self._template_now()
-        self._code.learn(key, blob)
+        self.code.learn(key, blob)
         stale = [proc for proc in self._idle if key not in proc.known]
         for proc in stale:
             self._idle.remove(proc)
@@ -133,7 +133,7 @@ class CallProcesses:
             return None
         self._forking += 1
         self.replacements += replacing
-        return self._spawn(self._forked(self._template_now(), self._code.loaded()))
+        return self._spawn(self._forked(self._template_now(), self.code.loaded()))
 
     def _spawn(self, coro: Coroutine[object, object, None]) -> asyncio.Task[None]:
         task = asyncio.ensure_future(coro)
@@ -171,8 +171,8 @@ class CallProcesses:
         if self._loop is None:
             self._template_now()
         if blob is not None:
-            self._code.learn(key, blob)
-        elif self._code.blob(key) is None:
+            self.code.learn(key, blob)
+        elif self.code.blob(key) is None:
             return MISSING
         assert self._loop is not None
         call = _Call(token, key, arguments, ident, self._loop.create_future())
@@ -230,7 +230,7 @@ class CallProcesses:
 
     def _start_on(self, proc: ProcessLink, call: _Call) -> None:
         ident = {k: v for k, v in call.ident.items() if k != "home"}
-        blob = None if call.key in proc.known else self._code.blob(call.key)
+        blob = None if call.key in proc.known else self.code.blob(call.key)
         run = RunCall(
             token=call.token, key=call.key, blob=blob, arguments=call.arguments, ident=ident
         )
@@ -250,7 +250,7 @@ class CallProcesses:
         call = proc.call
         if isinstance(message, CallDone) and call is not None and message.token == call.token:
             outcome = message.outcome
-            resend = outcome.status == "missing" and self._code.blob(call.key) is not None
+            resend = outcome.status == "missing" and self.code.blob(call.key) is not None
             with self._lock:  # from here on a late kill of this call misses its process
                 if proc.killed:  # its end crossed its kill: the kill's end stands
                     return
@@ -389,7 +389,7 @@ class CallProcesses:
         self._closed = True
         for proc in list(self._procs.values()):
             proc.kill()
-        self._code.stop()
+        self.code.stop()
 
 
 def _lost(how: str) -> CallOutcome:

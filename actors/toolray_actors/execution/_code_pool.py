@@ -24,6 +24,7 @@ from typing import Any, ClassVar, final
 from toolray import AbortSignal, ToolRegistry
 from toolray.code import DEFAULT_ALLOWED_IMPORTS, CodeRunOutcome, Confinement, PythonRuntime
 from toolray.farm import RateLimiter
+from toolray.lowlevel import Instances
 from toolray_actors._config import CodeConfig, RuntimeConfig
 
 __all__ = ("CodePool", "code_registry")
@@ -106,12 +107,16 @@ class CodePool:
 
 
 def code_registry(
-    config: RuntimeConfig, pool: CodePool, rate_limiter: RateLimiter | None = None
+    config: RuntimeConfig,
+    pool: CodePool,
+    rate_limiter: RateLimiter | None = None,
+    environments: Instances | None = None,
 ) -> ToolRegistry:
     """A core registry for an actor: the config's mode, caps, bounds and rate limiter.
 
     ``pool`` is mounted as its Code Mode runtime; ``rate_limiter`` (an executor's) shares
-    the namespace's token buckets.
+    the namespace's token buckets; ``environments`` are the executor's instances (kept
+    across the mirrors it rebuilds).
     """
     return ToolRegistry(
         mode=config.mode,
@@ -120,4 +125,5 @@ def code_registry(
         max_result_bytes=config.max_result_bytes,
         max_content_chars=config.max_content_chars,
         rate_limiter=rate_limiter,
+        environments=environments,
     )

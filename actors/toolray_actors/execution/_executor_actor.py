@@ -7,9 +7,9 @@ so a call either sees a change entirely or not at all). Every batch is its own r
 its own lane, cap, abort and barriers, so one actor can host one scope (``per_scope``) or
 many (``sharded``) with the same per-scope semantics.
 
-Batches stream back as they commit (``run_batch`` is a generator, ``run_batches_wire`` merges
-several; see ``_streaming``): a driver keeps what reached it before an executor death.
-After an idle TTL the actor detaches and exits.
+Batches stream back as they commit (see ``_streaming``): a driver keeps what reached it
+before an executor death. Environment instances of its scopes live on workers (``envs``,
+an ``EnvService``). After an idle TTL, holding no instance, the actor detaches and exits.
 """
 
 from __future__ import annotations
@@ -32,9 +32,10 @@ from toolray import (
     ToolBatchResult,
     ToolExecutionResult,
 )
-from toolray.lowlevel import Observer, TraceParent, observe
+from toolray.lowlevel import Observer, SystemClock, TraceParent, observe
 from toolray_actors import _wire as wire
 from toolray_actors._config import RuntimeConfig
+from toolray_actors._env_wire import EnvRequest
 from toolray_actors._errors import namespace_ended
 from toolray_actors._executor_wire import BatchSpec, ExecutorStats
 from toolray_actors._farm_stats import FarmObserver
@@ -52,6 +53,7 @@ from toolray_actors.control._registry_actor import RegistryActor
 from toolray_actors.control._store import Store
 
 from ._code_pool import CodePool, code_registry
+from ._env_service import EnvService
 from ._executor_calls import CallService
 from ._metrics import CallMetrics, flush_every
 from ._placements import Placements
@@ -82,6 +84,7 @@ class ExecutorActor:
         self.batches: dict[str, AbortController] = {}
         self.placements = Placements(namespace, self.config)
         self.scopes_seen: set[str | None] = set()
+        self.envs = EnvService(self.placements, lambda: self.mirror, SystemClock())
         self.runner = RayBodyRunner(
             self.placements.pool_for,
             self._key_of,
@@ -109,7 +112,8 @@ class ExecutorActor:
 
     # ------------------------------------------------------------------ the mirror
     def _rebuild(self, ops: list[Op]) -> None:
-        self.mirror = Mirror(code_registry(self.config, self.code, self.limiter))
+        registry = code_registry(self.config, self.code, self.limiter, self.envs.instances)
+        self.mirror = Mirror(registry)
         for op in ops:
             self.mirror.apply(op)
         self.executor = BatchExecutor(
@@ -135,6 +139,7 @@ class ExecutorActor:
                 self.seq = seq
                 self._attached = True
                 self._reaper = asyncio.ensure_future(self._reap())
+                self.envs.start()
                 flush = functools.partial(self.metrics.flush, self.farm)
                 self._flusher = asyncio.ensure_future(flush_every(_METRICS_FLUSH_S, flush))
             pool = self.placements.pool_for(None)
@@ -145,24 +150,26 @@ class ExecutorActor:
         return {"name": self.name, "pid": os.getpid(), "seq": self.seq} | where
 
     async def apply_changes(self, first: int, deltas: tuple[wire.RegistryChange, ...]) -> int:
-        """Apply registry changes ``first, first + 1, …`` in order (a group commit).
+        """Apply registry changes ``first, first + 1, …`` in order; the applied sequence.
 
-        Changes already applied are skipped; a gap or a change that does not apply makes
-        the mirror resync from the registry's snapshot. Returns the applied sequence.
+        A gap or a change that does not apply makes the mirror resync from the registry.
         """
+        disposed: list[str] = []
         try:
             for seq, delta in enumerate(deltas, start=first):
                 if seq <= self.seq:
                     continue
                 if seq != self.seq + 1:
                     raise LookupError("sequence gap")
-                self._change(delta)
+                self._change(delta, disposed)
                 self.seq = seq
         except Exception:
             await self._resync()
+        for key in disposed:  # a disposed scope's environment instances close with it
+            await self.envs.close_scope(key)
         return self.seq
 
-    def _change(self, delta: wire.RegistryChange) -> None:
+    def _change(self, delta: wire.RegistryChange, disposed: list[str]) -> None:
         match delta:
             case wire.Added(op):
                 self.mirror.apply(op)
@@ -173,6 +180,7 @@ class ExecutorActor:
             case wire.ScopeDisposed(key, op_ids):  # in a shard: this scope's state only
                 self.mirror.dispose_scope(key, op_ids)
                 self.scopes_seen.discard(key)
+                disposed.append(key)
             case _:
                 wire.unknown(delta, "a registry change")
 
@@ -211,10 +219,7 @@ class ExecutorActor:
     def _start(
         self, spec: BatchSpec, ticket: tuple[str, int] | None = None
     ) -> tuple[asyncio.Task[ToolBatchResult], Feed, _Trace]:
-        """Start ``spec``'s run: ``(its task, the feed it commits into, its trace)``.
-
-        A ``ticket`` (driver, number) enters the ledger as the batch's call starts.
-        """
+        """Start ``spec``'s run (a ``ticket`` enters the ledger as its first call starts)."""
         self.last_active = time.monotonic()
         queue: asyncio.Queue[wire.StreamEntry] = asyncio.Queue()
         trace: _Trace = []
@@ -226,7 +231,8 @@ class ExecutorActor:
         )
         if ticket is not None and self.ledger is not None:
             recorder = FirstCall(functools.partial(self.ledger.started, *ticket), recorder)
-        return asyncio.ensure_future(self._execute(batch, commits, trace, recorder)), commits, trace
+        run = self.calls.run_batch(self.executor, batch, commits, trace, recorder)
+        return asyncio.ensure_future(run), commits, trace
 
     def _ended(self, spec: BatchSpec, task: asyncio.Task[ToolBatchResult]) -> None:
         if not task.done():  # the stream was cancelled: abort, then let the run drain
@@ -237,11 +243,7 @@ class ExecutorActor:
     async def run_batch(
         self, spec: BatchSpec, ticket: tuple[str, int] | None = None
     ) -> AsyncIterator[wire.StreamItem]:
-        """Stream one batch as it commits, then its end record.
-
-        Items are ``wire.StreamChunk``; the last entries travel with the ``wire.StreamEnd`` (a
-        small batch is one item). An entry: ``wire.LogRecord``, ``wire.Committed``, ``SpanRecord``.
-        """
+        """Stream one batch as it commits (``wire.StreamChunk``), then its ``wire.StreamEnd``."""
         task, commits, trace = self._start(spec, ticket)
         try:
             async for item in streamed(task, commits, trace, spec.paced):
@@ -252,10 +254,7 @@ class ExecutorActor:
     async def run_small(
         self, spec: BatchSpec, ticket: tuple[str, int] | None = None
     ) -> wire.StreamEnd:
-        """One batch as one reply: its end record, carrying every entry.
-
-        For a one-call batch whose driver reads only the end (nothing commits before it).
-        """
+        """One batch as one reply: its end record, carrying every entry (a one-call batch)."""
         task, commits, trace = self._start(spec, ticket)
         try:
             result = await asyncio.shield(task)  # a cancelled reply aborts the run instead
@@ -281,7 +280,7 @@ class ExecutorActor:
     async def run_batches_wire(
         self, specs: bytes, driver: str = "", tickets: tuple[int, ...] = ()
     ) -> AsyncIterator[bytes]:
-        """Several batches at once (each as :meth:`run_batch`), their items merged by tick."""
+        """Several batches at once, their items merged by tick."""
         await self._refuse_if_closing()
         batches = cast("tuple[BatchSpec, ...]", wire.decode(specs))
         of = {b.batch_id: (driver, t) for b, t in zip(batches, tickets, strict=False) if t}
@@ -293,26 +292,6 @@ class ExecutorActor:
         if self.closing:
             await asyncio.Event().wait()
 
-    async def _execute(
-        self,
-        batch: ToolBatchInput,
-        commit: Feed,
-        trace: _Trace,
-        recorder: Observer | None,
-    ) -> ToolBatchResult:
-        """Run ``batch`` on the scope's executor: ours, or a ``set_executor()`` one."""
-        custom = self.calls.custom_executor(batch)
-        if isinstance(recorder, FirstCall) and custom is not None:
-            recorder.now()  # no observer hears a custom executor's calls start
-        if custom is None:
-            return await self.executor.execute(
-                batch, on_commit=commit, trace=trace, observer=recorder
-            )
-        result: ToolBatchResult = await custom.execute(batch)
-        for index, committed in enumerate(result.results):
-            commit(index, committed)
-        return result
-
     async def cancel(self, batch_id: str, reason: Any = None) -> bool:
         """Abort a running batch (the driver's signal fired, or its task was cancelled)."""
         ctrl = self.batches.get(batch_id)
@@ -323,7 +302,8 @@ class ExecutorActor:
     # ------------------------------------------------------------------ lifecycle
     def _idle(self) -> bool:
         quiet = time.monotonic() - self.last_active >= self.config.executor_idle_ttl_s
-        return quiet and not self.batches and self.runner.stats.in_flight == 0
+        busy = self.batches or self.runner.stats.in_flight or self.envs.holding()
+        return quiet and not busy
 
     async def _reap(self) -> None:
         ttl = self.config.executor_idle_ttl_s
@@ -390,6 +370,15 @@ class ExecutorActor:
     ) -> tuple[int, ...]:
         """Evaluate the scope's ``when`` conditions here; returns the admitted ids."""
         return await self.calls.resolve(key, scope, model, aborted, reason)
+
+    async def environment(self, request: EnvRequest) -> object:
+        """One request of a driver's environment handle (see ``EnvService``)."""
+        self.last_active = time.monotonic()
+        return await self.envs.handle(request)
+
+    async def close_environments(self) -> int:
+        """Close every environment instance here (the namespace is ending)."""
+        return await self.envs.close_all()
 
     async def dispatch_nested(
         self, token_id: str, name: str, arguments: object, call_id: str | None

@@ -21,19 +21,23 @@ from typing import Any
 from toolray import (
     AbortController,
     ActivationContext,
+    BatchExecutor,
     ModelSelection,
     ResolvedToolSet,
     ToolBatchInput,
+    ToolBatchResult,
     ToolExecutionInput,
     ToolExecutionResult,
     ToolRunContext,
 )
-from toolray.lowlevel import admitted_entries, not_live, run_pipeline
+from toolray.lowlevel import Observer, admitted_entries, not_live, run_pipeline
+from toolray_actors._ledger import FirstCall
 from toolray_actors._mirror import Mirror
 from toolray_actors._toolset import core_tool_set
 from toolray_actors._wire import CallSpec
 
 from ._runner import RayBodyRunner
+from ._streaming import Feed
 
 __all__ = ("CallService",)
 
@@ -75,6 +79,25 @@ class CallService:
         if ctx is None or ctx.settled:
             raise not_live(token_id)
         return ctx
+
+    async def run_batch(
+        self,
+        ours: BatchExecutor,
+        batch: ToolBatchInput,
+        commit: Feed,
+        trace: list[dict[str, object]],
+        recorder: Observer | None,
+    ) -> ToolBatchResult:
+        """Run ``batch`` on the scope's executor: ``ours``, or a ``set_executor()`` one."""
+        custom = self.custom_executor(batch)
+        if isinstance(recorder, FirstCall) and custom is not None:
+            recorder.now()  # no observer hears a custom executor's calls start
+        if custom is None:
+            return await ours.execute(batch, on_commit=commit, trace=trace, observer=recorder)
+        result: ToolBatchResult = await custom.execute(batch)
+        for index, committed in enumerate(result.results):
+            commit(index, committed)
+        return result
 
     def custom_executor(self, batch: ToolBatchInput) -> Any:
         """The ``set_executor()`` executor serving ``batch.scope``, or ``None`` (ours).

@@ -35,6 +35,8 @@ class WorkerSlot:
     in_flight: int = 0
     sent: set[str] = field(default_factory=set)
     killed: bool = False
+    gone: bool = False
+    """Retired from this executor's view: killed, dead or drained (its instances are lost)."""
 
 
 MemberList = tuple[tuple[int, int], list[tuple[str, Handle]]]
@@ -195,6 +197,7 @@ class PoolClient:
     def retire(self, slot: WorkerSlot, *, killed: bool) -> None:
         """Stop picking ``slot`` at once (the replacement arrives later)."""
         slot.killed = slot.killed or killed
+        slot.gone = True
         self.slots.pop(slot.wid, None)
         self.retired.add(slot.wid)
 

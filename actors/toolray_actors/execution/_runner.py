@@ -38,7 +38,9 @@ from toolray_actors._wire import AbortOrder, WorkerRequest
 
 from ._chains import RunnerChains, fits
 from ._coalesce import AbortQueue, Outbox
+from ._env_backend import RayInstance
 from ._pool_client import PoolClient, WorkerSlot
+from ._prepare import CodePreparer
 from ._worker import ToolWorker
 from ._worker_transport import WorkerTransport
 
@@ -95,7 +97,8 @@ class RayBodyRunner:
         self.stats = RunnerStats()
         self._prefix = f"{uuid.uuid4().hex[:12]}-"
         self._tokens = itertools.count(1)
-        self._preparing: dict[tuple[str, str], asyncio.Future[bool]] = {}
+        self.prepare = CodePreparer(pools, key_of).prepare
+        """Before a rate-limited call takes its token: its pool's members hold its code."""
         self._lanes: weakref.WeakKeyDictionary[WorkerSlot, tuple[Outbox, AbortQueue]] = (
             weakref.WeakKeyDictionary()
         )
@@ -110,6 +113,8 @@ class RayBodyRunner:
 
     def chainable(self, definition: Any, cap: int) -> bool:
         """``ChainRunner``: whether its calls may wait for their turn on one worker."""
+        if definition.environment is not None:  # its calls go where its instance lives
+            return False
         pool = self._pools(definition.placement)
         return fits(definition, cap, pool) and self._key_of(definition) is not None
 
@@ -131,38 +136,6 @@ class RayBodyRunner:
     def _count(self, local: bool) -> None:
         self.stats.messages += 1
         self.stats.local += local
-
-    async def prepare(self, call: Any) -> None:
-        """Before a rate-limited call takes its token: its pool's members hold its code.
-
-        A tool's first call on a worker loads its code there (in the worker, or in the
-        template its call processes fork from). After the token, that load would delay the
-        start, and a late start bunches with the punctual ones that follow. Best effort
-        (once per worker and tool): what fails here, the call's own dispatch reports.
-        """
-        definition = call.definition
-        found = self._key_of(definition)
-        if found is None:
-            return
-        key, blob = found
-        pool = self._pools(definition.placement)
-        try:
-            if not pool.slots:
-                await pool.pick(call.input.signal)
-            await asyncio.gather(*(self._prepared(s, key, blob) for s in list(pool.slots.values())))
-        except Exception:  # aborted meanwhile, or the pool is recovering: dispatch will tell
-            _log.debug("toolray: preparing %s failed", key, exc_info=True)
-
-    async def _prepared(self, slot: WorkerSlot, key: str, blob: bytes) -> None:
-        if key in slot.sent:
-            return
-        task = self._preparing.get((slot.wid, key))
-        if task is None:
-            task = asyncio.ensure_future(send(slot.handle, ToolWorker.prepare, key, blob))
-            self._preparing[(slot.wid, key)] = task
-            task.add_done_callback(lambda _: self._preparing.pop((slot.wid, key), None))
-        if await task:
-            slot.sent.add(key)
 
     async def __call__(self, call: Any, entry: Entry, ctx: ToolRunContext) -> Any:
         """Run the body remotely; return its value or raise its (or the ladder's) error."""
@@ -189,6 +162,9 @@ class RayBodyRunner:
         observed = call.observed
         if observed is not None and observed.trace is not None:  # the body runs in its span
             ident["traceparent"] = str(observed.trace)
+        placed = call.environment  # a call of an environment's instance: where it lives
+        if placed is not None:
+            ident["instance"], pool = placed.iid, placed.pool
         token = f"{self._prefix}{next(self._tokens)}"  # unique per worker; no uuid per call
         arguments = thaw_json(ctx.arguments)
         self.stats.calls += 1
@@ -205,7 +181,7 @@ class RayBodyRunner:
                     if link is not None:  # its chain is broken: its turn comes here
                         await self._chains.turn(link, ctx.signal)
                         link = None
-                    slot = await pool.pick(ctx.signal)
+                    slot = placed.slot if placed is not None else await pool.pick(ctx.signal)
                 call.notes["worker"] = slot.wid
                 counted = link is not None
                 try:
@@ -215,6 +191,7 @@ class RayBodyRunner:
                         WorkerRequest(token, key, blob, arguments, ident, link),
                         ctx,
                         call.notes,
+                        placed,
                     )
                 finally:  # what the ladder killed under this call, for its trace
                     call.notes["killed"] = slot.killed or call.notes.get("killed", False)
@@ -243,6 +220,7 @@ class RayBodyRunner:
         request: WorkerRequest,
         ctx: ToolRunContext,
         notes: dict[str, Any],
+        instance: RayInstance | None,
     ) -> CallOutcome:
         token, key = request.token, request.key
         outbox, _ = self._lane(slot)
@@ -251,7 +229,7 @@ class RayBodyRunner:
         slot.in_flight += 1
         self.stats.in_flight += 1
         try:
-            return await self._await(pool, slot, token, result, ctx, notes)
+            return await self._await(pool, slot, token, result, ctx, notes, instance)
         finally:
             slot.in_flight -= 1
             self.stats.in_flight -= 1
@@ -265,6 +243,7 @@ class RayBodyRunner:
         result: asyncio.Future[CallOutcome],
         ctx: ToolRunContext,
         notes: dict[str, Any],
+        instance: RayInstance | None,
     ) -> CallOutcome:
         signal = ctx.signal
         if not signal.aborted:
@@ -298,13 +277,15 @@ class RayBodyRunner:
             if self._on_kill is not None:
                 self._on_kill(pool)
             what = self._kill(pool, slot, token, notes, echoed=result.done())
+            if instance is not None:  # the kill took the instance with it
+                instance.lost = f"{what} was killed: a call of it ignored its deadline or abort"
             err = AbortError("tool call aborted")
             err.reason = (
                 f"{what} was terminated: the tool ignored cancellation for "
                 f"{self.kill_grace * 1000:g}ms"
             )
             raise err
-        return await self._settled(pool, slot, result, ctx)
+        return await self._settled(pool, slot, result, ctx, instance)
 
     def _kill(
         self, pool: PoolClient, slot: WorkerSlot, token: str, notes: dict[str, Any], echoed: bool
@@ -320,7 +301,12 @@ class RayBodyRunner:
         return "the worker"
 
     async def _settled(
-        self, pool: PoolClient, slot: WorkerSlot, result: Any, ctx: ToolRunContext
+        self,
+        pool: PoolClient,
+        slot: WorkerSlot,
+        result: Any,
+        ctx: ToolRunContext,
+        instance: RayInstance | None,
     ) -> CallOutcome:
         try:
             outcome: CallOutcome = result.result()
@@ -342,6 +328,8 @@ class RayBodyRunner:
                 if not slot.killed:
                     # a death may have taken the node: the pool checks every member first
                     await pool.replace(slot, killed=False)
+                if instance is not None:
+                    raise instance.lose("the worker holding it died") from None
                 raise ToolWorkerLostError(
                     f'the worker running tool "{ctx.name}" died ({type(err).__name__}); '
                     "the call was not re-run"
@@ -349,6 +337,8 @@ class RayBodyRunner:
             raise err from None
         if outcome.status == "lost":
             self.stats.lost += 1
+            if instance is not None:
+                raise instance.lose(outcome.detail)
             raise ToolWorkerLostError(
                 f'{outcome.detail} while running tool "{ctx.name}"; the call was not re-run'
             )

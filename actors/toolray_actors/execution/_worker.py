@@ -43,6 +43,7 @@ from toolray.isolation import (
     shippable_error,
 )
 from toolray.lowlevel import Link
+from toolray_actors._env_wire import InstanceInfo
 from toolray_actors._placement import WorkerSettings
 from toolray_actors._remote import node_id
 from toolray_actors._stats import ActorStats, ChildStats, WorkerStatus, actor_stats
@@ -57,6 +58,7 @@ from toolray_actors._wire import (
 
 from ._chain_gate import UNSTARTED, ChainGates
 from ._children import CallProcesses
+from ._env_worker import WorkerEnvironments, instance_of
 from ._lane import LANES, LaneAddress, LaneServer
 from ._nested_remote import RemoteNested, worker_context
 
@@ -84,10 +86,6 @@ def _outcome_of(token: str, task: asyncio.Task[CallOutcome]) -> Settled:
 def _faulted(err: BaseException) -> CallOutcome:
     """A call's outcome when the worker itself failed running it."""
     return CallOutcome(status="error", error=shippable_error(err))
-
-
-def _context(signal: AbortSignal, ident: Mapping[str, Any]) -> ToolRunContext:
-    return worker_context(signal, dict(ident))
 
 
 async def _nested(ident: Mapping[str, Any], request: NestedRequest) -> NestedAnswer:
@@ -120,7 +118,7 @@ class ToolWorker:
     ) -> None:
         self.settings = settings or WorkerSettings(threads=threads, isolation="shared")
         limit = self.settings.max_bodies or body_limit(self.settings.threads)
-        self._host = BodyHost(_context, threads=self.settings.threads, max_bodies=limit)
+        self._host = BodyHost(self._context, threads=self.settings.threads, max_bodies=limit)
         self._procs: CallProcesses | None = None
         if self.settings.isolation == "call":
             self._procs = CallProcesses(
@@ -130,12 +128,19 @@ class ToolWorker:
                 nested=_nested,
                 env=env or {},
             )
+        self._envs = WorkerEnvironments.of(self._procs, self.settings.memory_mb, _nested)
         self._lock = threading.Lock()  # the control lane reads these from another thread
         self._active = 0
         self._last = time.monotonic()  # the last start or end of a call
         self._draining = False
         self._chains = ChainGates()
         self._lane = LaneServer(self.run_lane)
+
+    def _context(self, signal: AbortSignal, ident: Mapping[str, Any]) -> ToolRunContext:
+        ctx = worker_context(signal, dict(ident))
+        if "instance" in ident:  # shared isolation: the instance's state lives here
+            ctx._environment = self._envs.environment_of(ident)
+        return ctx
 
     def _enter(self) -> bool:
         """Count a call in; ``False`` once drained (the call must go elsewhere)."""
@@ -167,10 +172,13 @@ class ToolWorker:
                 return UNSTARTED  # aborted while it waited for its turn in its chain
             run = self._procs.run if self._procs is not None else self._host.run
             ended = True
+            fields = (request.token, request.key, request.blob, request.arguments, request.ident)
+            iid = instance_of(request.ident)
             try:
-                outcome = await run(
-                    request.token, request.key, request.blob, request.arguments, request.ident
-                )
+                if iid is None:
+                    outcome = await run(*fields)
+                else:  # a call of an environment's instance: it runs where the state is
+                    outcome = await self._envs.run(iid, *fields, shared=self._host.run)
                 ended = outcome.status not in ("missing", "retired")
                 return outcome
             finally:
@@ -279,6 +287,9 @@ class ToolWorker:
         """
         if self._chains.abort(token):  # held in its chain: it never starts, nor do its mates
             return True
+        in_instance = self._envs.abort(token, reason, interrupt_after, kill_after)
+        if in_instance is not None:
+            return in_instance
         if self._procs is None:
             return self._host.abort(token, reason)
         found = self._procs.abort(token, reason)
@@ -300,20 +311,27 @@ class ToolWorker:
 
     async def interrupt(self, token: str) -> str:
         """Stronger step: cancel an awaiting body's task, or inject into a sync body's thread."""
+        in_instance = self._envs.interrupt(token)
+        if in_instance is not None:
+            return in_instance
         if self._procs is not None:
             return self._procs.interrupt(token)
         return self._host.interrupt(token)
 
     async def kill_call(self, token: str) -> bool:
         """Last step (``"call"`` only): kill the call's process; its mates run on."""
+        in_instance = self._envs.kill(token)
+        if in_instance is not None:
+            return in_instance
         return self._procs.kill(token) if self._procs is not None else False
 
     async def status(self) -> WorkerStatus:
         """Counters for the pool and the runtime statistics."""
         host = self._host.stats()
         children = self._procs.stats() if self._procs is not None else None
-        with self._lock:
-            idle = 0.0 if self._active else time.monotonic() - self._last
+        held, opened, lost = self._envs.counts()
+        with self._lock:  # a worker holding instances is never idle (never retired)
+            idle = 0.0 if self._active or held else time.monotonic() - self._last
         return WorkerStatus(
             pid=os.getpid(),
             in_flight=host.in_flight,
@@ -323,7 +341,31 @@ class ToolWorker:
             children=children
             or ChildStats(live=0, idle=0, forks=0, kills=0, deaths=0, retired=0, replacements=0),
             idle_s=idle,
+            instances=held,
+            instances_opened=opened,
+            instances_lost=lost,
         )
+
+    # ------------------------------------------------------------------ environments
+    async def env_open(
+        self, iid: str, key: str, blob: bytes, config: object, snapshot: bytes | None
+    ) -> InstanceInfo:
+        """Open (``create(config)``) or restore an instance here; where it lives."""
+        pid = await self._envs.open(iid, key, blob, config, snapshot)
+        return InstanceInfo(pid=pid, node=node_id())
+
+    async def env_operate(self, iid: str, op: str, data: bytes | None = None) -> bytes | None:
+        """``snapshot`` / ``run`` / ``park`` / ``close`` an instance held here."""
+        return await self._envs.operate(iid, op, data)
+
+    async def env_fork(self, iid: str, new_iid: str, how: str) -> InstanceInfo:
+        """A copy of an instance held here (``how``: ``"process"`` or ``"callable"``)."""
+        pid = await self._envs.fork(iid, new_iid, how)
+        return InstanceInfo(pid=pid, node=node_id())
+
+    async def env_discard(self, iid: str) -> None:
+        """Free what is left of an instance (a lost one, or an unclaimed fork)."""
+        await self._envs.discard(iid)
 
     async def drain(self) -> int:
         """Start no more calls (each is answered ``retired``); the calls still running."""

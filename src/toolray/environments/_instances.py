@@ -1,39 +1,38 @@
 """``Instances``: one registry's environment instances — turns and lifecycle over a backend.
 
-Each (scope, name) has at most one instance. Its life: ``open`` (``create(config)``; a
-previous instance is closed first) → calls, ``snapshot``, ``run``, ``fork`` → ``close``;
-an idle one is parked (snapshotted and freed) and restored on its next use; one whose
-process died is ``lost`` and stays lost — every use fails ``ENVIRONMENT_LOST`` — until the
-next ``open``. A call of an instance that is not open opens it with ``config=None`` first;
-a lost one is never re-created behind the agent's back.
-
-Every change of an instance happens inside an exclusive turn (:mod:`._turns`), so a call
-never sees an instance half opened, parked or closed. The states themselves live in a
-:class:`~._backend.EnvironmentBackend` (this process, or a Ray worker).
+One instance per (scope, name): ``open`` (``create(config)``, the previous one closed
+first) → calls, ``snapshot``, ``run``, ``fork`` → ``close``. An idle one parks (snapshot,
+freed) and comes back on its next use; one whose process died is ``lost`` — every use fails
+``ENVIRONMENT_LOST`` until the next ``open``, never re-created behind the agent's back. A
+call of an instance that is not open opens it with ``config=None`` first. Every change
+happens inside an exclusive turn (:mod:`._turns`); the states live in a backend.
 """
 
 from __future__ import annotations
 
 import contextlib
-import itertools
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from toolray._clock import Clock
-from toolray._json import snapshot_json, thaw_json
 from toolray._signals import AbortSignal
-from toolray.errors import (
-    EnvironmentFailedError,
-    EnvironmentLostError,
-    NotJsonError,
-    UnknownEnvironmentError,
-)
+from toolray.errors import EnvironmentFailedError, EnvironmentLostError, UnknownEnvironmentError
 
 from ._backend import EnvironmentBackend, InstanceRef
 from ._definition import EnvironmentDefinition, EnvironmentStatus
-from ._record import Instance, InstanceCounts, Table, failed_error, lost_error
+from ._record import (
+    ForkOut,
+    Instance,
+    InstanceCounts,
+    Table,
+    failed_error,
+    guarded,
+    json_config,
+    lost_error,
+    new_iid,
+)
 
 __all__ = ("Instances", "Resolver")
 
@@ -43,8 +42,8 @@ Resolver = Callable[[str | None, str], EnvironmentDefinition | None]
 Listener = Callable[[str, str | None, str], None]
 
 _log = logging.getLogger("toolray")
-_serials = itertools.count(1)
 _COUNTED = {"open": "opens", "park": "parks", "restore": "restores", "fork": "forks"}
+_COUNTED["lost"] = "losses"
 
 
 class Instances:
@@ -55,20 +54,18 @@ class Instances:
         self.clock = clock
         self._resolve = resolve
         self._table = Table()
-        self._counts = dict.fromkeys(("opens", "parks", "restores", "forks", "losses"), 0)
+        self._counts = dict.fromkeys(_COUNTED.values(), 0)
         self.listeners: list[Listener] = []
         """Each told ``(event, scope, name)`` on open / park / restore / fork / lost / close."""
 
     def _definition(self, scope: str | None, name: str) -> EnvironmentDefinition:
-        definition = self._resolve(scope, name)
-        if definition is None:
+        if (definition := self._resolve(scope, name)) is None:
             raise UnknownEnvironmentError(name)
         return definition
 
     def _event(self, event: str, inst: Instance) -> None:
-        counted = "losses" if event == "lost" else _COUNTED.get(event)
-        if counted is not None:
-            self._counts[counted] += 1
+        if event in _COUNTED:
+            self._counts[_COUNTED[event]] += 1
         for listener in self.listeners:
             with contextlib.suppress(Exception):  # a listener never breaks an instance
                 listener(event, inst.scope, inst.name)
@@ -82,7 +79,7 @@ class Instances:
         inst.idle_since = self.clock.now()
 
     async def _create(self, inst: Instance, definition: EnvironmentDefinition, config: Any) -> Any:
-        inst.iid = _iid(definition.name)
+        inst.iid = new_iid(definition.name)
         try:
             placed = await self.backend.create(inst.ref(), definition, config)
         except EnvironmentLostError:
@@ -188,9 +185,8 @@ class Instances:
     ) -> AsyncIterator[Any]:
         """Hold ``name``'s instance of ``scope`` for one call; yields its live handle.
 
-        Raises ``UnknownEnvironmentError``, ``EnvironmentFailedError`` (an automatic open
-        whose ``create`` raised), ``EnvironmentLostError``, or ``AbortError`` when
-        ``signal`` fires while the call waits for its turn.
+        Raises ``UnknownEnvironmentError``, ``EnvironmentFailedError`` (an automatic open's
+        ``create`` raised), ``EnvironmentLostError``, or ``AbortError`` (aborted waiting).
         """
         definition = self._definition(scope, name)
         inst = self._table.at(scope, name)
@@ -228,7 +224,7 @@ class Instances:
     async def open(self, scope: str | None, name: str, config: Any = None) -> EnvironmentStatus:
         """A new instance from ``create(config)``; a previous one is closed first."""
         definition = self._definition(scope, name)
-        config = _config(name, config)
+        config = json_config(name, config)
         async with self._exclusive(scope, name) as inst:
             await self._end(inst)
             await self._create(inst, definition, config)
@@ -237,7 +233,7 @@ class Instances:
     async def snapshot(self, scope: str | None, name: str) -> tuple[bytes, EnvironmentDefinition]:
         """The state's snapshot between calls, and the definition that restores it."""
         async with self._live(scope, name) as (inst, placed, definition):
-            data = await _guarded(name, "snapshot", self.backend.snapshot(placed, definition))
+            data = await guarded(name, "snapshot", self.backend.snapshot(placed, definition))
             inst.size = len(data)
         self._still(inst)
         return data, definition
@@ -260,6 +256,15 @@ class Instances:
 
     async def fork(self, scope: str | None, name: str, to_scope: str | None) -> EnvironmentStatus:
         """``to_scope``'s instance becomes a copy of this one's state (closing its own)."""
+        out = await self.fork_out(scope, name, to_scope)
+        live = not isinstance(out.value, bytes)
+        return await self.fork_in(to_scope, name, out.definition, out.value, out.iid, live=live)
+
+    async def fork_out(self, scope: str | None, name: str, to_scope: str | None) -> ForkOut:
+        """The copy a fork into ``to_scope`` makes, in the source's turn.
+
+        Snapshot bytes (``fork="snapshot"``), else a live instance the backend made.
+        """
         if to_scope == scope:
             raise ValueError(f"fork() needs another scope than the instance's own ({scope!r})")
         self._definition(to_scope, name)  # the target must see the environment too
@@ -268,18 +273,33 @@ class Instances:
                 raise EnvironmentFailedError(
                     f'environment "{name}" is not forkable (its definition says fork=None)'
                 )
-            ref = InstanceRef(scope=to_scope, name=name, iid=_iid(name))
+            iid = new_iid(name)
             if source.fork == "snapshot":
-                copy = await _guarded(name, "fork", self.backend.snapshot(placed, source))
+                copy = await guarded(name, "fork", self.backend.snapshot(placed, source))
             else:
-                copy = await _guarded(name, "fork", self.backend.fork(placed, ref, source))
+                ref = InstanceRef(scope=to_scope, name=name, iid=iid)
+                copy = await guarded(name, "fork", self.backend.fork(placed, ref, source))
         self._still(inst)
-        async with self._exclusive(to_scope, name) as target:
+        return ForkOut(definition=source, value=copy, iid=iid)
+
+    async def fork_in(
+        self,
+        scope: str | None,
+        name: str,
+        definition: EnvironmentDefinition,
+        copy: Any,
+        iid: str,
+        *,
+        live: bool,
+    ) -> EnvironmentStatus:
+        """``scope``'s instance becomes ``copy``: a ``live`` instance, else a snapshot's."""
+        async with self._exclusive(scope, name) as target:
             await self._end(target)
-            if isinstance(copy, bytes):
-                copy = await _guarded(name, "restore", self.backend.restore(ref, source, copy))
-            target.iid = ref.iid
-            self._opened(target, source, copy)
+            target.iid = iid
+            if not live:
+                work = self.backend.restore(target.ref(), definition, copy)
+                copy = await guarded(name, "restore", work)
+            self._opened(target, definition, copy)
             self._event("fork", target)
             return target.status(self.backend.where)
 
@@ -290,9 +310,7 @@ class Instances:
 
     def status(self, scope: str | None, name: str) -> EnvironmentStatus:
         """The instance as it is now (``"closed"`` when there is none)."""
-        inst = self._table.get(scope, name)
-        if inst is None:
-            return EnvironmentStatus(name=name, scope=scope, state="closed")
+        inst = self._table.get(scope, name) or Instance(scope, name)
         return inst.status(self.backend.where)
 
     # ------------------------------------------------------------------ whole scopes
@@ -312,15 +330,24 @@ class Instances:
         busy = 0
         for inst in self._table.live(scope):
             turn = inst.turns.try_enter()
-            if turn is None:
-                busy += 1
-                continue
-            try:
-                await self._end(inst)
-            finally:
-                inst.turns.leave(turn)
-                self._table.forget_if_idle(inst)
+            busy += turn is None
+            if turn is not None:
+                try:
+                    await self._end(inst)
+                finally:
+                    inst.turns.leave(turn)
+                    self._table.forget_if_idle(inst)
         return busy
+
+    def abandon(self, scope: str | None) -> list[Any]:
+        """Mark ``scope``'s instances closed without their ``close``; their live handles."""
+        found = []
+        for inst in self._table.live(scope):
+            if inst.state == "open":
+                found.append(inst.placed)
+            inst.state, inst.placed, inst.parked = "closed", None, None
+            self._table.forget_if_idle(inst)
+        return found
 
     async def close_all(self) -> int:
         """Close every instance (the runtime's end); how many there were."""
@@ -332,23 +359,18 @@ class Instances:
     # ------------------------------------------------------------------ parking
     def next_park_at(self) -> float | None:
         """When the next idle instance is due to park (this clock's time), if any is."""
-        return min(filter(None, (i.park_due() for i in self._table.live())), default=None)
+        return self._table.next_park_at()
 
     async def park_idle(self) -> int:
         """Park every instance idle for its ``park_after_s``; how many were parked."""
-        now = self.clock.now()
         parked = 0
-        for inst in self._table.live():
-            due = inst.park_due()
-            if due is None or due > now:
-                continue
+        for inst in self._table.due(self.clock.now()):
             turn = inst.turns.try_enter()
-            if turn is None:  # in use: it is not idle
-                continue
-            try:
-                parked += await self._park(inst)
-            finally:
-                inst.turns.leave(turn)
+            if turn is not None:  # in use (or awaited): it is not idle
+                try:
+                    parked += await self._park(inst)
+                finally:
+                    inst.turns.leave(turn)
         return parked
 
     async def _park(self, inst: Instance) -> int:
@@ -376,25 +398,3 @@ class Instances:
             lost=states.count("lost"),
             **self._counts,
         )
-
-
-def _iid(name: str) -> str:
-    return f"{name}#{next(_serials)}"
-
-
-async def _guarded(name: str, doing: str, work: Any) -> Any:
-    """Await an environment's own code: its failure is ``ENVIRONMENT_FAILED``."""
-    try:
-        return await work
-    except (EnvironmentLostError, EnvironmentFailedError):
-        raise
-    except Exception as err:
-        raise failed_error(name, doing, err) from None
-
-
-def _config(name: str, config: Any) -> Any:
-    """A config as ``create`` gets it: lossless JSON, as a fresh mutable copy."""
-    try:
-        return thaw_json(snapshot_json(config, "config"))
-    except NotJsonError as err:
-        raise TypeError(f'environment "{name}": open() takes a JSON config: {err}') from None

@@ -2,18 +2,35 @@
 
 from __future__ import annotations
 
+import itertools
 import threading
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolray.errors import EnvironmentFailedError, EnvironmentLostError
+from toolray._json import snapshot_json, thaw_json
+from toolray.errors import EnvironmentFailedError, EnvironmentLostError, NotJsonError
 
 from ._backend import InstanceRef, Parked
 from ._definition import EnvironmentDefinition, EnvironmentState, EnvironmentStatus
 from ._turns import Turnstile
 
-__all__ = ("Instance", "InstanceCounts", "Table", "failed_error", "lost_error")
+__all__ = (
+    "ForkOut",
+    "Instance",
+    "InstanceCounts",
+    "Table",
+    "failed_error",
+    "guarded",
+    "json_config",
+    "lost_error",
+    "new_iid",
+)
+
+_serials = itertools.count(1)
+_PROCESS = uuid.uuid4().hex[:12]
+"""This process's part of every instance id it makes (ids meet on shared workers)."""
 
 _ECHO = 200
 """Every echo of an environment's own text is cut to this many characters."""
@@ -36,6 +53,15 @@ def lost_error(name: str, why: str) -> EnvironmentLostError:
     return EnvironmentLostError(
         f'environment "{name}" was lost ({_cut(why)}); it stays lost until it is opened again'
     )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ForkOut:
+    """A fork's copy: snapshot bytes or a live instance, its definition and its new id."""
+
+    definition: EnvironmentDefinition
+    value: Any
+    iid: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -138,7 +164,38 @@ class Table:
                 if i.state != "closed" and (scope is ... or s == scope)
             ]
 
+    def next_park_at(self) -> float | None:
+        """When the first live instance is due to park, if any may."""
+        return min(filter(None, (i.park_due() for i in self.live())), default=None)
+
+    def due(self, now: float) -> list[Instance]:
+        """The instances due to park at ``now``."""
+        return [i for i in self.live() if (at := i.park_due()) is not None and at <= now]
+
     def holding(self, placed: Any) -> list[Instance]:
         """The open records whose live handle is ``placed``."""
         with self._lock:
             return [i for i in self._rows.values() if i.placed is placed and i.state == "open"]
+
+
+def new_iid(name: str) -> str:
+    """A new instance id, unique across processes (executors share workers)."""
+    return f"{name}#{_PROCESS}.{next(_serials)}"
+
+
+async def guarded(name: str, doing: str, work: Any) -> Any:
+    """Await an environment's own code: its failure is ``ENVIRONMENT_FAILED``."""
+    try:
+        return await work
+    except (EnvironmentLostError, EnvironmentFailedError):
+        raise
+    except Exception as err:
+        raise failed_error(name, doing, err) from None
+
+
+def json_config(name: str, config: Any) -> Any:
+    """A config as ``create`` gets it: lossless JSON, as a fresh mutable copy."""
+    try:
+        return thaw_json(snapshot_json(config, "config"))
+    except NotJsonError as err:
+        raise TypeError(f'environment "{name}": open() takes a JSON config: {err}') from None

@@ -15,7 +15,8 @@ which is also what runs the one body inside a call process.
 - The records a worker and a call process exchange (:class:`RunCall`, :class:`AbortCall`,
   :class:`InterruptCall`, :class:`CallDone`, :class:`NestedRequest`,
   :class:`NestedAnswer`) cross as length-prefixed JSON frames (:func:`encode`,
-  :class:`FrameReader`).
+  :class:`FrameReader`); an environment instance's process also takes :class:`EnvOp`
+  (its instance's own operations; :func:`pack_restore`) and answers :class:`EnvDone`.
 - :func:`call_template` makes the ``toolray.procs`` template call processes are forked
   from (it holds the tools' definitions, loaded as they arrive); :class:`ProcessLink` is one
   call process on the worker's loop; :func:`describe_exit` says in words how one ended
@@ -35,6 +36,8 @@ from ._link import call_template as call_template
 from ._link import describe_exit as describe_exit
 from ._messages import AbortCall as AbortCall
 from ._messages import CallDone as CallDone
+from ._messages import EnvDone as EnvDone
+from ._messages import EnvOp as EnvOp
 from ._messages import FrameReader as FrameReader
 from ._messages import InterruptCall as InterruptCall
 from ._messages import Message as Message
@@ -43,6 +46,7 @@ from ._messages import NestedRequest as NestedRequest
 from ._messages import ProtocolError as ProtocolError
 from ._messages import RunCall as RunCall
 from ._messages import encode as encode
+from ._messages import pack_restore as pack_restore
 from ._outcome import MISSING as MISSING
 from ._outcome import CallOutcome as CallOutcome
 from ._outcome import OutcomeStatus as OutcomeStatus
@@ -59,6 +63,8 @@ __all__ = (
     "CallDone",
     "CallOutcome",
     "ContextFactory",
+    "EnvDone",
+    "EnvOp",
     "FrameReader",
     "HostStats",
     "InterruptCall",
@@ -78,6 +84,7 @@ __all__ = (
     "context_from_ident",
     "describe_exit",
     "encode",
+    "pack_restore",
     "refuse_in_loop",
     "shippable_error",
 )

@@ -115,6 +115,10 @@ class BodyHost:
         if len(self._defs) > _MAX_DEFS:
             self._defs.popitem(last=False)
 
+    def bodies(self) -> dict[str, Any]:
+        """Every cached body by key (another host can :meth:`remember` them)."""
+        return dict(self._defs)
+
     def knows(self, key: str) -> bool:
         """Whether ``key``'s body is cached here."""
         return key in self._defs

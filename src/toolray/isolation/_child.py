@@ -32,11 +32,11 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 import cloudpickle
 
-from toolray import AbortSignal, ToolExecutionResult, ToolRunContext
+from toolray import AbortSignal, EnvironmentDefinition, ToolExecutionResult, ToolRunContext
 from toolray.lowlevel import InvalidArguments, is_json
 from toolray.procs import ChildContext
 
@@ -55,7 +55,16 @@ from ._messages import (
 )
 from ._outcome import CallOutcome, shippable_error
 
-__all__ = ("MEMORY_EXIT", "PRELOADED", "preload", "serve_call")
+__all__ = (
+    "MEMORY_EXIT",
+    "PRELOADED",
+    "Asker",
+    "Nested",
+    "limit_memory",
+    "portable_arguments",
+    "preload",
+    "serve_call",
+)
 
 MEMORY_EXIT = 86
 """The exit status of a call process whose body ran out of memory."""
@@ -63,12 +72,22 @@ MEMORY_EXIT = 86
 _READ = 1 << 16
 
 
-class _Nested:
+class Asker(Protocol):
+    """A process that sends a body's nested request to its worker (the answer comes later)."""
+
+    def ask(
+        self, ctx: ToolRunContext, name: str, arguments: Any, call_id: str | None
+    ) -> concurrent.futures.Future[NestedAnswer]:
+        """Send the request; the future gets its answer."""
+        ...
+
+
+class Nested:
     """The ``NestedDispatcher`` of a body here: its nested calls go through the worker."""
 
     __slots__ = ("_child",)
 
-    def __init__(self, child: _Child) -> None:
+    def __init__(self, child: Asker) -> None:
         self._child = child
 
     async def dispatch(
@@ -112,7 +131,7 @@ class _Child:
         self._memory_ceiling = _max_rss() + allowance // 2
 
     def _context(self, signal: AbortSignal, ident: Mapping[str, Any]) -> ToolRunContext:
-        return context_from_ident(signal, ident, _Nested(self))
+        return context_from_ident(signal, ident, Nested(self))
 
     def send(self, message: Message) -> None:
         """Write one frame (from the loop or a body's thread)."""
@@ -128,7 +147,7 @@ class _Child:
         ident = next(self._ids)
         self._pending[ident] = answer
         token = ctx.token.id if ctx.token is not None else ""
-        portable = _portable_arguments(arguments)
+        portable = portable_arguments(arguments)
         self.send(
             NestedRequest(id=ident, token=token, name=name, arguments=portable, call_id=call_id)
         )
@@ -224,7 +243,7 @@ class _NotPortable:
         return "<arguments that are not lossless JSON>"
 
 
-def _portable_arguments(arguments: Any) -> Any:
+def portable_arguments(arguments: Any) -> Any:
     """What a nested call's arguments become on the way out: the pipeline judges them."""
     try:
         if is_json(arguments):
@@ -254,7 +273,8 @@ def _max_rss() -> int:
 
 
 PRELOADED: OrderedDict[str, Any] = OrderedDict()
-"""The template's definitions (key → body), inherited by every call process it forks."""
+"""The template's definitions, inherited by every call process it forks: a tool's key → its
+body, an environment's key → its whole definition."""
 
 _MAX_PRELOADED = 256
 
@@ -266,7 +286,9 @@ def preload(key: str, blob: bytes | None) -> None:
     """
     if blob is None:
         return
-    PRELOADED[key] = cloudpickle.loads(blob).execute
+    definition = cloudpickle.loads(blob)
+    whole = isinstance(definition, EnvironmentDefinition)
+    PRELOADED[key] = definition if whole else definition.execute
     PRELOADED.move_to_end(key)
     if len(PRELOADED) > _MAX_PRELOADED:
         PRELOADED.popitem(last=False)
@@ -280,21 +302,30 @@ def _data_size() -> int:
     return 0
 
 
-def serve_call(ctx: ChildContext) -> int:
-    """A call process's entry (``toolray.procs``): limits, then calls until the worker hangs up.
+def limit_memory(memory_mb: int) -> int:
+    """A child's limits: ``memory_mb`` beyond the template, no core dumps; the allowance.
 
-    ``ctx.args["memory_mb"]`` is what a call may allocate beyond the template: the data
-    segment is limited to that (``RLIMIT_DATA``; no cgroup is assumed), so a runaway body
-    fails with ``MemoryError`` and this process ends with :data:`MEMORY_EXIT`. No core dumps.
-    A body's prints go where its worker's stderr goes (line by line: a kill loses none).
+    The data segment is limited (``RLIMIT_DATA``; no cgroup is assumed), so a runaway body
+    fails with ``MemoryError``. A body's prints go where its worker's stderr goes (line by
+    line: a kill loses none).
     """
     os.dup2(2, 1)  # the template's stdout is discarded; the worker's stderr is its log
     if isinstance(sys.stdout, io.TextIOWrapper):
         sys.stdout.reconfigure(line_buffering=True)
-    allowance = int(ctx.args["memory_mb"]) * 2**20
+    allowance = memory_mb * 2**20
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     limit = _data_size() + allowance
     resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+    return allowance
+
+
+def serve_call(ctx: ChildContext) -> int:
+    """A call process's entry (``toolray.procs``): limits, then calls until the worker hangs up.
+
+    ``ctx.args["memory_mb"]`` is what a call may allocate beyond the template
+    (:func:`limit_memory`): a runaway body ends this process with :data:`MEMORY_EXIT`.
+    """
+    allowance = limit_memory(int(ctx.args["memory_mb"]))
     sock = socket.socket(fileno=ctx.channel)
     try:
         asyncio.run(_Child(sock, PRELOADED, allowance).serve())

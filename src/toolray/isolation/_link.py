@@ -39,11 +39,13 @@ def _pidfd(pid: int) -> int | None:
 def call_template(env: Mapping[str, str] | None = None) -> Template:
     """A template for call processes: this interpreter, environment (plus ``env``) and path.
 
-    It preloads toolray's core (its entry's module); tools' definitions reach it later
-    through ``template.load(key, blob)``. Fork with ``{"memory_mb": n}`` as the arguments.
+    It preloads toolray's core (its entry's module); tools' and environments' definitions
+    reach it later through ``template.load(key, blob)``. Fork with ``{"memory_mb": n}`` as
+    the arguments for a call process, plus ``"instance": True`` for an environment
+    instance's process.
     """
     spec = TemplateSpec(
-        entry="toolray.isolation._child:serve_call",
+        entry="toolray.isolation._entry:serve",
         loader="toolray.isolation._child:preload",
         env={**os.environ, **(env or {})},
         sys_path=tuple(p for p in sys.path if p),

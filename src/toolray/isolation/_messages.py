@@ -8,6 +8,9 @@ pickled, base64 inside the JSON.
 
 Worker → call process: :class:`RunCall`, :class:`AbortCall`, :class:`InterruptCall`,
 :class:`NestedAnswer`. Call process → worker: :class:`CallDone`, :class:`NestedRequest`.
+An environment instance's process also takes :class:`EnvOp` (its instance's own
+operations) and answers each with :class:`EnvDone`; their bytes (a snapshot, a definition,
+a pickled function and its value) travel as the frame's raw bytes, their failures as text.
 A frame whose ``op`` is unknown, or that is not JSON, is a :class:`ProtocolError`.
 """
 
@@ -25,9 +28,14 @@ from toolray.procs import ATTACHMENT, FrameDecoder, ProtocolError, encode_frame
 
 from ._outcome import CallOutcome
 
+_ECHO = 200
+"""An instance's failure text is cut to this many characters where it is read."""
+
 __all__ = (
     "AbortCall",
     "CallDone",
+    "EnvDone",
+    "EnvOp",
     "FrameReader",
     "InterruptCall",
     "Message",
@@ -97,7 +105,53 @@ class NestedAnswer:
     error: BaseException | None = None
 
 
-Message = RunCall | AbortCall | InterruptCall | CallDone | NestedRequest | NestedAnswer
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EnvOp:
+    """An instance's own operation, run where its state lives (one at a time).
+
+    ``op``: ``"open"`` (``create(config)``; ``data`` the definition's blob when the
+    process lacks ``key``), ``"restore"`` (``data``: :func:`pack_restore` of the blob and a
+    snapshot), ``"snapshot"``, ``"run"`` (``data``: a pickled ``(fn, args)``), ``"park"``
+    (snapshot, then end), ``"close"`` (``close(state)``, then end) or ``"fork"`` (a
+    copy-on-write copy of this process connects to the abstract socket ``address``).
+    """
+
+    op: str
+    key: str = ""
+    config: Any = None
+    data: bytes | None = None
+    address: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EnvDone:
+    """How an :class:`EnvOp` ended: ``data``, a fork's ``pid``, or ``error`` (in words).
+
+    ``data`` is a snapshot or a pickled value; ``error`` the environment's own failure.
+    """
+
+    op: str
+    ok: bool
+    error: str = ""
+    data: bytes | None = None
+    pid: int = 0
+
+
+Message = (
+    RunCall | AbortCall | InterruptCall | CallDone | NestedRequest | NestedAnswer | EnvOp | EnvDone
+)
+
+
+def pack_restore(blob: bytes | None, snapshot: bytes) -> bytes:
+    """A restore's bytes: the definition's blob (empty: the process holds it), the snapshot."""
+    head = blob or b""
+    return len(head).to_bytes(4, "big") + head + snapshot
+
+
+def unpack_restore(data: bytes) -> tuple[bytes | None, bytes]:
+    """:func:`pack_restore`'s two parts."""
+    size = int.from_bytes(data[:4], "big")
+    return (data[4 : 4 + size] or None), data[4 + size :]
 
 
 def _pickled(value: Any) -> str:
@@ -169,6 +223,17 @@ def _fields(message: Message) -> dict[str, Any]:
                 "failed": message.error is not None,
                 "payload": _pickled(answer),
             }
+        case EnvOp():
+            return {
+                "op": "env",
+                "env_op": message.op,
+                "key": message.key,
+                "config": message.config,
+                "address": message.address,
+            }
+        case EnvDone():
+            done = {"op": "env_done", "env_op": message.op, "ok": message.ok}
+            return {**done, "error": message.error, "pid": message.pid}
     raise TypeError(f"not a message: {message!r}")
 
 
@@ -206,6 +271,22 @@ def _record(fields: dict[str, Any]) -> Message:
         if fields["failed"]:
             return NestedAnswer(id=fields["id"], error=payload)
         return NestedAnswer(id=fields["id"], result=payload)
+    if op == "env":
+        return EnvOp(
+            op=str(fields["env_op"]),
+            key=str(fields["key"]),
+            config=fields.get("config"),
+            data=fields.get(ATTACHMENT),
+            address=str(fields.get("address", "")),
+        )
+    if op == "env_done":
+        return EnvDone(
+            op=str(fields["env_op"]),
+            ok=bool(fields["ok"]),
+            error=str(fields.get("error", ""))[:_ECHO],
+            data=fields.get(ATTACHMENT),
+            pid=int(fields.get("pid", 0)),
+        )
     raise ProtocolError(f"unknown frame op {op!r}")
 
 
@@ -216,11 +297,19 @@ def encode(message: Message) -> bytes:
         ValueError: the frame would be larger than ``toolray.procs.MAX_FRAME_BYTES``, or a
             value in it cannot be encoded (nested deeper than the codec goes, say).
     """
-    blob = message.blob if isinstance(message, RunCall) else None
+    blob = _attachment(message)
     try:
         return encode_frame(_fields(message), blob)
     except (RecursionError, TypeError, pickle.PicklingError) as err:
         raise ValueError(f"cannot be sent to another process: {err}") from None
+
+
+def _attachment(message: Message) -> bytes | None:
+    if isinstance(message, RunCall):
+        return message.blob
+    if isinstance(message, EnvOp | EnvDone):
+        return message.data
+    return None
 
 
 class FrameReader:

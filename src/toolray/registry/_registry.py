@@ -28,7 +28,7 @@ from toolray.batch._types import ToolBatchInput, ToolBatchResult, ToolExecutor, 
 from toolray.codemode._program import ProgramRuntime, code_run
 from toolray.codemode._prompt import ToolPromptSection, missing_runtime, prompt_sections
 from toolray.codemode._run_code import RunCodeDefinition
-from toolray.environments._backend import EnvironmentBackend, LocalBackend
+from toolray.environments._backend import LocalBackend
 from toolray.environments._handle import EnvironmentHandle, LocalService
 from toolray.environments._instances import Instances
 from toolray.environments._local import Parker, dispose_scope
@@ -81,7 +81,7 @@ class ToolRegistry(ReadSide, WriteSide):
         max_result_bytes: int | None = DEFAULT_MAX_RESULT_BYTES,
         max_content_chars: int | None = None,
         rate_limiter: RateLimiter | None = None,
-        environment_backend: EnvironmentBackend | None = None,
+        environments: Instances | None = None,
     ) -> None:
         """A registry; see the class docstring.
 
@@ -89,8 +89,8 @@ class ToolRegistry(ReadSide, WriteSide):
         (default ``None``) bound every call's result unless its definition sets its own.
         ``rate_limiter`` is for runtimes that share buckets beyond this registry (the Ray
         layer); by default each rate-limited tool has one bucket in this registry.
-        ``environment_backend`` is where environment instances live for such a runtime (it
-        then parks them and closes a disposed scope's itself); by default, in this process.
+        ``environments`` are a runtime's own instances (kept where it keeps them: it parks
+        them and closes a disposed scope's itself); by default, in this process.
         """
         if mode not in MODES:
             raise ValueError(f'mode must be one of "native", "code", "both" (got {mode!r})')
@@ -122,9 +122,8 @@ class ToolRegistry(ReadSide, WriteSide):
         )
         ReadSide.__init__(self, state)
         WriteSide.__init__(self, state, None)
-        local = environment_backend is None
-        backend = LocalBackend() if environment_backend is None else environment_backend
-        instances = Instances(backend, self._environment_of, clock)
+        local = environments is None
+        instances = environments or Instances(LocalBackend(), self._environment_of, clock)
         state.environments = instances
         self._service = LocalService(instances)
         self._scopes = Scopes(state, self._scope_disposed if local else None)

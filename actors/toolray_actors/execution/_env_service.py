@@ -1,0 +1,188 @@
+"""An executor actor's environment instances: the component its ``environment`` method asks.
+
+It holds the core's :class:`~toolray.lowlevel.Instances` over :class:`RayEnvironments`
+(the same object in every mirror the actor rebuilds, so a resync loses no instance),
+answers the drivers' handles (one request record each, matched exhaustively), parks idle
+instances on the actor's loop, and closes a scope's instances when the scope is disposed
+or the namespace ends.
+
+A fork crosses executors: the source's executor makes the copy (:class:`ForkCopy`: a
+snapshot in the object store, or a live process-forked instance on the source's worker)
+and the target's adopts it; a copy nobody adopts is discarded where it lives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+
+from toolray import Clock, EnvironmentDefinition, EnvironmentStatus
+from toolray.lowlevel import InstanceCounts, Instances, failed_error
+from toolray_actors._env_wire import (
+    EnvClose,
+    EnvForkIn,
+    EnvForkOut,
+    EnvOpen,
+    EnvRequest,
+    EnvRun,
+    EnvSnapshot,
+    EnvStatusOf,
+    ForkCopy,
+    SnapshotReply,
+)
+from toolray_actors._mirror import Mirror
+from toolray_actors._remote import put, send
+from toolray_actors._wire import unknown
+
+from ._env_backend import RayEnvironments, RayInstance, Returned, Shipped
+from ._placements import Placements
+from ._worker import ToolWorker
+
+__all__ = ("EnvService",)
+
+_log = logging.getLogger("toolray")
+_PARK_LOOK_S = 5.0
+"""How often the parker looks when nothing is due sooner."""
+_DISPOSE_WAIT_S = 10.0
+"""How long a disposed scope's instances may take to close before they are discarded."""
+
+
+class EnvService:
+    """The environment instances of one executor actor, and its drivers' requests."""
+
+    def __init__(self, placements: Placements, mirror: Callable[[], Mirror], clock: Clock) -> None:
+        self._mirror = mirror
+        self._placements = placements
+        self.backend = RayEnvironments(placements, lambda d: self._mirror().key_of(d))
+        self.instances = Instances(self.backend, self._resolve, clock)
+        self._parker: asyncio.Task[None] | None = None
+
+    def _resolve(self, scope: str | None, name: str) -> EnvironmentDefinition | None:
+        found: EnvironmentDefinition | None = self._mirror().registry.environment_definition(
+            name, scope
+        )
+        return found
+
+    # ------------------------------------------------------------------ requests
+    async def handle(self, request: EnvRequest) -> object:
+        """One request of a driver's environment handle."""
+        instances = self.instances
+        match request:
+            case EnvOpen(scope=scope, name=name, config=config):
+                return await instances.open(scope, name, config)
+            case EnvSnapshot(scope=scope, name=name):
+                data, definition = await instances.snapshot(scope, name)
+                key, blob = self.backend.code(definition)
+                return SnapshotReply(data=data, key=key, blob=blob)
+            case EnvRun(scope=scope, name=name, data=data):
+                returned = await instances.run(scope, name, Shipped(data), ())
+                assert isinstance(returned, Returned)
+                return returned.data
+            case EnvForkOut(scope=scope, name=name, to_scope=to_scope):
+                return await self._fork_out(scope, name, to_scope)
+            case EnvForkIn(scope=scope, name=name, copy=copy):
+                return await self._fork_in(scope, name, copy)
+            case EnvClose(scope=scope, name=name):
+                await instances.close(scope, name)
+                return None
+            case EnvStatusOf(scope=scope, name=name):
+                return instances.status(scope, name)
+            case _:
+                unknown(request, "an environment request")
+        return None
+
+    async def _fork_out(self, scope: str | None, name: str, to_scope: str | None) -> ForkCopy:
+        """The copy ``to_scope``'s executor adopts: a snapshot, or a process-forked instance."""
+        out = await self.instances.fork_out(scope, name, to_scope)
+        key, blob = self.backend.code(out.definition)
+        if isinstance(out.value, bytes):
+            ref = put(out.value)
+            size = len(out.value)
+            return ForkCopy(name=name, key=key, blob=blob, snapshot=ref, size=size, iid=out.iid)
+        placed: RayInstance = out.value
+        pool = next(k for k, c in self._placements.pools.items() if c is placed.pool)
+        self.backend.forget(placed)  # the target's executor owns it from now on
+        return ForkCopy(
+            name=name,
+            key=key,
+            blob=blob,
+            pool=pool,
+            wid=placed.slot.wid,
+            iid=placed.iid,
+            pid=placed.pid,
+            node=placed.node,
+        )
+
+    async def _fork_in(self, scope: str | None, name: str, copy: ForkCopy) -> EnvironmentStatus:
+        """Adopt a fork's copy as ``scope``'s instance (a copy not adopted is discarded)."""
+        definition = self._mirror().registry.environment_definition(name, scope)
+        try:
+            if definition is None:
+                raise failed_error(name, "fork", LookupError(f"{scope!r} does not see it"))
+            if copy.snapshot is not None:
+                return await self.instances.fork_in(
+                    scope, name, definition, copy.snapshot, copy.iid, live=False
+                )
+            placed = await self._adopt(copy, definition)
+        except BaseException:
+            if copy.snapshot is None:
+                await self._discard_copy(copy, definition)
+            raise
+        return await self.instances.fork_in(scope, name, definition, placed, copy.iid, live=True)
+
+    async def _adopt(self, copy: ForkCopy, definition: EnvironmentDefinition) -> RayInstance:
+        pool = self._placements.pool_for(definition.placement)
+        slot = pool.slots.get(copy.wid)
+        if slot is None:
+            await pool.refresh()
+            slot = pool.slots.get(copy.wid)
+        if slot is None:
+            raise failed_error(copy.name, "fork", LookupError("the copy's worker is gone"))
+        return self.backend.adopt(copy, pool, slot)
+
+    async def _discard_copy(self, copy: ForkCopy, definition: EnvironmentDefinition | None) -> None:
+        placement = definition.placement if definition is not None else None
+        slot = self._placements.pool_for(placement).slots.get(copy.wid)
+        if slot is not None:
+            with contextlib.suppress(Exception):  # its worker may be gone meanwhile
+                await send(slot.handle, ToolWorker.env_discard, copy.iid)
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self) -> None:
+        """Start parking idle instances (once, on the actor's loop)."""
+        if self._parker is None:
+            self._parker = asyncio.ensure_future(self._park_loop())
+
+    async def _park_loop(self) -> None:
+        clock = self.instances.clock
+        while True:
+            due = self.instances.next_park_at()
+            wait = _PARK_LOOK_S if due is None else min(max(due - clock.now(), 0.01), _PARK_LOOK_S)
+            await asyncio.sleep(wait)
+            try:
+                await self.instances.park_idle()
+            except Exception:  # one instance's failure to park never stops the parker
+                _log.warning("toolray: parking failed", exc_info=True)
+
+    async def close_scope(self, scope: str | None) -> None:
+        """A disposed scope's instances close (discarded if their close takes too long)."""
+        try:
+            await asyncio.wait_for(self.instances.close_scope(scope), _DISPOSE_WAIT_S)
+        except TimeoutError:
+            for placed in self.instances.abandon(scope):
+                await self.backend.discard(placed)
+
+    async def close_all(self) -> int:
+        """Every instance closes (the namespace ends)."""
+        return await self.instances.close_all()
+
+    def holding(self) -> bool:
+        """Whether any instance is open, parked or lost here (the actor must stay)."""
+        counts = self.instances.counts()
+        return bool(counts.open or counts.parked or counts.lost)
+
+    def counts(self) -> InstanceCounts:
+        """The instances by state and the lifecycle counters."""
+        return self.instances.counts()

@@ -1,0 +1,322 @@
+"""An environment instance's process: its state, and every call and operation on it.
+
+With ``isolation="call"`` each environment instance lives in a process of its own, forked
+from the worker's template (which already holds the environment's definition and its
+tools' code). The worker sends it the instance's operations (:class:`EnvOp`: open,
+restore, snapshot, run, park, close, fork) one at a time, and its calls (:class:`RunCall`),
+several at once when they are concurrency-safe (the executor keeps the instance's turns);
+each body sees the live state as ``ctx.environment``. Nested calls go out through the
+worker, as a call process's do, so a nested call into this same instance runs here too,
+inside its caller's turn.
+
+``copy`` runs the definition's fork callable and answers the copy's snapshot; ``fork``
+makes a copy-on-write copy of this process (its state as it is, whatever its
+size): the serve loop stops, the process forks twice (the copy is re-parented to the
+template, which reaps it, and dies with the template), and the copy connects to the
+worker's one-time abstract socket, then serves as an instance of its own. The worker
+hanging up ends the process; so does ``park`` (after its snapshot) and ``close``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import ctypes
+import itertools
+import os
+import signal
+import socket
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import cloudpickle
+
+from toolray import AbortSignal, EnvironmentDefinition, ToolRunContext
+from toolray.lowlevel import invoke, restore_state, snapshot_state
+from toolray.procs import ChildContext
+
+from ._bodies import BodyHost
+from ._child import MEMORY_EXIT, PRELOADED, Nested, limit_memory, portable_arguments
+from ._context import context_from_ident
+from ._messages import (
+    AbortCall,
+    CallDone,
+    EnvDone,
+    EnvOp,
+    FrameReader,
+    InterruptCall,
+    Message,
+    NestedAnswer,
+    NestedRequest,
+    RunCall,
+    encode,
+    unpack_restore,
+)
+from ._outcome import CallOutcome, shippable_error
+
+__all__ = ("serve_instance",)
+
+_READ = 1 << 16
+_BODIES = 16
+"""Bodies of one instance that may run at once (its concurrency-safe calls, and nested)."""
+_PR_SET_PDEATHSIG = 1
+_REPARENT_WAIT_S = 5.0
+_ENDING_OPS = ("park", "close")
+
+
+class _Instance:
+    """One instance's process: its socket, its state, its bodies."""
+
+    def __init__(self, sock: socket.socket, definitions: Mapping[str, Any]) -> None:
+        self.sock = sock
+        self._send_lock = threading.Lock()
+        self._reader = FrameReader()
+        self._backlog: list[Message] = []
+        self._definitions = dict(definitions)
+        self.host = self._new_host()
+        self.definition: EnvironmentDefinition | None = None
+        self.state: Any = None
+        self._ids = itertools.count(1)
+        self._pending: dict[int, concurrent.futures.Future[NestedAnswer]] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._stop: asyncio.Future[EnvOp | None] | None = None
+
+    def _new_host(self, old: BodyHost | None = None) -> BodyHost:
+        host = BodyHost(self._context, threads=_BODIES, max_bodies=_BODIES)
+        known = old.bodies() if old is not None else {}
+        for key, body in {**self._definitions, **known}.items():
+            if not isinstance(body, EnvironmentDefinition):
+                host.remember(key, body)
+        return host
+
+    def _context(self, signal_: AbortSignal, ident: Mapping[str, Any]) -> ToolRunContext:
+        ctx = context_from_ident(signal_, ident, Nested(self))
+        ctx._environment = self.state
+        return ctx
+
+    def send(self, message: Message) -> None:
+        """Write one frame (from the loop, a body's thread, or between loops)."""
+        frame = encode(message)
+        with self._send_lock:
+            self.sock.sendall(frame)
+
+    def ask(
+        self, ctx: ToolRunContext, name: str, arguments: Any, call_id: str | None
+    ) -> concurrent.futures.Future[NestedAnswer]:
+        """Send a body's nested request; the future gets its answer (thread-safe)."""
+        answer: concurrent.futures.Future[NestedAnswer] = concurrent.futures.Future()
+        ident = next(self._ids)
+        self._pending[ident] = answer
+        token = ctx.token.id if ctx.token is not None else ""
+        portable = portable_arguments(arguments)
+        self.send(
+            NestedRequest(id=ident, token=token, name=name, arguments=portable, call_id=call_id)
+        )
+        return answer
+
+    # ------------------------------------------------------------------ the loop
+    async def serve(self) -> EnvOp | None:
+        """Serve until the worker hangs up or the instance ends (``None``), or a fork."""
+        loop = asyncio.get_running_loop()
+        self._stop = loop.create_future()
+        backlog, self._backlog = self._backlog, []
+        for message in backlog:
+            self._handle(message)
+        loop.add_reader(self.sock.fileno(), self._readable)
+        try:
+            return await self._stop
+        finally:
+            loop.remove_reader(self.sock.fileno())
+
+    def _end(self, fork: EnvOp | None = None) -> None:
+        if self._stop is not None and not self._stop.done():
+            self._stop.set_result(fork)
+
+    def _readable(self) -> None:
+        try:
+            data = self.sock.recv(_READ, socket.MSG_DONTWAIT)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if not data:  # the worker hung up: this instance is done
+            self._end()
+            return
+        messages = self._reader.feed(data)
+        for i, message in enumerate(messages):
+            if isinstance(message, EnvOp) and message.op == "fork":
+                self._backlog = messages[i + 1 :]  # served after the fork, in order
+                self._end(message)
+                return
+            self._handle(message)
+
+    def _spawn(self, work: Any) -> None:
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _handle(self, message: Message) -> None:
+        match message:
+            case RunCall():
+                self._spawn(self._run(message))
+            case AbortCall():
+                self.host.abort(message.token, message.reason)
+            case InterruptCall():
+                self.host.interrupt(message.token)
+            case NestedAnswer():
+                pending = self._pending.pop(message.id, None)
+                if pending is not None and not pending.done():
+                    pending.set_result(message)
+            case EnvOp():
+                self._spawn(self._operate(message))
+            case _:
+                raise ValueError(f"an instance's process does not take {type(message).__name__}")
+
+    async def _run(self, call: RunCall) -> None:
+        started = time.perf_counter()
+        try:
+            execute = self.host.resolve(call.key, call.blob)
+        except Exception as exc:  # a blob that does not load fails its own call only
+            outcome = CallOutcome(status="error", error=shippable_error(exc))
+        else:
+            if execute is None:
+                outcome = CallOutcome(status="missing")
+            else:
+                outcome = await self.host.run_resolved(
+                    call.token, execute, call.arguments, call.ident
+                )
+        body_s = time.perf_counter() - started
+        try:
+            self.send(CallDone(token=call.token, outcome=outcome, clean=True, body_s=body_s))
+        except ValueError as err:  # its value (or error) cannot leave: that is its failure
+            failed = CallOutcome(status="error", error=RuntimeError(f"the tool's result {err}"))
+            self.send(CallDone(token=call.token, outcome=failed, clean=True))
+
+    # ------------------------------------------------------------------ operations
+    async def _operate(self, op: EnvOp) -> None:
+        try:
+            data = await self._do(op)
+        except Exception as err:
+            text = str(err) or type(err).__name__
+            self.send(EnvDone(op=op.op, ok=False, error=text[:200]))
+            return
+        self.send(EnvDone(op=op.op, ok=True, data=data))
+        if op.op in _ENDING_OPS:
+            self._end()
+
+    def _definition_of(self, key: str, blob: bytes | None) -> EnvironmentDefinition:
+        found = self._definitions.get(key)
+        if isinstance(found, EnvironmentDefinition):
+            return found
+        if blob is None:
+            raise LookupError(f"the environment's definition {key!r} did not arrive")
+        definition = cloudpickle.loads(blob)
+        if not isinstance(definition, EnvironmentDefinition):
+            raise TypeError(f"{key!r} is not an environment's definition")
+        return definition
+
+    async def _do(self, op: EnvOp) -> bytes | None:
+        if op.op == "open":
+            definition = self._definition_of(op.key, op.data)
+            self.state = await invoke(definition.create, op.config)
+            self.definition = definition
+            return None
+        if op.op == "restore":
+            blob, snapshot = unpack_restore(op.data or b"")
+            definition = self._definition_of(op.key, blob)
+            self.state = await asyncio.to_thread(restore_state, definition, snapshot)
+            self.definition = definition
+            return None
+        if self.definition is None:
+            raise LookupError("the instance was never opened")
+        definition = self.definition
+        if op.op in ("snapshot", "park"):
+            return await asyncio.to_thread(snapshot_state, definition, self.state)
+        if op.op == "run":
+            fn, args = cloudpickle.loads(op.data or b"")
+            value = await invoke(fn, self.state, *args)
+            return bytes(cloudpickle.dumps(value))
+        if op.op == "close":
+            if definition.close is not None:
+                await invoke(definition.close, self.state)
+            return None
+        if op.op == "copy":  # a fork by the definition's callable: the copy as a snapshot
+            assert callable(definition.fork)
+            copy = await invoke(definition.fork, self.state)
+            return await asyncio.to_thread(snapshot_state, definition, copy)
+        raise ValueError(f"unknown operation {op.op!r}")
+
+    # ------------------------------------------------------------------ fork
+    def fork(self, op: EnvOp) -> bool:
+        """Between loops: copy this process (``True`` in the copy, which then serves)."""
+        template = os.getppid()
+        pipe_r, pipe_w = os.pipe()
+        first = os.fork()
+        if first == 0:  # the intermediate: fork the copy, say its pid, leave at once
+            os.close(pipe_r)
+            copy = os.fork()
+            if copy == 0:
+                os.close(pipe_w)
+                return self._become_copy(op, template)
+            os.write(pipe_w, copy.to_bytes(8, "big"))
+            os._exit(0)
+        os.close(pipe_w)
+        with os.fdopen(pipe_r, "rb") as pipe:
+            raw = pipe.read(8)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(first, 0)
+        pid = int.from_bytes(raw, "big") if len(raw) == 8 else 0
+        if pid:
+            self.send(EnvDone(op="fork", ok=True, pid=pid))
+        else:
+            self.send(EnvDone(op="fork", ok=False, error="the copy could not be forked"))
+        return False
+
+    def _become_copy(self, op: EnvOp, template: int) -> bool:
+        """In the copy: a child of the template, its own group, its own socket and bodies."""
+        try:
+            os.setpgid(0, 0)
+            deadline = time.monotonic() + _REPARENT_WAIT_S
+            while os.getppid() != template and time.monotonic() < deadline:
+                time.sleep(0.0005)  # the intermediate is leaving: the template adopts us
+            ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+            if os.getppid() != template:
+                os._exit(1)  # the template is gone: so is the worker
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.connect("\0" + op.address)
+            sock.sendall(os.getpid().to_bytes(8, "big"))
+        except BaseException:
+            os._exit(1)
+        with contextlib.suppress(OSError):
+            self.sock.close()
+        self.sock = sock
+        self._send_lock = threading.Lock()
+        self._reader = FrameReader()
+        self._backlog = []
+        self._pending = {}
+        self._tasks = set()
+        return True
+
+    def renew(self) -> None:
+        """After a fork (in both): fresh bodies' threads for the next loop (same code)."""
+        old = self.host
+        self.host = self._new_host(old)
+        old.close()
+
+
+def serve_instance(ctx: ChildContext) -> int:
+    """An instance's process (a ``toolray.procs`` child): limits, then its life."""
+    limit_memory(int(ctx.args["memory_mb"]))
+    instance = _Instance(socket.socket(fileno=ctx.channel), PRELOADED)
+    try:
+        while True:
+            fork = asyncio.run(instance.serve())
+            if fork is None:
+                return 0
+            instance.fork(fork)
+            instance.renew()
+    except MemoryError:
+        return MEMORY_EXIT
