@@ -175,3 +175,25 @@ def unsnapshottable_env(park_after_s: float = 60.0) -> EnvironmentDefinition:
 
 COUNTER_TOOLS = (incr, peek, incr_twice, where, crash, hang)
 FS_TOOLS = (fs_write, fs_read, fs_ls)
+
+
+def copy_counter(state: dict[str, Any]) -> dict[str, Any]:
+    """A counter's fork by the definition's own callable."""
+    return {**state, "log": list(state["log"]), "copied": True}
+
+
+def mark_close(state: dict[str, Any], path: str) -> None:
+    """Make the state's ``close`` write its counter to ``path`` (a test's marker file)."""
+    state["close_marker"] = path
+
+
+@tool(environment="broken")
+def use_broken() -> int:
+    """A tool of the environment whose ``create`` raises."""
+    return 1
+
+
+@tool(environment="nowhere")
+def use_nowhere() -> int:
+    """A tool of an environment nobody registered."""
+    return 1

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from toolray import ToolCall
+from toolray.lowlevel import InstanceCounts
 
 from ._farm_stats import ScopeSample, ToolSample
 
@@ -58,3 +59,5 @@ class ExecutorStats:
     """Per tool: calls, in flight, failures by code, a latency sketch (merged by the driver)."""
     scope_calls: tuple[ScopeSample, ...] = ()
     """Per scope this actor ran calls for: calls, in flight, failures."""
+    environments: InstanceCounts = field(default_factory=InstanceCounts)
+    """Its scopes' environment instances by state, and their lifecycle events so far."""

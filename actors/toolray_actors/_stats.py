@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import psutil
+
+from toolray.lowlevel import InstanceCounts
 
 from ._farm_stats import ToolStats
 
@@ -77,6 +79,8 @@ class WorkerStatus:
     """Environment instances it holds now."""
     instances_opened: int = 0
     instances_lost: int = 0
+    instance_pids: tuple[int, ...] = ()
+    """The processes holding its instances (``"call"`` isolation)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -116,6 +120,10 @@ class PoolStats:
     """Workers an elastic pool added because calls waited."""
     retired: int = 0
     """Workers an elastic pool retired because they were idle."""
+    instances: int = 0
+    """Environment instances its workers hold now."""
+    instance_pids: tuple[int, ...] = ()
+    """The processes holding them (``"call"`` isolation)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -143,6 +151,9 @@ class RuntimeStats:
     child_replacements: int = 0
     pools: tuple[PoolStats, ...] = ()
     """One record per pool (its ``name``, current ``size``, ``min_size`` / ``max_size``)."""
+    environments: InstanceCounts = field(default_factory=InstanceCounts)
+    """Environment instances by state over the namespace's executors (``open``,
+    ``parked``, ``lost``), and their opens, parks, restores, forks and losses so far."""
 
 
 def _node_id() -> str:

@@ -1,23 +1,21 @@
 """``toolray top``'s picture of a namespace: one JSON-ready snapshot, and its tables (pure).
 
-The snapshot has exactly the keys ``namespace``, ``scopes``, ``tools``, ``pools`` and
-``actors``; rates (``calls_per_s``) are the calls that ended in the executors' last few
-seconds. The tables render it with rich.
+The snapshot has exactly the keys ``namespace``, ``environments`` (instances by state),
+``scopes``, ``tools``, ``pools`` and ``actors``; rates (``calls_per_s``) are the calls that
+ended in the executors' last few seconds. The tables render it with rich.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
 from toolray_actors._farm_stats import RATE_WINDOW_S, merge_scopes, merge_tools
-
-if TYPE_CHECKING:
-    from toolray_actors.driver._stats_collect import Gathered
+from toolray_actors.driver._stats_collect import Gathered, total_counts
 
 __all__ = ("MAX_ROWS", "render", "snapshot")
 
@@ -50,8 +48,10 @@ def snapshot(found: Gathered) -> dict[str, Any]:
         row["scope"] = row["scope"] or ""
         row["calls_per_s"] = round(row["calls_per_s"], 2)
     pools = [{**_plain(st), "name": name} for name, st in found.pools]
+    envs = _plain(total_counts(st.environments for _, st in executors))
     return {
         "namespace": found.namespace,
+        "environments": envs,
         "scopes": scopes,
         "tools": tool_rows,
         "pools": pools,
@@ -68,6 +68,7 @@ _POOL_COLUMNS = {
     "children": "call procs",
     "child_kills": "proc kills",
     "child_deaths": "proc deaths",
+    "instances": "instances",
 }
 """A pool's counters in the table (key → heading): its worker actors, then (with
 ``isolation="call"``) its call processes."""
@@ -128,8 +129,10 @@ def render(snap: dict[str, Any]) -> Group:
             r["name"], r["kind"], str(r["pid"]), f"{r['rss_bytes'] / 2**20:.0f}", str(r["scopes"])
         )
     total_rss = sum(r["rss_bytes"] for r in snap["actors"]) / 2**20
+    e = snap["environments"]
     head = Text(
         f"toolray top — namespace {snap['namespace']!r}: {len(snap['scopes'])} scope(s), "
-        f"{len(snap['tools'])} tool(s), {len(snap['actors'])} actor(s), {total_rss:.0f} MB RSS"
+        f"{len(snap['tools'])} tool(s), {len(snap['actors'])} actor(s), {total_rss:.0f} MB RSS; "
+        f"environments: {e['open']} open, {e['parked']} parked, {e['lost']} lost"
     )
     return Group(head, scopes, tools, pools, actors)

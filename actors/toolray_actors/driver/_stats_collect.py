@@ -8,9 +8,12 @@ same answers in more detail.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolray.lowlevel import InstanceCounts
 from toolray_actors._farm_stats import merge_tools
 from toolray_actors._handles import get_named, named_actors
 from toolray_actors._remote import send
@@ -22,7 +25,7 @@ from toolray_actors.execution._pool import PoolManager
 
 from ._connection import Connection
 
-__all__ = ("Gathered", "collect_stats", "gather")
+__all__ = ("Gathered", "collect_stats", "gather", "total_counts")
 
 _TIMEOUT_S = 10.0
 
@@ -115,4 +118,12 @@ async def collect_stats(conn: Connection) -> RuntimeStats:
         child_deaths=sum(p.child_deaths for p in pools),
         child_replacements=sum(p.child_replacements for p in pools),
         pools=tuple(pools),
+        environments=total_counts(st.environments for st in executors),
     )
+
+
+def total_counts(counts: Iterable[InstanceCounts]) -> InstanceCounts:
+    """Instance counts summed over executors."""
+    rows = list(counts)
+    names = [f.name for f in dataclasses.fields(InstanceCounts)]
+    return InstanceCounts(**{n: sum(getattr(c, n) for c in rows) for n in names})

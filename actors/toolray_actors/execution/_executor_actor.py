@@ -347,6 +347,7 @@ class ExecutorActor:
             local_messages=rs.local,
             tools=self.farm.tools(),
             scope_calls=self.farm.scopes(),
+            environments=self.envs.counts(),
         )
 
     async def actor_stats(self) -> ActorStats:

@@ -271,6 +271,7 @@ class PoolManager:
             ),
             return_exceptions=True,
         )
+        answered = [s for s in found if not isinstance(s, BaseException)]
         for (wid, _), status in zip(live, found, strict=True):
             if not isinstance(status, BaseException):
                 self._children[wid] = status.children
@@ -296,6 +297,8 @@ class PoolManager:
             children=sum(c.live for c in now),
             children_busy=sum(c.live - c.idle for c in now),
             child_pids=tuple(pid for c in now for pid in c.pids),
+            instances=sum(s.instances for s in answered),
+            instance_pids=tuple(pid for s in answered for pid in s.instance_pids),
         )
 
     async def shutdown(self) -> None:

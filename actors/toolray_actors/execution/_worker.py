@@ -344,6 +344,7 @@ class ToolWorker:
             instances=held,
             instances_opened=opened,
             instances_lost=lost,
+            instance_pids=self._envs.pids(),
         )
 
     # ------------------------------------------------------------------ environments

@@ -1,0 +1,265 @@
+"""Environments on Ray: instances in processes of their own (``"call"``), real kills, forks.
+
+Every test registers the ``counter`` and ``fs`` environments of ``tests.envs`` and their
+tools on the session namespace (``isolation="call"``), uses scopes of its own, and lifts
+it all afterwards. Faults are real: a body's ``os._exit`` ends its instance's process; a
+body deaf to its deadline gets the cancellation ladder, whose kill takes the instance.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import cloudpickle
+import psutil
+import pytest
+
+from tests import envs
+from tests.tools import text_echo_tool
+from toolray import (
+    EnvironmentFailedError,
+    EnvironmentLostError,
+    TimeoutPolicy,
+    ToolBatchInput,
+    ToolCall,
+)
+from toolray.errors import UnknownEnvironmentError
+
+cloudpickle.register_pickle_by_value(envs)
+
+pytestmark = pytest.mark.ray
+
+WAIT_S = 60.0
+
+
+@pytest.fixture
+def env_rt(rt: Any) -> Iterator[Any]:
+    """The session runtime with the counter and fs environments and their tools."""
+    rt.owned.append(rt.registry.register_environment(envs.counter_env()))
+    rt.owned.append(rt.registry.register_environment(envs.fs_env()))
+    for definition in (*envs.COUNTER_TOOLS, *envs.FS_TOOLS):
+        rt.owned.append(rt.registry.register(definition))
+    rt.owned.append(rt.registry.register(text_echo_tool("env_echo")))
+    rt.owned.append(TimeoutPolicy().install(rt.registry))
+    return rt
+
+
+def run(rt: Any, scope: str, *calls: tuple[str, Any]) -> list[Any]:
+    """One batch in ``scope``: each call's value, or its failure's code."""
+    batch = ToolBatchInput(
+        [ToolCall(f"c{i}", name, args) for i, (name, args) in enumerate(calls)], scope=scope
+    )
+    out = rt.executor(scope).execute_batch_sync(batch)
+    return [
+        (r.result.error.info.code if r.result.error.info else r.result.error.message)
+        if r.result.is_error
+        else r.result.value
+        for r in out.results
+    ]
+
+
+def wait_for(condition: Any, what: str) -> None:
+    """Wait (bounded) until ``condition()`` holds."""
+    deadline = time.monotonic() + WAIT_S
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} never happened")
+        time.sleep(0.02)
+
+
+def test_config_calls_snapshot_and_where_the_instance_lives(env_rt: Any, scope_key: str) -> None:
+    fs = env_rt.executor(scope_key).environment("fs")
+    status = fs.open_sync({"files": {"README": "hello"}})
+    assert (status.state, status.scope) == ("open", scope_key)
+    assert status.pid is not None
+    assert status.pid != os.getpid()
+    out = run(
+        env_rt,
+        scope_key,
+        ("fs_write", {"path": "a.txt", "text": "A"}),
+        ("fs_ls", {}),
+        ("fs_read", {"path": "README"}),
+    )
+    assert out == [2, ["README", "a.txt"], "hello"]
+    assert fs.snapshot_sync()["files"] == {"README": "hello", "a.txt": "A"}
+    assert fs.run_sync(lambda state, suffix: sorted(state["files"])[0] + suffix, "!") == "README!"
+    counter = env_rt.registry.environment("counter", scope=scope_key)
+    counter.open_sync({"start": 3})
+    where = run(env_rt, scope_key, ("where", {}))[0]
+    assert where["body"] == where["state"] == counter.status_sync().pid  # calls run there
+    assert fs.status_sync().calls == 3
+
+
+def test_two_scopes_apart_and_concurrent_batches_lose_no_update(
+    env_rt: Any, scope_key: str
+) -> None:
+    other = f"{scope_key}-other"
+    env_rt.executor(scope_key).environment("counter").open_sync({"start": 100})
+
+    async def batches() -> None:
+        calls = [ToolCall(f"c{i}", "incr", {"by": 1}) for i in range(10)]
+        handle = env_rt.executor(scope_key)
+        await asyncio.gather(
+            *(handle.execute_batch(ToolBatchInput(calls, scope=scope_key)) for _ in range(4))
+        )
+
+    asyncio.run(batches())
+    assert run(env_rt, other, ("incr", {"by": 1})) == [1]
+    state = env_rt.executor(scope_key).environment("counter").snapshot_sync()
+    assert state["n"] == 140
+    assert len(state["log"]) == 40
+
+
+@pytest.mark.parametrize("how", ["snapshot", "process", "callable"])
+def test_fork_then_diverge(rt: Any, scope_key: str, how: str) -> None:
+    fork: Any = envs.copy_counter if how == "callable" else how
+    rt.owned.append(rt.registry.register_environment(envs.counter_env(fork=fork)))
+    for definition in envs.COUNTER_TOOLS:
+        rt.owned.append(rt.registry.register(definition))
+    parent = rt.executor(scope_key).environment("counter")
+    parent.open_sync({"start": 10})
+    run(rt, scope_key, ("incr", {"by": 1}))
+    branch = f"{scope_key}-branch"
+    child = parent.fork_sync(branch)
+    assert child.scope == branch
+    status = child.status_sync()
+    assert status.state == "open"
+    assert status.pid != parent.status_sync().pid
+    assert run(rt, branch, ("incr", {"by": 100})) == [111]
+    assert run(rt, scope_key, ("incr", {"by": 1})) == [12]
+    assert child.snapshot_sync()["log"] == [1, 100]
+    assert parent.snapshot_sync()["log"] == [1, 1]
+    where = run(rt, branch, ("where", {}))[0]
+    assert where["body"] == status.pid
+
+
+def test_a_crash_loses_its_instance_only_and_open_recovers(env_rt: Any, scope_key: str) -> None:
+    other = f"{scope_key}-other"
+    h = env_rt.executor(scope_key).environment("counter")
+    h.open_sync({"start": 5})
+    env_rt.executor(other).environment("counter").open_sync({"start": 50})
+    pid = h.status_sync().pid
+    out = run(env_rt, scope_key, ("crash", {}), ("env_echo", {"text": "still here"}))
+    assert out[0] == "ENVIRONMENT_LOST"
+    assert out[1]["text"] == "still here"  # a stateless call of the same batch
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    assert run(env_rt, scope_key, ("incr", {"by": 1}), ("peek", {})) == ["ENVIRONMENT_LOST"] * 2
+    assert h.status_sync().state == "lost"
+    with pytest.raises(EnvironmentLostError, match="exited with status 3"):
+        h.snapshot_sync()
+    with pytest.raises(EnvironmentLostError, match="stays lost until it is opened again"):
+        h.run_sync(lambda state: state)
+    assert run(env_rt, other, ("incr", {"by": 1})) == [51]  # another scope is untouched
+    h.open_sync({"start": 1})
+    assert run(env_rt, scope_key, ("incr", {"by": 1})) == [2]
+
+
+def test_a_body_deaf_to_its_deadline_ends_timed_out_and_loses_its_instance(
+    env_rt: Any, scope_key: str
+) -> None:
+    other = f"{scope_key}-other"
+    env_rt.executor(other).environment("counter").open_sync({"start": 7})
+    out = run(env_rt, scope_key, ("incr", {"by": 1}), ("hang", {}), ("peek", {}))
+    assert out == [1, "TOOL_TIMEOUT", "ENVIRONMENT_LOST"]
+    assert env_rt.executor(scope_key).environment("counter").status_sync().state == "lost"
+    assert run(env_rt, other, ("peek", {})) == [7]
+
+
+def test_create_raising_and_an_unknown_environment(rt: Any, scope_key: str) -> None:
+    rt.owned.append(rt.registry.register_environment(envs.failing_env()))
+    rt.owned.append(rt.registry.register(envs.use_broken))
+    rt.owned.append(rt.registry.register(envs.use_nowhere))
+    h = rt.executor(scope_key).environment("broken")
+    with pytest.raises(EnvironmentFailedError, match="create failed: no such task"):
+        h.open_sync({"id": 7})
+    assert h.status_sync().state == "closed"
+    assert run(rt, scope_key, ("use_broken", {}), ("use_nowhere", {})) == [
+        "ENVIRONMENT_FAILED",
+        "UNKNOWN_ENVIRONMENT",
+    ]
+    with pytest.raises(UnknownEnvironmentError):
+        rt.executor(scope_key).environment("nowhere").open_sync()
+
+
+def test_an_idle_instance_parks_into_the_object_store_and_comes_back(
+    rt: Any, scope_key: str
+) -> None:
+    rt.owned.append(rt.registry.register_environment(envs.counter_env(park_after_s=0.3)))
+    for definition in envs.COUNTER_TOOLS:
+        rt.owned.append(rt.registry.register(definition))
+    h = rt.executor(scope_key).environment("counter")
+    h.open_sync({"start": 41})
+    pid = h.status_sync().pid
+    wait_for(lambda: h.status_sync().state == "parked", "parking")
+    parked = h.status_sync()
+    assert parked.pid is None
+    assert parked.bytes
+    wait_for(lambda: not psutil.pid_exists(pid), "the parked instance's process ending")
+    assert run(rt, scope_key, ("incr", {"by": 1})) == [42]
+    back = h.status_sync()
+    assert back.state in ("open", "parked")
+    assert rt.stats().environments.restores >= 1
+
+
+def test_close_runs_at_scope_dispose_and_nothing_is_left_running(
+    env_rt: Any, scope_key: str, tmp_path: Path
+) -> None:
+    marker = tmp_path / "closed.txt"
+    scope = env_rt.registry.scope(scope_key)
+    h = env_rt.executor(scope_key).environment("counter")
+    h.open_sync({"start": 9})
+    h.run_sync(envs.mark_close, str(marker))
+    pid = h.status_sync().pid
+    scope.dispose()
+    assert marker.read_text(encoding="utf-8").strip() == "9"
+    wait_for(lambda: not psutil.pid_exists(pid), "the closed instance's process ending")
+
+
+def test_nested_calls_into_the_same_instance_run_inside_the_callers_turn(
+    env_rt: Any, scope_key: str
+) -> None:
+    assert run(env_rt, scope_key, ("incr_twice", {"by": 2}), ("incr", {"by": 1})) == [[2, 4], 5]
+
+
+def test_stats_count_instances_by_state(env_rt: Any, scope_key: str) -> None:
+    before = env_rt.stats().environments
+    for i in range(3):
+        env_rt.executor(f"{scope_key}-{i}").environment("counter").open_sync()
+    run(env_rt, f"{scope_key}-0", ("crash", {}))
+    after = env_rt.stats()
+    assert after.environments.open - before.open == 2
+    assert after.environments.lost - before.lost == 1
+    assert after.environments.opens - before.opens == 3
+    pids = {p for pool in after.pools for p in pool.instance_pids}
+    for i in (1, 2):
+        assert env_rt.executor(f"{scope_key}-{i}").environment("counter").status_sync().pid in pids
+    for i in range(3):
+        env_rt.executor(f"{scope_key}-{i}").environment("counter").close_sync()
+    assert env_rt.stats().environments.open == before.open
+
+
+def test_shared_isolation_keeps_states_in_the_worker(shared_rt: Any, scope_key: str) -> None:
+    shared_rt.owned.append(shared_rt.registry.register_environment(envs.counter_env()))
+    for definition in envs.COUNTER_TOOLS:
+        shared_rt.owned.append(shared_rt.registry.register(definition))
+    h = shared_rt.executor(scope_key).environment("counter")
+    status = h.open_sync({"start": 1})
+    assert run(shared_rt, scope_key, ("incr", {"by": 1}), ("incr_twice", {"by": 1})) == [2, [3, 4]]
+    where = run(shared_rt, scope_key, ("where", {}))[0]
+    assert where["body"] == where["state"] == status.pid  # the worker itself
+    child = h.fork_sync(f"{scope_key}-b")
+    assert run(shared_rt, f"{scope_key}-b", ("incr", {"by": 10})) == [14]
+    assert h.snapshot_sync()["n"] == 4
+    same_worker = child.status_sync().pid == status.pid
+    # the documented blast radius: a crash takes the worker, and every instance it held
+    assert run(shared_rt, scope_key, ("crash", {})) == ["ENVIRONMENT_LOST"]
+    peek = run(shared_rt, f"{scope_key}-b", ("peek", {}))
+    assert peek == (["ENVIRONMENT_LOST"] if same_worker else [14])
+    assert child.status_sync().state == ("lost" if same_worker else "open")
+    h.open_sync({"start": 100})
+    assert run(shared_rt, scope_key, ("incr", {"by": 1})) == [101]
