@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -263,3 +264,39 @@ def test_shared_isolation_keeps_states_in_the_worker(shared_rt: Any, scope_key: 
     assert child.status_sync().state == ("lost" if same_worker else "open")
     h.open_sync({"start": 100})
     assert run(shared_rt, scope_key, ("incr", {"by": 1})) == [101]
+
+
+def test_an_executor_killed_with_an_instance_loses_it_loudly(env_rt: Any, scope_key: str) -> None:
+    h = env_rt.executor(scope_key).environment("counter")
+    h.open_sync({"start": 3})
+    assert run(env_rt, scope_key, ("incr", {"by": 1})) == [4]
+    name = f"toolray:executor:{scope_key}"
+    pid = next(a.pid for a in env_rt.stats().actors if a.name == name)
+    os.kill(pid, signal.SIGKILL)
+    wait_for(lambda: not psutil.pid_exists(pid), "the executor's death")
+    # its successor knows the instance was held: never a silent re-create with config=None
+    assert run(env_rt, scope_key, ("incr", {"by": 1})) == ["ENVIRONMENT_LOST"]
+    assert h.status_sync().state == "lost"
+    h.open_sync({"start": 10})
+    assert run(env_rt, scope_key, ("incr", {"by": 1})) == [11]
+
+
+def test_the_namespace_ending_closes_its_instances(ray_runtime: Any, tmp_path: Path) -> None:
+    from toolray_actors import RayRuntime, RuntimeConfig
+
+    base = ray_runtime.config.model_dump()
+    config = RuntimeConfig.model_validate({**base, "namespace": f"{base['namespace']}-env-end"})
+    marker = tmp_path / "closed.txt"
+    rt = RayRuntime.start(config)
+    try:
+        rt.registry.register_environment(envs.counter_env())
+        rt.registry.register(envs.incr)
+        h = rt.executor("ending").environment("counter")
+        h.open_sync({"start": 5})
+        assert run(rt, "ending", ("incr", {"by": 1})) == [6]
+        h.run_sync(envs.mark_close, str(marker))
+        pid = h.status_sync().pid
+    finally:
+        rt.shutdown()  # the namespace's last lease: it ends, and its instances close
+    assert marker.read_text(encoding="utf-8").strip() == "6"
+    wait_for(lambda: not psutil.pid_exists(pid), "the instance's process ending")

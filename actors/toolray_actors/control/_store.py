@@ -9,6 +9,7 @@ other drivers learn why their calls fail instead of silently recreating an empty
 from __future__ import annotations
 
 import asyncio
+import json
 import pickle
 from typing import TYPE_CHECKING, NotRequired, Protocol, TypedDict
 
@@ -104,6 +105,7 @@ class Store:
         """Forget everything of the namespace (its meta and every contribution)."""
         kv = _kv()
         kv._internal_kv_del(self._key("op:"), del_by_prefix=True)
+        kv._internal_kv_del(self._key("env:"), del_by_prefix=True)
         kv._internal_kv_del(self._key("meta"))
 
     def tombstone(self, why: str) -> None:
@@ -118,6 +120,27 @@ class Store:
     def clear_tombstone(self) -> None:
         """A new start revives the namespace."""
         _kv()._internal_kv_del(self._key("tombstone"))
+
+    def put_instance(self, executor: str, scope: str | None, name: str, where: bytes) -> None:
+        """Executor actor ``executor`` holds ``scope``'s instance of ``name`` (``where``)."""
+        _kv()._internal_kv_put(self._instance(executor, scope, name), where, overwrite=True)
+
+    def del_instance(self, executor: str, scope: str | None, name: str) -> None:
+        """It holds it no longer (closed)."""
+        _kv()._internal_kv_del(self._instance(executor, scope, name))
+
+    def instances(self, executor: str) -> list[tuple[str | None, str, bytes]]:
+        """``(scope, name, where)`` of every instance ``executor``'s last incarnation held."""
+        kv = _kv()
+        prefix = self._key(f"env:{executor}:")
+        found = []
+        for key in kv._internal_kv_list(prefix):
+            scope, name = json.loads(key[len(prefix) :])
+            found.append((scope, str(name), kv._internal_kv_get(key) or b""))
+        return found
+
+    def _instance(self, executor: str, scope: str | None, name: str) -> bytes:
+        return self._key(f"env:{executor}:{json.dumps([scope, name])}")
 
     # ------------------------------------------------------------------ async
     async def a_put_meta(self, meta: Meta) -> None:

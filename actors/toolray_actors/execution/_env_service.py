@@ -35,6 +35,7 @@ from toolray_actors._env_wire import (
 from toolray_actors._mirror import Mirror
 from toolray_actors._remote import put, send
 from toolray_actors._wire import unknown
+from toolray_actors.control._store import Store
 
 from ._env_backend import RayEnvironments, RayInstance, Returned, Shipped
 from ._placements import Placements
@@ -49,15 +50,63 @@ _DISPOSE_WAIT_S = 10.0
 """How long a disposed scope's instances may take to close before they are discarded."""
 
 
+class _Held:
+    """Which instances this executor holds, kept in the GCS in order (one writer task).
+
+    A successor of this actor (after its death) finds them and reports each lost: an
+    instance is never re-created behind its agent's back.
+    """
+
+    def __init__(self, store: Store, executor: str) -> None:
+        self._store, self._executor = store, executor
+        self._queue: asyncio.Queue[tuple[str | None, str, bytes | None]] = asyncio.Queue()
+        self._writer: asyncio.Task[None] | None = None
+
+    def note(self, scope: str | None, name: str, where: bytes | None) -> None:
+        """Held at ``where`` (``None``: no longer held)."""
+        self._queue.put_nowait((scope, name, where))
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.ensure_future(self._write())
+
+    async def _write(self) -> None:
+        while not self._queue.empty():
+            scope, name, where = self._queue.get_nowait()
+            try:
+                if where is None:
+                    await asyncio.to_thread(self._store.del_instance, self._executor, scope, name)
+                else:
+                    args = (self._executor, scope, name, where)
+                    await asyncio.to_thread(self._store.put_instance, *args)
+            except Exception:  # the GCS is restarting: this record is lost, not the instance
+                _log.debug("toolray: could not record an instance", exc_info=True)
+
+    async def previous(self) -> list[tuple[str | None, str, bytes]]:
+        """What this executor's previous incarnation held."""
+        return await asyncio.to_thread(self._store.instances, self._executor)
+
+
 class EnvService:
     """The environment instances of one executor actor, and its drivers' requests."""
 
-    def __init__(self, placements: Placements, mirror: Callable[[], Mirror], clock: Clock) -> None:
+    def __init__(
+        self, placements: Placements, mirror: Callable[[], Mirror], clock: Clock, executor: str
+    ) -> None:
         self._mirror = mirror
         self._placements = placements
         self.backend = RayEnvironments(placements, lambda d: self._mirror().key_of(d))
         self.instances = Instances(self.backend, self._resolve, clock)
+        self._held = _Held(Store(placements.namespace), executor)
+        self.instances.listeners.append(self._changed)
         self._parker: asyncio.Task[None] | None = None
+        self._starting: asyncio.Future[None] | None = None
+
+    def _changed(self, event: str, scope: str | None, name: str) -> None:
+        if event in ("open", "fork"):
+            placed = self.instances.placed(scope, name)
+            where = f"{placed.slot.wid} {placed.iid}".encode() if placed is not None else b""
+            self._held.note(scope, name, where)
+        elif event == "close":
+            self._held.note(scope, name, None)
 
     def _resolve(self, scope: str | None, name: str) -> EnvironmentDefinition | None:
         found: EnvironmentDefinition | None = self._mirror().registry.environment_definition(
@@ -150,10 +199,24 @@ class EnvService:
                 await send(slot.handle, ToolWorker.env_discard, copy.iid)
 
     # ------------------------------------------------------------------ lifecycle
-    def start(self) -> None:
-        """Start parking idle instances (once, on the actor's loop)."""
-        if self._parker is None:
-            self._parker = asyncio.ensure_future(self._park_loop())
+    def start(self) -> asyncio.Future[None]:
+        """Report what a predecessor held as lost, then park idle instances (once).
+
+        Every ``ready`` awaits it: no call of a scope runs before its lost instances are known.
+        """
+        if self._starting is None:
+            self._starting = asyncio.ensure_future(self._start())
+        return self._starting
+
+    async def _start(self) -> None:
+        self._parker = asyncio.ensure_future(self._park_loop())
+        try:
+            held = await self._held.previous()
+        except Exception:  # no GCS answer: nothing known to report
+            _log.debug("toolray: could not read the instances held before", exc_info=True)
+            return
+        for scope, name, _ in held:
+            self.instances.orphan(scope, name, "the executor actor holding it died")
 
     async def _park_loop(self) -> None:
         clock = self.instances.clock

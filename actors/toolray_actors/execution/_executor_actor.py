@@ -84,7 +84,7 @@ class ExecutorActor:
         self.batches: dict[str, AbortController] = {}
         self.placements = Placements(namespace, self.config)
         self.scopes_seen: set[str | None] = set()
-        self.envs = EnvService(self.placements, lambda: self.mirror, SystemClock())
+        self.envs = EnvService(self.placements, lambda: self.mirror, SystemClock(), name)
         self.runner = RayBodyRunner(
             self.placements.pool_for,
             self._key_of,
@@ -134,12 +134,12 @@ class ExecutorActor:
                 why = await asyncio.to_thread(Store(self.namespace).read_tombstone)
                 raise namespace_ended(self.namespace, why)
             seq, ops = await send(registry, RegistryActor.attach_executor, self.name)
+            await self.envs.start()  # a predecessor's instances are known lost first
             if not self._attached:
                 self._rebuild(ops)
                 self.seq = seq
                 self._attached = True
                 self._reaper = asyncio.ensure_future(self._reap())
-                self.envs.start()
                 flush = functools.partial(self.metrics.flush, self.farm)
                 self._flusher = asyncio.ensure_future(flush_every(_METRICS_FLUSH_S, flush))
             pool = self.placements.pool_for(None)

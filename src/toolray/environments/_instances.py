@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -72,11 +71,7 @@ class Instances:
 
     # ------------------------------------------------------------------ transitions
     def _opened(self, inst: Instance, definition: EnvironmentDefinition, placed: Any) -> None:
-        inst.definition, inst.placed, inst.parked = definition, placed, None
-        inst.state, inst.lost_why, inst.unparkable = "open", "", False
-        inst.calls, inst.size = 0, None
-        inst.opened_at, inst.last_call_at = time.time(), None
-        inst.idle_since = self.clock.now()
+        inst.opened(definition, placed, self.clock.now())
 
     async def _create(self, inst: Instance, definition: EnvironmentDefinition, config: Any) -> Any:
         inst.iid = new_iid(definition.name)
@@ -99,7 +94,10 @@ class Instances:
         """Close whatever ``inst`` holds (its ``close`` runs on a live or parked state)."""
         definition, placed, parked, state = inst.definition, inst.placed, inst.parked, inst.state
         inst.state, inst.placed, inst.parked = "closed", None, None
-        if definition is None or state == "closed":
+        if state == "closed":
+            return
+        self._event("close", inst)
+        if definition is None:  # an orphan: nothing of it is here to close
             return
         backend = self.backend
         try:
@@ -112,7 +110,6 @@ class Instances:
                 await backend.discard(placed)
         except Exception:  # a close that raises still ends the instance
             _log.warning("toolray: closing environment %r failed", inst.name, exc_info=True)
-        self._event("close", inst)
 
     async def _ready(self, inst: Instance, definition: EnvironmentDefinition) -> Any:
         """The instance's live handle, opened or restored first (in an exclusive turn)."""
@@ -133,14 +130,10 @@ class Instances:
 
     def _used(self, inst: Instance, placed: Any, *, call: bool) -> None:
         """After a use: the counters, and whether the backend lost the instance meanwhile."""
-        if call:
-            inst.calls += 1
-            inst.last_call_at = time.time()
-        inst.idle_since = self.clock.now()
-        if placed is not None and inst.state == "open" and inst.placed is placed:
-            why = self.backend.lost(placed)
-            if why is not None:
-                self._lose(inst, why)
+        inst.used(self.clock.now(), call=call)
+        live = placed is not None and inst.state == "open" and inst.placed is placed
+        if live and (why := self.backend.lost(placed)) is not None:
+            self._lose(inst, why)
 
     def _still(self, inst: Instance) -> None:
         """Raise ``ENVIRONMENT_LOST`` if the use just made lost the instance."""
@@ -341,13 +334,16 @@ class Instances:
 
     def abandon(self, scope: str | None) -> list[Any]:
         """Mark ``scope``'s instances closed without their ``close``; their live handles."""
-        found = []
-        for inst in self._table.live(scope):
-            if inst.state == "open":
-                found.append(inst.placed)
-            inst.state, inst.placed, inst.parked = "closed", None, None
-            self._table.forget_if_idle(inst)
-        return found
+        return self._table.abandon(scope)
+
+    def orphan(self, scope: str | None, name: str, why: str) -> None:
+        """An instance this runtime's predecessor held, lost with it (``why``)."""
+        self._lose(self._table.at(scope, name), why)
+
+    def placed(self, scope: str | None, name: str) -> Any:
+        """The live handle of ``scope``'s instance of ``name`` (``None``: not open)."""
+        inst = self._table.get(scope, name)
+        return inst.placed if inst is not None and inst.state == "open" else None
 
     async def close_all(self) -> int:
         """Close every instance (the runtime's end); how many there were."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -98,6 +99,21 @@ class Instance:
     lost_why: str = ""
     unparkable: bool = False
 
+    def opened(self, definition: EnvironmentDefinition, placed: Any, now: float) -> None:
+        """It is a new instance of ``definition``, living at ``placed`` (``now``: its clock)."""
+        self.definition, self.placed, self.parked = definition, placed, None
+        self.state, self.lost_why, self.unparkable = "open", "", False
+        self.calls, self.size = 0, None
+        self.opened_at, self.last_call_at = time.time(), None
+        self.idle_since = now
+
+    def used(self, now: float, *, call: bool) -> None:
+        """A call (or another use) ended: it is idle from ``now`` (its clock)."""
+        if call:
+            self.calls += 1
+            self.last_call_at = time.time()
+        self.idle_since = now
+
     def ref(self) -> InstanceRef:
         """Its identity as a backend sees it."""
         return InstanceRef(scope=self.scope, name=self.name, iid=self.iid)
@@ -171,6 +187,16 @@ class Table:
     def due(self, now: float) -> list[Instance]:
         """The instances due to park at ``now``."""
         return [i for i in self.live() if (at := i.park_due()) is not None and at <= now]
+
+    def abandon(self, scope: str | None) -> list[Any]:
+        """Mark ``scope``'s records closed as they are; the live handles they held."""
+        found = []
+        for inst in self.live(scope):
+            if inst.state == "open":
+                found.append(inst.placed)
+            inst.state, inst.placed, inst.parked = "closed", None, None
+            self.forget_if_idle(inst)
+        return found
 
     def holding(self, placed: Any) -> list[Instance]:
         """The open records whose live handle is ``placed``."""
