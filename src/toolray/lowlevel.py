@@ -46,9 +46,10 @@ read a registry's private state:
 - trace context: :class:`TraceParent` is a span's W3C ``traceparent``, as it travels with a
   call, and :func:`activated` runs a body with it as the current OpenTelemetry span.
 - :class:`BatchStatistics` is what ``BatchExecutor.stats()`` returns.
-- environments: a runtime that keeps instances elsewhere gives its registry an
-  :class:`EnvironmentBackend` (``ToolRegistry(environment_backend=...)``); the registry's
-  :class:`Instances` keeps the table, turns and lifecycle over it (:class:`InstanceRef`
+- environments: a runtime that keeps instances elsewhere makes an :class:`Instances` over
+  its own :class:`EnvironmentBackend` and gives it to its registry
+  (``ToolRegistry(environments=...)``); :class:`Instances` keeps the table, turns and
+  lifecycle over the backend (:class:`InstanceRef`
   names one instance, :class:`Parked` a parked one, :class:`InstanceCounts` counts them);
   :func:`snapshot_state` / :func:`restore_state` / :func:`invoke` run an environment's
   functions where a state lives; :func:`lost_error` / :func:`failed_error` are the errors
