@@ -36,9 +36,11 @@ from toolray.isolation import (
     Message,
     NestedAnswer,
     NestedRequest,
+    Parts,
     ProcessLink,
     RunCall,
     describe_exit,
+    in_parts,
     pack_restore,
 )
 from toolray.procs import Child
@@ -77,6 +79,7 @@ class _Proc:
     calls: dict[str, asyncio.Future[CallOutcome]] = field(default_factory=dict)
     idents: dict[str, Mapping[str, object]] = field(default_factory=dict)
     op: asyncio.Future[EnvDone] | None = None
+    parts: Parts = field(default_factory=Parts)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     ending: bool = False
     killed_for: str = ""
@@ -149,7 +152,11 @@ class ProcessInstances:
         async with proc.lock:
             assert self._loop is not None
             proc.op = self._loop.create_future()
-            proc.link.send(op)
+            try:
+                for part in in_parts(op):
+                    proc.link.send(part)
+            except ValueError as err:  # it cannot cross: this operation's failure
+                raise RuntimeError(f"the {op.op} {err}") from None
             done = await proc.op
         if not done.ok:
             raise RuntimeError(done.error)
@@ -258,10 +265,14 @@ class ProcessInstances:
         proc.idents[token_id] = ident
         plain = {k: v for k, v in ident.items() if k != "home"}
         code = None if key in proc.link.known else (blob or self._code.blob(key))
-        proc.link.send(RunCall(token=token, key=key, blob=code, arguments=arguments, ident=plain))
-        if code is not None:
-            proc.link.known.add(key)
+        run = RunCall(token=token, key=key, blob=code, arguments=arguments, ident=plain)
         try:
+            try:
+                proc.link.send(run)
+            except ValueError as err:  # its arguments cannot cross: its failure, not the instance's
+                return CallOutcome(status="error", error=RuntimeError(f"the call {err}"))
+            if code is not None:
+                proc.link.known.add(key)
             return await done
         finally:
             proc.calls.pop(token, None)
@@ -278,8 +289,9 @@ class ProcessInstances:
                 if done is not None and not done.done():
                     done.set_result(message.outcome)
             case EnvDone():
-                if proc.op is not None and not proc.op.done():
-                    proc.op.set_result(message)
+                whole = proc.parts.join(message)
+                if isinstance(whole, EnvDone) and proc.op is not None and not proc.op.done():
+                    proc.op.set_result(whole)
             case NestedRequest():
                 self._spawn(self._answer(proc, message))
             case _:

@@ -43,9 +43,11 @@ from ._messages import InterruptCall as InterruptCall
 from ._messages import Message as Message
 from ._messages import NestedAnswer as NestedAnswer
 from ._messages import NestedRequest as NestedRequest
+from ._messages import Parts as Parts
 from ._messages import ProtocolError as ProtocolError
 from ._messages import RunCall as RunCall
 from ._messages import encode as encode
+from ._messages import in_parts as in_parts
 from ._messages import pack_restore as pack_restore
 from ._outcome import MISSING as MISSING
 from ._outcome import CallOutcome as CallOutcome
@@ -72,6 +74,7 @@ __all__ = (
     "NestedAnswer",
     "NestedRequest",
     "OutcomeStatus",
+    "Parts",
     "ProcessLink",
     "ProtocolError",
     "RemoteHarnessError",
@@ -84,6 +87,7 @@ __all__ = (
     "context_from_ident",
     "describe_exit",
     "encode",
+    "in_parts",
     "pack_restore",
     "refuse_in_loop",
     "shippable_error",

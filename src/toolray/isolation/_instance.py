@@ -51,8 +51,10 @@ from ._messages import (
     Message,
     NestedAnswer,
     NestedRequest,
+    Parts,
     RunCall,
     encode,
+    in_parts,
     unpack_restore,
 )
 from ._outcome import CallOutcome, shippable_error
@@ -75,6 +77,7 @@ class _Instance:
         self._send_lock = threading.Lock()
         self._reader = FrameReader()
         self._backlog: list[Message] = []
+        self._parts = Parts()
         self._definitions = dict(definitions)
         self.host = self._new_host()
         self.definition: EnvironmentDefinition | None = None
@@ -147,7 +150,7 @@ class _Instance:
             return
         messages = self._reader.feed(data)
         for i, message in enumerate(messages):
-            if isinstance(message, EnvOp) and message.op == "fork":
+            if isinstance(message, EnvOp) and message.op == "fork" and not message.more:
                 self._backlog = messages[i + 1 :]  # served after the fork, in order
                 self._end(message)
                 return
@@ -171,7 +174,9 @@ class _Instance:
                 if pending is not None and not pending.done():
                     pending.set_result(message)
             case EnvOp():
-                self._spawn(self._operate(message))
+                whole = self._parts.join(message)
+                if isinstance(whole, EnvOp):
+                    self._spawn(self._operate(whole))
             case _:
                 raise ValueError(f"an instance's process does not take {type(message).__name__}")
 
@@ -203,7 +208,8 @@ class _Instance:
             text = str(err) or type(err).__name__
             self.send(EnvDone(op=op.op, ok=False, error=text[:200]))
             return
-        self.send(EnvDone(op=op.op, ok=True, data=data))
+        for part in in_parts(EnvDone(op=op.op, ok=True, data=data)):
+            self.send(part)
         if op.op in _ENDING_OPS:
             self._end()
 
@@ -296,6 +302,7 @@ class _Instance:
         self._send_lock = threading.Lock()
         self._reader = FrameReader()
         self._backlog = []
+        self._parts = Parts()
         self._pending = {}
         self._tasks = set()
         return True

@@ -19,7 +19,7 @@ from __future__ import annotations
 import base64
 import pickle
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import cloudpickle
@@ -41,9 +41,13 @@ __all__ = (
     "Message",
     "NestedAnswer",
     "NestedRequest",
+    "Parts",
     "ProtocolError",
     "RunCall",
     "encode",
+    "in_parts",
+    "pack_restore",
+    "unpack_restore",
 )
 
 
@@ -121,6 +125,8 @@ class EnvOp:
     config: Any = None
     data: bytes | None = None
     address: str = ""
+    more: bool = False
+    """Its ``data`` continues in the next frame (a large snapshot crosses in parts)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -135,11 +141,48 @@ class EnvDone:
     error: str = ""
     data: bytes | None = None
     pid: int = 0
+    more: bool = False
+    """Its ``data`` continues in the next frame (a large snapshot crosses in parts)."""
 
 
 Message = (
     RunCall | AbortCall | InterruptCall | CallDone | NestedRequest | NestedAnswer | EnvOp | EnvDone
 )
+
+
+_PART = 8 * 1024 * 1024
+"""Bytes of an environment's data per frame (a frame holds at most 16 MiB)."""
+
+
+def in_parts(message: EnvOp | EnvDone) -> list[EnvOp | EnvDone]:
+    """``message`` as frames of at most :data:`_PART` data bytes (``more`` but on the last)."""
+    data = message.data
+    if data is None or len(data) <= _PART:
+        return [message]
+    cuts = range(0, len(data), _PART)
+    return [
+        replace(message, data=data[at : at + _PART], more=at + _PART < len(data)) for at in cuts
+    ]
+
+
+class Parts:
+    """Joins an environment's data sent :func:`in_parts` (one message at a time)."""
+
+    __slots__ = ("_chunks",)
+
+    def __init__(self) -> None:
+        self._chunks: list[bytes] = []
+
+    def join(self, message: EnvOp | EnvDone) -> EnvOp | EnvDone | None:
+        """The whole message once its last part came (``None`` before)."""
+        if message.more:
+            self._chunks.append(message.data or b"")
+            return None
+        if not self._chunks:
+            return message
+        whole = b"".join([*self._chunks, message.data or b""])
+        self._chunks = []
+        return replace(message, data=whole)
 
 
 def pack_restore(blob: bytes | None, snapshot: bytes) -> bytes:
@@ -230,10 +273,11 @@ def _fields(message: Message) -> dict[str, Any]:
                 "key": message.key,
                 "config": message.config,
                 "address": message.address,
+                "more": message.more,
             }
         case EnvDone():
             done = {"op": "env_done", "env_op": message.op, "ok": message.ok}
-            return {**done, "error": message.error, "pid": message.pid}
+            return {**done, "error": message.error, "pid": message.pid, "more": message.more}
     raise TypeError(f"not a message: {message!r}")
 
 
@@ -278,6 +322,7 @@ def _record(fields: dict[str, Any]) -> Message:
             config=fields.get("config"),
             data=fields.get(ATTACHMENT),
             address=str(fields.get("address", "")),
+            more=bool(fields.get("more", False)),
         )
     if op == "env_done":
         return EnvDone(
@@ -286,6 +331,7 @@ def _record(fields: dict[str, Any]) -> Message:
             error=str(fields.get("error", ""))[:_ECHO],
             data=fields.get(ATTACHMENT),
             pid=int(fields.get("pid", 0)),
+            more=bool(fields.get("more", False)),
         )
     raise ProtocolError(f"unknown frame op {op!r}")
 
