@@ -113,6 +113,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "environments",
         (
+            "toolray.environments._events",
             "toolray.environments._turns",
             "toolray.environments._backend",
             "toolray.environments._record",

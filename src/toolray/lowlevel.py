@@ -55,7 +55,9 @@ read a registry's private state:
   functions where a state lives; :func:`lost_error` / :func:`failed_error` are the errors
   of a lost instance and of an environment's own failing code; :class:`EnvironmentService`
   is what an :class:`~toolray.EnvironmentHandle` asks of its runtime;
-  :data:`NO_ENVIRONMENT` is a run context's environment when its tool has none.
+  :data:`NO_ENVIRONMENT` is a run context's environment when its tool has none;
+  :func:`watch_environments` hears every instance's :class:`EnvironmentEvent` in this
+  process (open, fork, park, restore, lost, close).
 
 The farm controls' parts a runtime needs to enforce them across processes (the rate
 limiter seam, the token schedule, the result bound) are the public ``toolray.farm``.
@@ -83,6 +85,8 @@ from .environments._backend import Parked as Parked
 from .environments._backend import invoke as invoke
 from .environments._backend import restore_state as restore_state
 from .environments._backend import snapshot_state as snapshot_state
+from .environments._events import EnvironmentEvent as EnvironmentEvent
+from .environments._events import watch as watch_environments
 from .environments._handle import EnvironmentService as EnvironmentService
 from .environments._instances import Instances as Instances
 from .environments._record import InstanceCounts as InstanceCounts
@@ -135,6 +139,7 @@ __all__ = (
     "ChainRunner",
     "Entry",
     "EnvironmentBackend",
+    "EnvironmentEvent",
     "EnvironmentService",
     "InstanceCounts",
     "InstanceRef",
@@ -181,4 +186,5 @@ __all__ = (
     "start_batch",
     "thaw_json",
     "tool_set_of",
+    "watch_environments",
 )

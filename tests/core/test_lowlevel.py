@@ -57,6 +57,8 @@ EXPECTED = {
     # environments: the backend seam and the instances over it
     "NO_ENVIRONMENT",
     "EnvironmentBackend",
+    "EnvironmentEvent",
+    "watch_environments",
     "EnvironmentService",
     "InstanceCounts",
     "InstanceRef",

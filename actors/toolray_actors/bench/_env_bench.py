@@ -277,11 +277,13 @@ async def _replay(rt: RayRuntime, scopes: int) -> dict[str, object]:
         lambda b: rt.executor(b.scope).execute_batch(b),
         lambda s, e: rt.registry.environment(e, scope=s),
     )
+    outcomes, states = reference
+    got_outcomes, got_states = got
     return {
-        "scopes": len(reference[1]),
+        "scopes": len(states),
         "calls": plan.calls,
-        "outcomes_match": got[0] == reference[0],
-        "states_match": got[1] == reference[1],
+        "outcomes_match": got_outcomes == outcomes,
+        "states_match": got_states == states,
         "toolray_s": time.perf_counter() - started,
         "plain_s": plain_s,
     }

@@ -11,18 +11,13 @@ by the cancellation ladder ends the call it was for ``killed`` (its timeout or a
 the instance with it. A process a ``park`` or ``close`` ended leaves no tombstone.
 
 A ``"process"`` fork copies the instance's process itself (copy-on-write, whatever the
-state's size): the copy connects back on a one-time abstract socket that only this user can
-reach, announcing its pid, which the kernel confirms (``SO_PEERCRED``).
+state's size; ``_env_fork`` says how the copy connects back).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import secrets
-import socket
-import struct
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -46,6 +41,7 @@ from toolray.isolation import (
 from toolray.procs import Child
 
 from ._call_code import TemplateCode
+from ._env_fork import copy_child
 
 __all__ = ("ProcessInstances",)
 
@@ -54,21 +50,6 @@ Nested = Callable[[Mapping[str, object], NestedRequest], Awaitable[NestedAnswer]
 _MAX_TOMBSTONES = 4096
 _FORK_CONNECT_S = 10.0
 _EXIT_WAIT_S = 2.0
-
-
-class _Adopted:
-    """A fork's copy as a ``Child``'s owner: its parent is the template, which reaps it."""
-
-    def __init__(self, parent: int | None) -> None:
-        self._parent = parent
-
-    def signal_child(self, pid: int, signum: int) -> None:
-        with contextlib.suppress(OSError):
-            os.killpg(pid, signum)
-
-    @property
-    def parent_pid(self) -> int | None:
-        return self._parent
 
 
 @dataclass(eq=False)
@@ -97,6 +78,7 @@ class ProcessInstances:
         self._tokens: dict[str, str] = {}  # a call's token → its instance (control lane)
         self._tombstones: OrderedDict[str, str] = OrderedDict()
         self._killed: set[str] = set()  # calls whose kill took their instance's process
+        self._spares: dict[str, asyncio.Future[tuple[Child, set[str]]]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._background: set[asyncio.Task[None]] = set()
         self.opened = self.lost = 0
@@ -115,9 +97,8 @@ class ProcessInstances:
         """A new instance: a process forked, then ``create(config)`` or a restore; its pid."""
         self._loop = asyncio.get_running_loop()
         self._code.learn(key, blob)
-        template = self._code.template()
-        child = await template.fork_async({"memory_mb": self._memory_mb, "instance": True})
-        proc = self._adopt(iid, key, child, self._code.loaded())
+        child, known = await self._forked(key)
+        proc = self._adopt(iid, key, child, known)
         sent = None if key in proc.link.known else blob
         if snapshot is None:
             op = EnvOp(op="open", key=key, config=config, data=sent)
@@ -130,6 +111,27 @@ class ProcessInstances:
             raise
         self.opened += 1
         return proc.link.pid
+
+    async def _forked(self, key: str) -> tuple[Child, set[str]]:
+        """A fresh process for an instance of ``key`` (the one forked ahead, if it lives).
+
+        The next one is forked ahead at once, so a warm definition's open waits for no fork.
+        """
+        spare = self._spares.pop(key, None)
+        self._spares[key] = asyncio.ensure_future(self._fork())
+        if spare is not None:
+            with contextlib.suppress(Exception):
+                child, known = await spare
+                if child.alive:
+                    return child, known
+                child.close()
+        return await self._fork()
+
+    async def _fork(self) -> tuple[Child, set[str]]:
+        known = self._code.loaded()  # what the template holds as it forks
+        template = self._code.template()
+        child = await template.fork_async({"memory_mb": self._memory_mb, "instance": True})
+        return child, known
 
     def _adopt(self, iid: str, key: str, child: Child, known: set[str]) -> _Proc:
         link = ProcessLink(child, known=known, on_message=self._on_message, on_end=self._ended)
@@ -196,33 +198,14 @@ class ProcessInstances:
             blob = self._code.blob(proc.key) or b""
             pid: int = await self.open(new_iid, proc.key, blob, None, copy.data or b"")
             return pid
-        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_NONBLOCK)
-        address = f"toolray-fork-{secrets.token_hex(16)}"
-        try:
-            listener.bind("\0" + address)
-            listener.listen(1)
-            pid = (await self._operate(proc, EnvOp(op="fork", address=address))).pid
-            conn = await asyncio.wait_for(self._accept(listener, pid), _FORK_CONNECT_S)
-        finally:
-            listener.close()
-        template = self._code.template()
-        child = Child(_Adopted(template.pid), pid, conn, None, None)
+
+        async def fork(address: str) -> int:
+            return (await self._operate(proc, EnvOp(op="fork", address=address))).pid
+
+        child = await copy_child(fork, self._code.template().pid)
         self._adopt(new_iid, proc.key, child, set(proc.link.known))
         self.opened += 1
-        return pid
-
-    async def _accept(self, listener: socket.socket, pid: int) -> socket.socket:
-        """The copy's connection: its announced pid and the kernel's must both be ``pid``."""
-        assert self._loop is not None
-        while True:
-            conn, _ = await self._loop.sock_accept(listener)
-            creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-            peer, uid, _ = struct.unpack("3i", creds)
-            conn.setblocking(True)
-            announced = int.from_bytes(await asyncio.to_thread(conn.recv, 8), "big")
-            if peer == pid == announced and uid == os.getuid():
-                return conn
-            conn.close()  # somebody else: keep waiting for the copy
+        return child.pid
 
     # ------------------------------------------------------------------ calls
     async def run(
@@ -373,7 +356,20 @@ class ProcessInstances:
         return True
 
     def close(self) -> None:
-        """Kill every instance's process (the worker is shutting down)."""
+        """Kill every instance's process, and those forked ahead (the worker is going)."""
         for proc in list(self._procs.values()):
             proc.ending = True
             proc.link.kill()
+        for spare in self._spares.values():
+            if spare.done():
+                _kill_spare(spare)
+            else:  # a fork still on its way: the template's stop ends what it made
+                spare.cancel()
+        self._spares.clear()
+
+
+def _kill_spare(spare: asyncio.Future[tuple[Child, set[str]]]) -> None:
+    if not spare.cancelled() and spare.exception() is None:
+        child, _ = spare.result()
+        child.kill()
+        child.close()

@@ -19,7 +19,7 @@ import logging
 from collections.abc import Callable
 
 from toolray import Clock, EnvironmentDefinition, EnvironmentStatus
-from toolray.lowlevel import InstanceCounts, Instances, failed_error
+from toolray.lowlevel import EnvironmentEvent, InstanceCounts, Instances, failed_error
 from toolray_actors._env_wire import (
     EnvClose,
     EnvForkIn,
@@ -100,12 +100,13 @@ class EnvService:
         self._parker: asyncio.Task[None] | None = None
         self._starting: asyncio.Future[None] | None = None
 
-    def _changed(self, event: str, scope: str | None, name: str) -> None:
-        if event in ("open", "fork"):
+    def _changed(self, event: EnvironmentEvent) -> None:
+        scope, name = event.scope, event.environment
+        if event.event in ("open", "fork"):
             placed = self.instances.placed(scope, name)
             where = f"{placed.slot.wid} {placed.iid}".encode() if placed is not None else b""
             self._held.note(scope, name, where)
-        elif event == "close":
+        elif event.event == "close":
             self._held.note(scope, name, None)
 
     def _resolve(self, scope: str | None, name: str) -> EnvironmentDefinition | None:

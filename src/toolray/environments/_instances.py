@@ -21,6 +21,7 @@ from toolray.errors import EnvironmentFailedError, EnvironmentLostError, Unknown
 
 from ._backend import EnvironmentBackend, InstanceRef
 from ._definition import EnvironmentDefinition, EnvironmentStatus
+from ._events import EnvironmentEvent, notify
 from ._record import (
     ForkOut,
     Instance,
@@ -38,8 +39,6 @@ __all__ = ("Instances", "Resolver")
 Resolver = Callable[[str | None, str], EnvironmentDefinition | None]
 """The environment a scope sees under a name (``None``: none registered where it can see)."""
 
-Listener = Callable[[str, str | None, str], None]
-
 _log = logging.getLogger("toolray")
 _COUNTED = {"open": "opens", "park": "parks", "restore": "restores", "fork": "forks"}
 _COUNTED["lost"] = "losses"
@@ -54,27 +53,33 @@ class Instances:
         self._resolve = resolve
         self._table = Table()
         self._counts = dict.fromkeys(_COUNTED.values(), 0)
-        self.listeners: list[Listener] = []
-        """Each told ``(event, scope, name)`` on open / park / restore / fork / lost / close."""
+        self.listeners: list[Callable[[EnvironmentEvent], object]] = []
+        """Each told every :class:`EnvironmentEvent` of these instances."""
 
     def _definition(self, scope: str | None, name: str) -> EnvironmentDefinition:
         if (definition := self._resolve(scope, name)) is None:
             raise UnknownEnvironmentError(name)
         return definition
 
-    def _event(self, event: str, inst: Instance) -> None:
+    def _event(self, event: str, inst: Instance, since: float | None = None) -> None:
         if event in _COUNTED:
             self._counts[_COUNTED[event]] += 1
-        for listener in self.listeners:
-            with contextlib.suppress(Exception):  # a listener never breaks an instance
-                listener(event, inst.scope, inst.name)
+        seconds = 0.0 if since is None else max(0.0, self.clock.now() - since)
+        what = EnvironmentEvent(
+            event=event,
+            environment=inst.name,
+            scope=inst.scope,
+            seconds=seconds,
+            reason=inst.lost_why if event == "lost" else "",
+        )
+        notify(what, self.listeners)
 
     # ------------------------------------------------------------------ transitions
     def _opened(self, inst: Instance, definition: EnvironmentDefinition, placed: Any) -> None:
         inst.opened(definition, placed, self.clock.now())
 
     async def _create(self, inst: Instance, definition: EnvironmentDefinition, config: Any) -> Any:
-        inst.iid = new_iid(definition.name)
+        inst.iid, since = new_iid(definition.name), self.clock.now()
         try:
             placed = await self.backend.create(inst.ref(), definition, config)
         except EnvironmentLostError:
@@ -82,7 +87,7 @@ class Instances:
         except Exception as err:
             raise failed_error(definition.name, "create", err) from None
         self._opened(inst, definition, placed)
-        self._event("open", inst)
+        self._event("open", inst, since)
         return placed
 
     def _lose(self, inst: Instance, why: str) -> None:
@@ -96,12 +101,11 @@ class Instances:
         inst.state, inst.placed, inst.parked = "closed", None, None
         if state == "closed":
             return
-        self._event("close", inst)
-        if definition is None:  # an orphan: nothing of it is here to close
-            return
-        backend = self.backend
+        since, backend = self.clock.now(), self.backend
         try:
-            if state == "open":
+            if definition is None:  # an orphan: nothing of it is here to close
+                pass
+            elif state == "open":
                 await backend.close(placed, definition)
             elif state == "parked" and parked is not None and definition.close is not None:
                 restored = await backend.restore(inst.ref(), definition, parked)
@@ -110,6 +114,7 @@ class Instances:
                 await backend.discard(placed)
         except Exception:  # a close that raises still ends the instance
             _log.warning("toolray: closing environment %r failed", inst.name, exc_info=True)
+        self._event("close", inst, since)
 
     async def _ready(self, inst: Instance, definition: EnvironmentDefinition) -> Any:
         """The instance's live handle, opened or restored first (in an exclusive turn)."""
@@ -118,13 +123,14 @@ class Instances:
         if inst.state == "lost":
             raise lost_error(inst.name, inst.lost_why)
         if inst.state == "parked" and inst.definition is not None and inst.parked is not None:
+            since = self.clock.now()
             try:
                 inst.placed = await self.backend.restore(inst.ref(), inst.definition, inst.parked)
             except Exception as err:
                 self._lose(inst, f"its parked state could not be restored: {err}")
                 raise lost_error(inst.name, inst.lost_why) from None
             inst.state, inst.parked = "open", None
-            self._event("restore", inst)
+            self._event("restore", inst, since)
             return inst.placed
         return await self._create(inst, definition, None)
 
@@ -208,11 +214,6 @@ class Instances:
         """What a body in this process sees as ``ctx.environment``."""
         return self.backend.state_of(placed)
 
-    def mark_lost(self, placed: Any, why: str) -> None:
-        """The backend learnt that the instance at ``placed`` is gone (no turn needed)."""
-        for inst in self._table.holding(placed):
-            self._lose(inst, why)
-
     # ------------------------------------------------------------------ the handle's verbs
     async def open(self, scope: str | None, name: str, config: Any = None) -> EnvironmentStatus:
         """A new instance from ``create(config)``; a previous one is closed first."""
@@ -288,12 +289,12 @@ class Instances:
         """``scope``'s instance becomes ``copy``: a ``live`` instance, else a snapshot's."""
         async with self._exclusive(scope, name) as target:
             await self._end(target)
-            target.iid = iid
+            target.iid, since = iid, self.clock.now()
             if not live:
                 work = self.backend.restore(target.ref(), definition, copy)
                 copy = await guarded(name, "restore", work)
             self._opened(target, definition, copy)
-            self._event("fork", target)
+            self._event("fork", target, since)
             return target.status(self.backend.where)
 
     async def close(self, scope: str | None, name: str) -> None:
@@ -372,6 +373,7 @@ class Instances:
     async def _park(self, inst: Instance) -> int:
         if inst.state != "open" or inst.definition is None:
             return 0
+        since = self.clock.now()
         try:
             parked = await self.backend.park(inst.placed, inst.definition)
         except EnvironmentLostError as err:
@@ -382,7 +384,7 @@ class Instances:
             _log.info("toolray: environment %r cannot be parked", inst.name, exc_info=True)
             return 0
         inst.state, inst.placed, inst.parked, inst.size = "parked", None, parked, parked.size
-        self._event("park", inst)
+        self._event("park", inst, since)
         return 1
 
     def counts(self) -> InstanceCounts:

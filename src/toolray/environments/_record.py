@@ -198,11 +198,6 @@ class Table:
             self.forget_if_idle(inst)
         return found
 
-    def holding(self, placed: Any) -> list[Instance]:
-        """The open records whose live handle is ``placed``."""
-        with self._lock:
-            return [i for i in self._rows.values() if i.placed is placed and i.state == "open"]
-
 
 def new_iid(name: str) -> str:
     """A new instance id, unique across processes (executors share workers)."""

@@ -23,6 +23,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import ctypes
+import inspect
 import itertools
 import os
 import signal
@@ -35,7 +36,7 @@ from typing import Any
 import cloudpickle
 
 from toolray import AbortSignal, EnvironmentDefinition, ToolRunContext
-from toolray.lowlevel import invoke, restore_state, snapshot_state
+from toolray.lowlevel import restore_state, snapshot_state
 from toolray.procs import ChildContext
 
 from ._bodies import BodyHost
@@ -227,32 +228,32 @@ class _Instance:
     async def _do(self, op: EnvOp) -> bytes | None:
         if op.op == "open":
             definition = self._definition_of(op.key, op.data)
-            self.state = await invoke(definition.create, op.config)
+            self.state = await _inline(definition.create, op.config)
             self.definition = definition
             return None
         if op.op == "restore":
             blob, snapshot = unpack_restore(op.data or b"")
             definition = self._definition_of(op.key, blob)
-            self.state = await asyncio.to_thread(restore_state, definition, snapshot)
+            self.state = restore_state(definition, snapshot)
             self.definition = definition
             return None
         if self.definition is None:
             raise LookupError("the instance was never opened")
         definition = self.definition
         if op.op in ("snapshot", "park"):
-            return await asyncio.to_thread(snapshot_state, definition, self.state)
+            return snapshot_state(definition, self.state)
         if op.op == "run":
             fn, args = cloudpickle.loads(op.data or b"")
-            value = await invoke(fn, self.state, *args)
+            value = await _inline(fn, self.state, *args)
             return bytes(cloudpickle.dumps(value))
         if op.op == "close":
             if definition.close is not None:
-                await invoke(definition.close, self.state)
+                await _inline(definition.close, self.state)
             return None
         if op.op == "copy":  # a fork by the definition's callable: the copy as a snapshot
             assert callable(definition.fork)
-            copy = await invoke(definition.fork, self.state)
-            return await asyncio.to_thread(snapshot_state, definition, copy)
+            copy = await _inline(definition.fork, self.state)
+            return snapshot_state(definition, copy)
         raise ValueError(f"unknown operation {op.op!r}")
 
     # ------------------------------------------------------------------ fork
@@ -312,6 +313,18 @@ class _Instance:
         old = self.host
         self.host = self._new_host(old)
         old.close()
+
+
+async def _inline(fn: Any, *args: Any) -> Any:
+    """An environment's own function, on this process's loop thread.
+
+    An operation has the instance to itself (no call of it runs meanwhile), so a sync one
+    runs right here: no thread started for it, which costs memory in every instance.
+    """
+    value = fn(*args)
+    if inspect.isawaitable(value):
+        value = await value
+    return value
 
 
 def serve_instance(ctx: ChildContext) -> int:

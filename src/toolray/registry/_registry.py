@@ -129,7 +129,7 @@ class ToolRegistry(ReadSide, WriteSide):
         self._scopes = Scopes(state, self._scope_disposed if local else None)
         if local and clock is system_clock:
             parker = Parker(instances)
-            instances.listeners.append(lambda event, *_: parker.poke())
+            instances.listeners.append(lambda event: parker.poke())
         self._default_executor: ToolExecutor | None = None
 
     @property

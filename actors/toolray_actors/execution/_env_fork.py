@@ -1,0 +1,69 @@
+"""An instance's process copied by a fork: how the copy reaches its worker.
+
+The copy is a grandchild of the source instance's process, re-parented to the worker's template; it has no
+channel of the template's making. The worker listens on a one-time abstract unix socket
+(a random name only this worker and the instance it sent it to know), the copy connects
+and announces its pid, and the worker takes the connection only when the kernel says the
+peer is that very pid of this user (``SO_PEERCRED``). The copy then becomes a ``Child``
+whose owner signals its process group directly (its template reaps it unannounced).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import secrets
+import socket
+import struct
+from collections.abc import Awaitable, Callable
+
+from toolray.procs import Child
+
+__all__ = ("copy_child",)
+
+_CONNECT_S = 10.0
+"""How long the copy has to connect back."""
+
+
+class _Adopted:
+    """A copy as a ``Child``'s owner: its parent is the template, which reaps it."""
+
+    def __init__(self, parent: int | None) -> None:
+        self._parent = parent
+
+    def signal_child(self, pid: int, signum: int) -> None:
+        with contextlib.suppress(OSError):
+            os.killpg(pid, signum)
+
+    @property
+    def parent_pid(self) -> int | None:
+        return self._parent
+
+
+async def copy_child(fork: Callable[[str], Awaitable[int]], template_pid: int | None) -> Child:
+    """The copy as a ``Child``: ``fork(address)`` asks the source instance, answers the copy's pid."""
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_NONBLOCK)
+    address = f"toolray-fork-{secrets.token_hex(16)}"
+    try:
+        listener.bind("\0" + address)
+        listener.listen(1)
+        pid = await fork(address)
+        conn = await asyncio.wait_for(_accept(listener, pid), _CONNECT_S)
+    finally:
+        listener.close()
+    return Child(_Adopted(template_pid), pid, conn, None, None)
+
+
+async def _accept(listener: socket.socket, pid: int) -> socket.socket:
+    """The copy's connection: its announced pid and the kernel's must both be ``pid``."""
+    loop = asyncio.get_running_loop()
+    while True:
+        conn, _ = await loop.sock_accept(listener)
+        creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        peer, uid, _ = struct.unpack("3i", creds)
+        conn.setblocking(True)
+        announced = int.from_bytes(await asyncio.to_thread(conn.recv, 8), "big")
+        if peer == pid == announced and uid == os.getuid():
+            return conn
+        conn.close()  # somebody else: keep waiting for the copy
