@@ -1,11 +1,12 @@
 """An instance's process copied by a fork: how the copy reaches its worker.
 
-The copy is a grandchild of the source instance's process, re-parented to the worker's template; it has no
-channel of the template's making. The worker listens on a one-time abstract unix socket
-(a random name only this worker and the instance it sent it to know), the copy connects
-and announces its pid, and the worker takes the connection only when the kernel says the
-peer is that very pid of this user (``SO_PEERCRED``). The copy then becomes a ``Child``
-whose owner signals its process group directly (its template reaps it unannounced).
+The copy is a grandchild of the source instance's process, re-parented to the worker's
+template; it has no channel of the template's making. The worker listens on a one-time
+abstract unix socket (a random name only this worker and the instance it sent it to know),
+the copy connects and announces its pid, and the worker takes the connection only when the
+kernel says the peer is that very pid of this user (``SO_PEERCRED``). The copy then becomes
+a ``Child`` whose owner signals its process group directly (its template reaps it
+unannounced).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ class _Adopted:
 
 
 async def copy_child(fork: Callable[[str], Awaitable[int]], template_pid: int | None) -> Child:
-    """The copy as a ``Child``: ``fork(address)`` asks the source instance, answers the copy's pid."""
+    """The copy as a ``Child`` (``fork(address)`` asks the source for it, answers its pid)."""
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_NONBLOCK)
     address = f"toolray-fork-{secrets.token_hex(16)}"
     try:
