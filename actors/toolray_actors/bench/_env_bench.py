@@ -208,18 +208,19 @@ async def _memory(rt: RayRuntime, count: int, kb: int) -> dict[str, object]:
     }
 
 
-def _toolray_rss(rt: RayRuntime) -> int:
+def _toolray_pss(rt: RayRuntime) -> int:
+    """Every toolray process's proportional set size: actors, instances, their templates."""
     stats = rt.stats()
-    actors = sum(a.rss_bytes for a in stats.actors)
-    instances = sum(_rss(p) for pool in stats.pools for p in pool.instance_pids)
-    return actors + instances
+    pids = {a.pid for a in stats.actors} | {p for pool in stats.pools for p in pool.instance_pids}
+    pids |= {c.pid for pid in list(pids) for c in _children(pid)}
+    return _pss(sorted(pids))
 
 
-def _rss(pid: int) -> int:
+def _children(pid: int) -> list[psutil.Process]:
     try:
-        return int(psutil.Process(pid).memory_info().rss)
+        return list(psutil.Process(pid).children())
     except (psutil.Error, OSError):
-        return 0
+        return []
 
 
 async def _parked(rt: RayRuntime, count: int, kb: int) -> dict[str, object]:
@@ -235,7 +236,7 @@ async def _parked(rt: RayRuntime, count: int, kb: int) -> dict[str, object]:
             )
         )
         if wave % (_WAVE * 10) == 0:
-            peak = max(peak, await asyncio.to_thread(_toolray_rss, rt))
+            peak = max(peak, await asyncio.to_thread(_toolray_pss, rt))
     opened = time.perf_counter() - started
     counts = rt.stats().environments
     intact = 0
@@ -250,12 +251,12 @@ async def _parked(rt: RayRuntime, count: int, kb: int) -> dict[str, object]:
         expected = [_digest(_blob({"seed": i, "size": kb * 1024})) for i in wanted]
         intact += sum(a == b for a, b in zip(digests, expected, strict=True))
         if wave % (_WAVE * 10) == 0:
-            peak = max(peak, await asyncio.to_thread(_toolray_rss, rt))
+            peak = max(peak, await asyncio.to_thread(_toolray_pss, rt))
     return {
         "instances": count,
         "open_s": opened,
         "parked_when_opened": counts.parked,
-        "peak_rss_mb": peak / 2**20,
+        "peak_pss_mb": peak / 2**20,
         "intact": intact,
         "check_s": time.perf_counter() - started - opened,
     }

@@ -99,7 +99,7 @@ def parser() -> argparse.ArgumentParser:
 
     from toolray import __version__
 
-    from . import _rollout, _scopes_cli
+    from . import _env_cli, _rollout, _scopes_cli
 
     top = argparse.ArgumentParser(
         prog="toolray",
@@ -128,13 +128,16 @@ def parser() -> argparse.ArgumentParser:
         if spec.name == "bench":  # --scopes N measures agent scopes per executors mode instead
             _scopes_cli.add_arguments(command)
             _rollout.add_arguments(command)
+            _env_cli.add_arguments(command)
             command.set_defaults(run=_bench_run)
     return top
 
 
 def _bench_run(args: argparse.Namespace) -> int:
-    from . import _bench, _rollout, _scopes_cli
+    from . import _bench, _env_cli, _rollout, _scopes_cli
 
+    if args.environments:
+        return _env_cli.main_environments(args)
     if args.rollout:
         return _rollout.main_rollout(args)
     if args.scopes:
