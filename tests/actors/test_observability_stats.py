@@ -174,3 +174,35 @@ async def test_kills_and_pool_sizes_reach_rays_prometheus_endpoint(rt: Any, scop
         assert time.monotonic() < deadline, f"not exported in {SCRAPE_S}s: {kills}, {workers}"
         await asyncio.sleep(1.0)  # Ray exports on its own interval: poll, bounded
     assert max(workers) >= 1
+
+
+async def test_environment_events_reach_rays_prometheus_endpoint(rt: Any, scope_key: str) -> None:
+    import cloudpickle
+
+    from tests import envs
+
+    cloudpickle.register_pickle_by_value(envs)
+    rt.owned.append(rt.registry.register_environment(envs.counter_env(park_after_s=None)))
+    rt.owned.append(rt.registry.register(envs.crash))
+    h = rt.executor(scope_key).environment("counter")
+    await h.open({"start": 1})
+    await h.fork(f"{scope_key}-b")
+    await rt.executor(scope_key).execute_batch(_batch([ToolCall("x", "crash", {})], scope_key))
+    await rt.executor(f"{scope_key}-b").environment("counter").close()
+    wanted = {
+        event: ("ray_toolray_environment_events_total", {"environment": "counter", "event": event})
+        for event in ("open", "fork", "lost", "close")
+    }
+    deadline = time.monotonic() + SCRAPE_S
+    while True:
+        text = await asyncio.to_thread(_scrape)
+        seen = {k: sum(_series(text, m, **tags)) for k, (m, tags) in wanted.items()}
+        if all(v >= 1 for v in seen.values()) and _series(
+            text, "ray_toolray_environment_instances", state="lost"
+        ):
+            break
+        assert time.monotonic() < deadline, f"not exported in {SCRAPE_S}s: {seen}"
+        await asyncio.sleep(1.0)  # Ray exports on its own interval: poll, bounded
+    for line in text.splitlines():  # bounded tags: never a scope
+        if line.startswith("ray_toolray_environment"):
+            assert scope_key not in line

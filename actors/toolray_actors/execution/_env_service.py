@@ -38,6 +38,7 @@ from toolray_actors._wire import unknown
 from toolray_actors.control._store import Store
 
 from ._env_backend import RayEnvironments, RayInstance, Returned, Shipped
+from ._metrics import EnvMetrics, flush_every
 from ._placements import Placements
 from ._worker import ToolWorker
 
@@ -46,6 +47,8 @@ __all__ = ("EnvService",)
 _log = logging.getLogger("toolray")
 _PARK_LOOK_S = 5.0
 """How often the parker looks when nothing is due sooner."""
+_FLUSH_S = 1.0
+"""How often the events counted here reach the Ray metrics."""
 _DISPOSE_WAIT_S = 10.0
 """How long a disposed scope's instances may take to close before they are discarded."""
 
@@ -96,12 +99,15 @@ class EnvService:
         self.backend = RayEnvironments(placements, lambda d: self._mirror().key_of(d))
         self.instances = Instances(self.backend, self._resolve, clock)
         self._held = _Held(Store(placements.namespace), executor)
+        self.metrics = EnvMetrics()
         self.instances.listeners.append(self._changed)
         self._parker: asyncio.Task[None] | None = None
+        self._flusher: asyncio.Task[None] | None = None
         self._starting: asyncio.Future[None] | None = None
 
     def _changed(self, event: EnvironmentEvent) -> None:
         scope, name = event.scope, event.environment
+        self.metrics.pending.append((name, event.event))
         if event.event in ("open", "fork"):
             placed = self.instances.placed(scope, name)
             where = f"{placed.slot.wid} {placed.iid}".encode() if placed is not None else b""
@@ -211,6 +217,7 @@ class EnvService:
 
     async def _start(self) -> None:
         self._parker = asyncio.ensure_future(self._park_loop())
+        self._flusher = asyncio.ensure_future(flush_every(_FLUSH_S, self._flush))
         try:
             held = await self._held.previous()
         except Exception:  # no GCS answer: nothing known to report
@@ -218,6 +225,10 @@ class EnvService:
             return
         for scope, name, _ in held:
             self.instances.orphan(scope, name, "the executor actor holding it died")
+
+    def _flush(self) -> None:
+        counts = self.instances.counts()
+        self.metrics.flush(counts.open, counts.parked, counts.lost)
 
     async def _park_loop(self) -> None:
         clock = self.instances.clock

@@ -9,7 +9,10 @@ outcome, or the pool key — never a scope or a call id.
 - ``toolray_calls_in_flight{tool}`` — calls started and not ended, per executor;
 - ``toolray_worker_kills_total{pool}`` — the cancellation ladder's kills (a worker actor,
   or a call's own process);
-- ``toolray_pool_workers{pool}`` — the pool's live worker actors.
+- ``toolray_pool_workers{pool}`` — the pool's live worker actors;
+- ``toolray_environment_events_total{environment,event}`` — environment instances opened,
+  forked, parked, restored, lost and closed;
+- ``toolray_environment_instances{state}`` — instances open, parked and lost, per executor.
 
 An executor hands over what it counted about once a second (:class:`CallMetrics`), so a
 call costs a list append, not a metrics update: Ray exports on an interval of its own
@@ -29,7 +32,7 @@ from ray.util import metrics
 from toolray_actors._farm_stats import FarmObserver
 from toolray_actors._remote import actor_name
 
-__all__ = ("CallMetrics", "PoolMetrics", "flush_every", "pool_tag")
+__all__ = ("CallMetrics", "EnvMetrics", "PoolMetrics", "flush_every", "pool_tag")
 
 DURATION_BOUNDARIES = (
     0.001,
@@ -88,6 +91,35 @@ class CallMetrics:
             self.calls.inc(n, tags={"tool": tool, "outcome": outcome})
         for tool, n in observer.in_flight().items():  # every time: Ray drops exported ones
             self.in_flight.set(n, tags={"tool": tool})
+
+
+@final
+class EnvMetrics:
+    """An executor's environment metrics: events as they come, instances by state."""
+
+    def __init__(self) -> None:
+        self.events = metrics.Counter(
+            "toolray_environment_events_total",
+            description="Environment instances opened, forked, parked, restored, lost, closed.",
+            tag_keys=("environment", "event"),
+        )
+        self.instances = metrics.Gauge(
+            "toolray_environment_instances",
+            description="Environment instances by state (open, parked, lost), per executor.",
+            tag_keys=("state",),
+        )
+        self.pending: list[tuple[str, str]] = []
+
+    def flush(self, open_: int, parked: int, lost: int) -> None:
+        """Hand over the events since the last flush, and the instances by state."""
+        pending, self.pending = self.pending, []
+        totals: dict[tuple[str, str], int] = {}
+        for environment, event in pending:
+            totals[environment, event] = totals.get((environment, event), 0) + 1
+        for (environment, event), n in totals.items():
+            self.events.inc(n, tags={"environment": environment, "event": event})
+        for state, n in (("open", open_), ("parked", parked), ("lost", lost)):
+            self.instances.set(n, tags={"state": state})
 
 
 @final

@@ -12,7 +12,12 @@ disposer it returns turns it off. Spans follow the OpenTelemetry GenAI semantic 
   to that code and the status to ERROR;
 - a nested call (``ctx.dispatch``, a Code Mode — programmatic tool calling — sub-call) is a
   child of its caller's span, with its own call id (``<caller>:sub:<n>``,
-  ``<outer>:ptc:<n>``).
+  ``<outer>:ptc:<n>``);
+- ``toolray environment <event>`` per event of an environment instance kept in this process
+  (``open``, ``fork``, ``park``, ``restore``, ``lost``, ``close``), over the time it took:
+  ``toolray.environment.name``, ``toolray.environment.event``, ``toolray.scope``; ``lost``
+  sets ``error.type = "ENVIRONMENT_LOST"`` and the status to ERROR. On Ray, instances are
+  kept by the executor actors, which count these events as metrics instead.
 
 The body runs with its call's span as the current OpenTelemetry context, in-process and on
 a Ray worker (the W3C ``traceparent`` travels with the call), so a span the body starts is
@@ -26,7 +31,7 @@ from __future__ import annotations
 from typing import Any
 
 from toolray import Disposer, __version__
-from toolray.lowlevel import observe, register_local_spans
+from toolray.lowlevel import observe, register_local_spans, watch_environments
 
 __all__ = ("instrument",)
 
@@ -74,9 +79,11 @@ def instrument(*, tracer_provider: Any = None) -> Disposer:
     observer = SpanObserver(provider.get_tracer("toolray", __version__))
     detach = observe(observer)
     forget = register_local_spans(observer.live_span)
+    unwatch = watch_environments(observer.environment_event)
 
     def dispose() -> None:
         detach()
         forget()
+        unwatch()
 
     return Disposer(dispose)

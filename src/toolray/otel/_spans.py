@@ -10,13 +10,14 @@ its body's own spans already name as their parent, on whichever worker they ran.
 from __future__ import annotations
 
 import contextvars
+import time
 from dataclasses import dataclass
 from typing import Any, final
 
 from opentelemetry import trace
 from opentelemetry.trace import NonRecordingSpan, SpanContext, Status, StatusCode, TraceFlags
 
-from toolray.lowlevel import BatchStart, CallEnd, CallStart, TraceParent
+from toolray.lowlevel import BatchStart, CallEnd, CallStart, EnvironmentEvent, TraceParent
 
 __all__ = ("SpanObserver",)
 
@@ -91,6 +92,23 @@ class SpanObserver:
         self._tracer = tracer
         self._presets = _install_preset_ids(tracer)
         self._live: dict[int, Any] = {}
+
+    def environment_event(self, event: EnvironmentEvent) -> None:
+        """A span ``toolray environment <event>`` over the event's own time (lost: an error)."""
+        end = time.time_ns()
+        span = self._tracer.start_span(
+            f"toolray environment {event.event}",
+            start_time=end - int(event.seconds * 1e9),
+            attributes={
+                "toolray.environment.name": event.environment,
+                "toolray.environment.event": event.event,
+                "toolray.scope": event.scope or "",
+            },
+        )
+        if event.event == "lost":
+            span.set_attribute("error.type", "ENVIRONMENT_LOST")
+            span.set_status(Status(StatusCode.ERROR, event.reason[:200]))
+        span.end(end_time=end)
 
     def live_span(self, span_id: int) -> Any:
         """The live call span with ``span_id`` (a body in this process runs in it), if any."""
