@@ -33,7 +33,7 @@ from typing import Any
 import cloudpickle
 import pytest
 
-from tests import tools
+from tests import envs, tools
 from toolray import (
     AbortController,
     AbortSignal,
@@ -55,6 +55,7 @@ from toolray import (
 from toolray.code import PythonRuntime
 
 cloudpickle.register_pickle_by_value(tools)
+cloudpickle.register_pickle_by_value(envs)
 
 SCOPES = ("contract-a", "contract-b")
 """Scope keys shared by every test (one executor actor each on Ray)."""
@@ -167,6 +168,20 @@ class Backend:
         else:
             assert mine == seen[1], f"backends disagree at #{key[1]}: {seen}, {self.kind}: {mine}"
         return value
+
+    def register_environment(self, definition: Any, scope: str | None = None) -> Disposer:
+        """An environment, global unless ``scope`` is given (lifted at teardown)."""
+        return self.own(self._context(scope).register_environment(definition))
+
+    def environment(self, name: str, scope: str) -> Any:
+        """``scope``'s handle of environment ``name`` (the same API on every backend)."""
+        return self.registry.environment(name, scope=scope)
+
+    async def close_environments(self, names: Sequence[str], scopes: Sequence[str]) -> None:
+        """Close what a test opened (the session runtime outlives it)."""
+        for name in names:
+            for scope in scopes:
+                await asyncio.wait_for(self.environment(name, scope).close(), WAIT_S)
 
     def restrict(
         self, scope: str, *, allow: list[str] | None = None, deny: list[str] | None = None
