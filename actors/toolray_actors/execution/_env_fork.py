@@ -63,8 +63,9 @@ async def _accept(listener: socket.socket, pid: int) -> socket.socket:
         conn, _ = await loop.sock_accept(listener)
         creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
         peer, uid, _ = struct.unpack("3i", creds)
-        conn.setblocking(True)
-        announced = int.from_bytes(await asyncio.to_thread(conn.recv, 8), "big")
+        conn.setblocking(False)
+        announced = int.from_bytes(await loop.sock_recv(conn, 8), "big")
         if peer == pid == announced and uid == os.getuid():
+            conn.setblocking(True)
             return conn
         conn.close()  # somebody else: keep waiting for the copy
