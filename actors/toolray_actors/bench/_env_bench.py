@@ -32,6 +32,7 @@ import psutil
 
 from toolray import (
     EnvironmentDefinition,
+    Placement,
     ToolBatchInput,
     ToolCall,
     ToolRunContext,
@@ -186,26 +187,29 @@ def _pss(pids: Sequence[int]) -> int:
 
 
 async def _memory(rt: RayRuntime, count: int, kb: int) -> dict[str, object]:
-    rt.registry.register_environment(_env("bench_mem"))
-    before = psutil.virtual_memory().used
-    scopes = [f"mem-{i}" for i in range(count)]
-    for wave in range(0, count, _WAVE):
-        await asyncio.gather(
-            *(
-                rt.registry.environment("bench_mem", scope=s).open({"seed": i, "size": kb * 1024})
-                for i, s in enumerate(scopes[wave : wave + _WAVE], start=wave)
+    """Open instances' memory with each isolation: a process each, or states in workers."""
+    out: dict[str, object] = {"instances": count}
+    for isolation in ("call", "shared"):
+        name = f"bench_mem_{isolation}"
+        placement = Placement(isolation=isolation, size=1)
+        rt.registry.register_environment(_env(name, placement=placement))
+        await rt.registry.environment(name, scope="mem-warm").open({"seed": 0, "size": 1024})
+        before = await asyncio.to_thread(_toolray_pss, rt)
+        for wave in range(0, count, _WAVE):
+            await asyncio.gather(
+                *(
+                    rt.registry.environment(name, scope=f"mem-{i}").open(
+                        {"seed": i, "size": kb * 1024}
+                    )
+                    for i in range(wave, min(count, wave + _WAVE))
+                )
             )
+        added = await asyncio.to_thread(_toolray_pss, rt) - before
+        out[isolation] = {"added_mb": added / 2**20, "per_instance_mb": added / 2**20 / count}
+        await asyncio.gather(
+            *(rt.registry.environment(name, scope=f"mem-{i}").close() for i in range(count))
         )
-    used = psutil.virtual_memory().used - before
-    pids = [p for pool in rt.stats().pools for p in pool.instance_pids]
-    pss = _pss(pids)
-    return {
-        "instances": count,
-        "processes": len(pids),
-        "added_mb": used / 2**20,
-        "pss_mb": pss / 2**20,
-        "pss_per_instance_mb": pss / 2**20 / max(1, len(pids)),
-    }
+    return out
 
 
 def _toolray_pss(rt: RayRuntime) -> int:

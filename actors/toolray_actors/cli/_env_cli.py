@@ -85,11 +85,14 @@ def _fork(r: dict[str, object]) -> list[Row]:
 
 def _memory(r: dict[str, object]) -> list[Row]:
     n, kb = _num(r, "memory", "instances"), _num(r, "options", "state_kb")
-    added, pss = _num(r, "memory", "added_mb"), _num(r, "memory", "pss_mb")
     budget = 1536 * n / 1000
-    what = f"{n:.0f} open instances of a {kb:.0f} KB state: added memory"
-    measured = f"{added:,.0f} MB (PSS {pss:,.0f} MB)"
-    return [(what, measured, f"≤ {budget:,.0f} MB", f"{pss / n:.2f} MB each", pss <= budget)]
+    rows: list[Row] = []
+    for isolation in ("call", "shared"):
+        added = _num(r, "memory", isolation, "added_mb")
+        what = f'{n:.0f} open instances of a {kb:.0f} KB state, isolation "{isolation}": added'
+        each = f"{added / n:.2f} MB each"
+        rows.append((what, f"{added:,.0f} MB (PSS)", f"≤ {budget:,.0f} MB", each, added <= budget))
+    return rows
 
 
 def _parked(r: dict[str, object]) -> list[Row]:
