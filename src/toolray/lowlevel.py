@@ -45,7 +45,10 @@ read a registry's private state:
   outcome (``"ok"`` or its code, :data:`TOOL_ERROR` without one);
 - trace context: :class:`TraceParent` is a span's W3C ``traceparent``, as it travels with a
   call, and :func:`activated` runs a body with it as the current OpenTelemetry span.
-- :class:`BatchStatistics` is what ``BatchExecutor.stats()`` returns.
+- :class:`BatchStatistics` is what ``BatchExecutor.stats()`` returns;
+- :func:`not_a_definition` is the error of ``register()`` given anything but a
+  ``ToolDefinition`` (a plain function gets a hint at ``@tool``), for a runtime's own
+  ``register``.
 
 The farm controls' parts a runtime needs to enforce them across processes (the rate
 limiter seam, the token schedule, the result bound) are the public ``toolray.farm``.
@@ -56,6 +59,7 @@ from __future__ import annotations
 from ._arguments import InvalidArguments as InvalidArguments
 from ._arguments import parse_arguments as parse_arguments
 from ._clock import SystemClock as SystemClock
+from ._definition import not_a_definition as not_a_definition
 from ._execution import NestedDispatcher as NestedDispatcher
 from ._execution import not_live as not_live
 from ._json import is_json as is_json
@@ -133,6 +137,7 @@ __all__ = (
     "joins",
     "nested_input",
     "next_stage",
+    "not_a_definition",
     "not_live",
     "observe",
     "outcome_of",
