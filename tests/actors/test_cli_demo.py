@@ -67,6 +67,23 @@ def test_demo_shows_every_scenario_and_exits_cleanly() -> None:
     assert re.search(r"-> read 4 lines, found \d TODO\(s\)", code)
     assert "event log: 4 tool/ptc-dispatch records" in code
     assert "Ray shut down" in out
+    # what Getting started shows of the demo is what it prints (timings and ids aside)
+    shown = (ROOT / "docs" / "assets" / "demo.txt").read_text(encoding="utf-8")
+    assert shown.startswith("$ toolray demo\n")
+    assert _shape(shown) == _shape(out), "run: .venv/bin/python scripts/gen_docs.py --demo"
+
+
+def _shape(output: str) -> list[str]:
+    """The demo's lines with every number and bar made alike (they change run to run)."""
+    lines = []
+    for line in output.splitlines():
+        if line.startswith("$ "):
+            continue
+        if line.lstrip().startswith("confinement "):  # the layers this machine's kernel has
+            line = "confinement …"
+        line = re.sub(r"\|[#.]+\|", "|bar|", line)
+        lines.append(" ".join(re.sub(r"\d+(\.\d+)?", "N", line).split()))
+    return lines
 
 
 def test_a_missing_config_is_one_line_and_starts_no_ray(
