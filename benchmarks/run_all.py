@@ -263,23 +263,26 @@ def chart(measured: list[Row], path: Path) -> None:
     judged = [r for r in measured if r.met is not None and r.ratio is not None]
     floor, ceiling = 0.03, 10.0
     plt.rcParams["svg.fonttype"] = "none"  # text stays text: light, sharp, searchable
-    fig, ax = plt.subplots(figsize=(11, 0.32 * len(judged) + 1.6))
+    fig, ax = plt.subplots(figsize=(9, 0.3 * len(judged) + 1.4))
     for y, r in enumerate(judged):
         ratio = min(max(r.ratio or floor, floor), ceiling)
         colour = "#2e7d32" if r.met else "#c62828"
         ax.barh(y, ratio, color=colour, height=0.6)
         mark = "met" if r.met else "MISSED"
-        ax.text(ratio * 1.08, y, f"{mark}  {r.measured}", va="center", fontsize=7, color=colour)
-    ax.set_yticks(range(len(judged)), [_short(r.headline.figure) for r in judged], fontsize=7)
+        ax.text(ratio * 1.08, y, f"{mark}  {r.measured}", va="center", fontsize=8, color=colour)
+    ax.set_yticks(range(len(judged)), [_short(r.headline.figure) for r in judged], fontsize=8)
     ax.invert_yaxis()
     ax.set_xscale("log")
     ax.set_xlim(floor, ceiling)
     ax.axvline(1.0, color="black", linewidth=1)
-    ax.set_xlabel("measured ÷ target (target ÷ measured for a ≥ target): left of the line meets it")
+    ax.set_xlabel(
+        "measured ÷ target (target ÷ measured for a ≥ target): left of the line meets it",
+        fontsize=9,
+    )
     met = sum(1 for r in judged if r.met)
     ax.set_title(
-        f"toolray benchmarks: {met} of {len(judged)} targets met "
-        f"({len(measured) - len(judged)} figures reported without a target)",
+        f"toolray benchmarks: {met} of {len(judged)} targets met\n"
+        f"({len(measured) - len(judged)} more figures are reported without a target)",
         fontsize=10,
     )
     fig.tight_layout()
@@ -288,9 +291,13 @@ def chart(measured: list[Row], path: Path) -> None:
     plt.close(fig)
 
 
-def _short(figure: str, width: int = 80) -> str:
+def _short(figure: str, width: int = 64) -> str:
+    """A label that fits: the figure's start and end (where the rows differ), cut between."""
     text = figure.replace("`", "")
-    return text if len(text) <= width else text[: width - 1] + "…"
+    if len(text) <= width:
+        return text
+    head = 26
+    return text[:head].rstrip() + " … " + text[len(text) - (width - head - 3) :].lstrip()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -142,11 +142,22 @@ def test_png_without_matplotlib_fails_before_anything_runs(
     assert not (tmp_path / "bench.png").exists()
 
 
-def test_an_output_in_a_missing_directory_fails_before_anything_runs(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("mode", [["--scopes", "10"], ["--rollout"]])
+def test_png_is_refused_where_it_would_draw_nothing(
+    mode: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["bench", *mode, "--png", str(tmp_path / "x.png")]) == 2
+    assert _one_line(capsys) == (
+        "toolray: --png draws the group-shape benchmark; --scopes and --rollout write --json only"
+    )
+
+
+@pytest.mark.parametrize("mode", [[], ["--scopes", "10"], ["--rollout"]])
+def test_an_output_in_a_missing_directory_fails_before_anything_runs_in_every_mode(
+    mode: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     where = tmp_path / "nowhere" / "bench.json"
-    assert main(["bench", "--json", str(where)]) == 2
+    assert main(["bench", *mode, "--json", str(where)]) == 2
     assert _one_line(capsys) == f"toolray: --json: the directory of {where} does not exist"
 
 

@@ -139,7 +139,14 @@ def parser() -> argparse.ArgumentParser:
 
 def _bench_run(args: argparse.Namespace) -> int:
     from . import _bench, _rollout, _scopes_cli
+    from ._bench_report import check_outputs
+    from ._errors import CommandError
 
+    check_outputs(args.json, args.png)  # before anything is measured
+    if args.png is not None and (args.rollout or args.scopes):
+        raise CommandError(
+            "--png draws the group-shape benchmark; --scopes and --rollout write --json only"
+        )
     if args.rollout:
         return _rollout.main_rollout(args)
     if args.scopes:

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolray_actors.bench._rawray import BenchArgs, GroupShape, stages_of
 
-from ._bench_report import check_outputs, machine, plot, table
+from ._bench_report import machine, plot, table
 
 if TYPE_CHECKING:
     from toolray_actors import RayRuntime
@@ -352,8 +352,7 @@ def run(args: argparse.Namespace) -> int:
     from toolray_actors._config import load_config
 
     options = _options(args)
-    options.check()  # before Ray starts
-    check_outputs(options.json_path, options.png_path)
+    options.check()  # before Ray starts (so are the outputs: cli._bench_run)
     base = load_config(args.config)
     cfg = base.model_copy(
         update={
