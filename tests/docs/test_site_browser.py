@@ -81,7 +81,7 @@ def test_every_page_reads_cleanly_in_chromium(built_site: Build) -> None:
                 drawn[path] = len(report.diagrams)
     print(f"{len(pages)} pages read in Chromium in {time.perf_counter() - started:.1f} s")
     assert found == []
-    assert drawn == DIAGRAMS
+    assert {page: drawn.get(page, 0) for page in DIAGRAMS} == DIAGRAMS
 
 
 def test_the_benchmarks_page_shows_its_chart_and_the_home_page_its_quickstart(
