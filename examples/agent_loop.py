@@ -1,5 +1,9 @@
 """An agent loop over toolray, with scripted model responses (no network, no API key).
 
+Needs the ``openai`` and ``anthropic`` extras (their SDKs' types): ``pip install
+"toolray[openai,anthropic]"``; with ``--ray``, the ``ray`` extra too. From a clone,
+``./scripts/setup`` installs every extra into ``.venv``.
+
 Each step takes a model response shaped like the provider's SDK objects (OpenAI Chat
 Completions, the OpenAI Responses API or Anthropic Messages), runs its tool calls as one
 batch, and builds the next request from the results, which the scripted model then reads::
@@ -19,12 +23,21 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from anthropic.types import Message
-from openai.types.chat import ChatCompletion
-from openai.types.responses import Response
+try:
+    from anthropic.types import Message
+    from openai.types.chat import ChatCompletion
+    from openai.types.responses import Response
+except ImportError as missing:  # one line naming the extra, not a traceback
+    package = str(missing.name).partition(".")[0]
+    sys.exit(
+        f"{Path(__file__).name} needs the openai and anthropic extras ({package} is not "
+        'installed): pip install "toolray[openai,anthropic]"'
+    )
 
 from toolray import AbortController, ToolBatchInput, ToolBatchResult, ToolCall, ToolRegistry, tool
 from toolray.adapters.anthropic import (
@@ -244,4 +257,7 @@ def main(argv: list[str] | None = None) -> str:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except ImportError as missing:  # --ray without the ray extra: one line, not a traceback
+        sys.exit(f"{Path(__file__).name}: {missing}")

@@ -3,6 +3,10 @@
 ``docs/configuration.md`` comes from the ``Field(description=...)`` of every key of the
 runtime configuration models; ``docs/cli.md`` from the ``toolray`` argument parser. The test
 suite fails when either page is stale: run ``.venv/bin/python scripts/gen_docs.py``.
+
+``--demo`` also runs ``toolray demo`` (a local Ray, about 30 s) and writes what it printed to
+``docs/assets/demo.txt``, which Getting started shows as the terminal shows it; the demo's
+test fails when the demo no longer prints what that file shows (timings aside).
 """
 
 from __future__ import annotations
@@ -123,6 +127,14 @@ def cli_md() -> str:
         "and exits 2; `toolray trace --in-process` and `--from-log` need no Ray. The demo and",
         "`toolray trace --scenario code` show Code Mode (programmatic tool calling).",
         "",
+        "Every mistake is one line on stderr, `toolray: <message>`, and exit code 2; a bare",
+        "`toolray` prints its usage there and exits 2. Ray (2.59 and later) starts every local",
+        "cluster with token authentication and logs a warning saying so; toolray's commands",
+        "send that notice, and Ray's notices about the workers they kill on purpose, to the",
+        "`toolray` logger at debug level instead (in your own programs Ray's output is left as",
+        "it is; the token is in `~/.ray/auth_token`, see",
+        "[Farm runtime](farm-runtime.md#authentication)).",
+        "",
         "## `toolray`",
         "",
         "```text",
@@ -154,11 +166,37 @@ PAGES: dict[str, typing.Callable[[], str]] = {
 }
 
 
+DEMO = DOCS / "assets" / "demo.txt"
+
+
+def demo_txt() -> str:
+    """What ``toolray demo`` prints, run in an empty directory as a new user runs it."""
+    import os
+    import subprocess
+    import tempfile
+
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "TOOLRAY_CONFIG")}
+    with tempfile.TemporaryDirectory() as empty:
+        proc = subprocess.run(
+            [sys.executable, "-m", "toolray", "demo"],
+            cwd=empty,
+            env={**env, "RAY_USAGE_STATS_ENABLED": "0"},
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=True,
+        )
+    return "$ toolray demo\n" + proc.stdout
+
+
 def main() -> int:
-    """Write every generated page."""
+    """Write every generated page (and, with ``--demo``, the demo's output)."""
     for name, render in PAGES.items():
         (DOCS / name).write_text(render(), encoding="utf-8")
         print(f"wrote docs/{name}")
+    if "--demo" in sys.argv:
+        DEMO.write_text(demo_txt(), encoding="utf-8")
+        print(f"wrote {DEMO.relative_to(ROOT)}")
     return 0
 
 

@@ -1,5 +1,9 @@
 """LangGraph with toolray: an offline weather graph whose tool node is toolray's.
 
+Needs the ``integrations`` extra (``langgraph`` among others): ``pip install
+"toolray[integrations]"``; with ``--ray``, the ``ray`` extra too. From a clone,
+``./scripts/setup`` installs every extra into ``.venv``.
+
 A real ``StateGraph`` — an agent node, ``tools_condition``, a tools node — where the tools
 node is ``ToolrayToolNode(source, scope)``: all tool calls of the agent's message run as
 one toolray batch (parallel groups and exclusive barriers as toolray plans them), and one
@@ -16,11 +20,19 @@ With a real chat model, bind the node's tools to it —
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Any
 
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
-from langgraph.graph import START, MessagesState, StateGraph
-from langgraph.prebuilt import tools_condition
+try:
+    from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
+    from langgraph.graph import START, MessagesState, StateGraph
+    from langgraph.prebuilt import tools_condition
+except ImportError as missing:  # one line naming the extra, not a traceback
+    package = str(missing.name).partition(".")[0]
+    sys.exit(
+        f"{Path(__file__).name} needs the integrations extra ({package} is not installed): "
+        'pip install "toolray[integrations]"'
+    )
 
 from toolray import ToolRegistry, tool
 from toolray.integrations.langgraph import ToolrayToolNode
@@ -98,4 +110,7 @@ def main(argv: list[str]) -> str:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    try:
+        main(sys.argv[1:])
+    except ImportError as missing:  # --ray without the ray extra: one line, not a traceback
+        sys.exit(f"{Path(__file__).name}: {missing}")

@@ -1,5 +1,9 @@
 """The OpenAI Agents SDK with toolray: an offline weather agent whose tools run on toolray.
 
+Needs the ``integrations`` extra (``openai-agents`` among others): ``pip install
+"toolray[integrations]"``; with ``--ray``, the ``ray`` extra too. From a clone,
+``./scripts/setup`` installs every extra into ``.venv``.
+
 The model is the Agents SDK's own ``ScriptedModel`` (``agents.testing``; no network, no API
 key): it asks for the weather in three cities at once, then reports what the tools
 answered. One line moves the agent's tool execution onto toolray —
@@ -15,10 +19,18 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from pathlib import Path
 from typing import Any
 
-from agents import Agent, RunConfig, Runner
-from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
+try:
+    from agents import Agent, RunConfig, Runner
+    from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
+except ImportError as missing:  # one line naming the extra, not a traceback
+    package = str(missing.name).partition(".")[0]
+    sys.exit(
+        f"{Path(__file__).name} needs the integrations extra ({package} is not installed): "
+        'pip install "toolray[integrations]"'
+    )
 
 from toolray import ToolRegistry, tool
 from toolray.integrations.openai_agents import function_tools
@@ -89,4 +101,7 @@ def main(argv: list[str]) -> str:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    try:
+        main(sys.argv[1:])
+    except ImportError as missing:  # --ray without the ray extra: one line, not a traceback
+        sys.exit(f"{Path(__file__).name}: {missing}")

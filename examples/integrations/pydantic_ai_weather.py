@@ -1,5 +1,9 @@
 """Pydantic AI with toolray: an offline weather agent whose tool calls run through toolray.
 
+Needs the ``integrations`` extra (``pydantic-ai-slim`` among others): ``pip install
+"toolray[integrations]"``; with ``--ray``, the ``ray`` extra too. From a clone,
+``./scripts/setup`` installs every extra into ``.venv``.
+
 The model is Pydantic AI's own ``FunctionModel`` (no network, no API key): it asks for the
 weather in three cities at once, then reports what the tools answered. One line moves the
 agent's tool execution onto toolray — ``toolsets=[ToolrayToolset(source, scope)]``::
@@ -15,11 +19,25 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from pathlib import Path
 from typing import Any
 
-from pydantic_ai import Agent
-from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+try:
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import (
+        ModelMessage,
+        ModelResponse,
+        TextPart,
+        ToolCallPart,
+        ToolReturnPart,
+    )
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+except ImportError as missing:  # one line naming the extra, not a traceback
+    package = str(missing.name).partition(".")[0]
+    sys.exit(
+        f"{Path(__file__).name} needs the integrations extra ({package} is not installed): "
+        'pip install "toolray[integrations]"'
+    )
 
 from toolray import ToolRegistry, tool
 from toolray.integrations.pydantic_ai import ToolrayToolset
@@ -86,4 +104,7 @@ def main(argv: list[str]) -> str:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    try:
+        main(sys.argv[1:])
+    except ImportError as missing:  # --ray without the ray extra: one line, not a traceback
+        sys.exit(f"{Path(__file__).name}: {missing}")

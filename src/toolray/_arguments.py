@@ -17,7 +17,7 @@ from typing import Any, final
 from ._json import FrozenDict, is_json
 from .errors import ToolArgsError
 
-__all__ = ("InvalidArguments", "logged_arguments", "parse_arguments")
+__all__ = ("InvalidArguments", "args_error", "logged_arguments", "parse_arguments")
 
 
 @final
@@ -82,3 +82,29 @@ def logged_arguments(arguments: Any) -> str | None:
         return json.dumps(parsed, ensure_ascii=False, allow_nan=False)
     except Exception:  # a value whose inspection raises
         return None
+
+
+NOT_AN_OBJECT = '"arguments" must be an object'
+
+
+def args_error(arguments: Any, violations: list[str]) -> ToolArgsError:
+    """The ``INVALID_ARGS`` error of a typed tool's ``violations``.
+
+    Arguments the model sent as malformed JSON reach the tool as their raw text
+    (P-ARGS-15); "must be an object" alone would hide why, so when that text is a broken
+    object or array (it starts with ``{`` or ``[``) the error says it is not valid JSON and
+    where the parser stopped. Other text keeps the plain message: a string that does not
+    start that way may as well be a JSON string the model sent, parsed already.
+
+    Example:
+        >>> args_error('{"a": }', [NOT_AN_OBJECT]).violations
+        ('"arguments" is not valid JSON: Expecting value at line 1, column 7 (char 6)',)
+    """
+    broken = isinstance(arguments, str) and arguments.lstrip().startswith(("{", "["))
+    if broken and violations == [NOT_AN_OBJECT]:
+        try:
+            json.loads(arguments)
+        except json.JSONDecodeError as err:
+            where = f"line {err.lineno}, column {err.colno} (char {err.pos})"
+            return ToolArgsError([f'"arguments" is not valid JSON: {err.msg} at {where}'])
+    return ToolArgsError(violations)

@@ -31,6 +31,7 @@ from pydantic import BaseModel, Field, PydanticUserError, TypeAdapter, Validatio
 from pydantic.json_schema import PydanticJsonSchemaWarning
 from pydantic_core import PydanticSerializationError, PydanticUndefined
 
+from ._arguments import args_error
 from ._content import ContentBlock, text_block
 from ._context import ToolRunContext
 from ._definition import Placement, ToolDefinition, ToolOutput
@@ -221,7 +222,7 @@ class _Binding:
     def kwargs(self, args: Any, ctx: ToolRunContext) -> dict[str, Any]:
         violations = self.check(args)
         if violations:
-            raise ToolArgsError(violations)
+            raise args_error(args, violations)
         try:
             parsed = self.model.model_validate_json(json.dumps(args))
         except ValidationError as err:

@@ -8,8 +8,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from ._arguments import args_error
 from ._content import ContentBlock
-from .errors import ToolArgsError
 from .farm._bounds import check_bound
 from .farm._values import RateLimit, RetryPolicy
 from .schema import (
@@ -34,6 +34,7 @@ __all__ = (
     "ToolOutput",
     "check_registration",
     "define_tool",
+    "not_a_definition",
 )
 
 RESERVED_TOOL_NAME = "run_code"
@@ -247,7 +248,7 @@ def define_tool(
     def validated(args: Any) -> Any:
         violations = check(args)
         if violations:
-            raise ToolArgsError(violations)
+            raise args_error(args, violations)
         return args
 
     if inspect.iscoroutinefunction(execute):
@@ -298,6 +299,24 @@ def _soft(check: Callable[[Any], list[str]], fn: Any, invalid: Any) -> Any:
 
     wrapper.__wrapped__ = fn  # type: ignore[attr-defined]
     return wrapper
+
+
+def not_a_definition(value: object) -> TypeError:
+    """The error of ``register(value)`` for a ``value`` that is not a ``ToolDefinition``.
+
+    A plain function is the common slip: the message names the decorator that makes it one.
+
+    Example:
+        >>> def add(a: int, b: int) -> int: ...
+        >>> print(not_a_definition(add))
+        register() takes a ToolDefinition, not function "add"; decorate it with @tool (from toolray import tool)
+    """  # noqa: E501
+    if inspect.isfunction(value) or inspect.ismethod(value):
+        return TypeError(
+            f'register() takes a ToolDefinition, not function "{value.__name__}"; '
+            "decorate it with @tool (from toolray import tool)"
+        )
+    return TypeError(f"register() takes a ToolDefinition, not {type(value).__name__}")
 
 
 def check_registration(definition: ToolDefinition) -> None:

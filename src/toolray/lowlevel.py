@@ -45,7 +45,10 @@ read a registry's private state:
   outcome (``"ok"`` or its code, :data:`TOOL_ERROR` without one);
 - trace context: :class:`TraceParent` is a span's W3C ``traceparent``, as it travels with a
   call, and :func:`activated` runs a body with it as the current OpenTelemetry span.
-- :class:`BatchStatistics` is what ``BatchExecutor.stats()`` returns.
+- :class:`BatchStatistics` is what ``BatchExecutor.stats()`` returns;
+- :func:`not_a_definition` is the error of ``register()`` given anything but a
+  ``ToolDefinition`` (a plain function gets a hint at ``@tool``), for a runtime's own
+  ``register``.
 - environments: a runtime that keeps instances elsewhere makes an :class:`Instances` over
   its own :class:`EnvironmentBackend` and gives it to its registry
   (``ToolRegistry(environments=...)``); :class:`Instances` keeps the table, turns and
@@ -71,6 +74,7 @@ from ._clock import SystemClock as SystemClock
 from ._context import NO_ENVIRONMENT as NO_ENVIRONMENT
 from ._context import NestedDispatcher as NestedDispatcher
 from ._context import not_live as not_live
+from ._definition import not_a_definition as not_a_definition
 from ._json import is_json as is_json
 from ._json import thaw_json as thaw_json
 from ._nested import nested_input as nested_input
@@ -170,6 +174,7 @@ __all__ = (
     "lost_error",
     "nested_input",
     "next_stage",
+    "not_a_definition",
     "not_live",
     "observe",
     "outcome_of",

@@ -36,6 +36,9 @@ def test_demo_shows_every_scenario_and_exits_cleanly() -> None:
     out = proc.stdout
     assert proc.returncode == 0, f"stdout:\n{out}\nstderr:\n{proc.stderr[-4000:]}"
     assert "Traceback" not in out
+    # Ray's token-authentication notice of the local Ray the demo starts: the toolray logger's
+    # (debug), not the first line of stderr
+    assert "Token authentication" not in proc.stderr
     # 1. a parallel group, an exclusive barrier, and the reads after it
     assert "-- stage 1: parallel group from call 1" in out
     assert "== barrier 2: exclusive, call 4 alone" in out
@@ -64,6 +67,23 @@ def test_demo_shows_every_scenario_and_exits_cleanly() -> None:
     assert re.search(r"-> read 4 lines, found \d TODO\(s\)", code)
     assert "event log: 4 tool/ptc-dispatch records" in code
     assert "Ray shut down" in out
+    # what Getting started shows of the demo is what it prints (timings and ids aside)
+    shown = (ROOT / "docs" / "assets" / "demo.txt").read_text(encoding="utf-8")
+    assert shown.startswith("$ toolray demo\n")
+    assert _shape(shown) == _shape(out), "run: .venv/bin/python scripts/gen_docs.py --demo"
+
+
+def _shape(output: str) -> list[str]:
+    """The demo's lines with every number and bar made alike (they change run to run)."""
+    lines = []
+    for line in output.splitlines():
+        if line.startswith("$ "):
+            continue
+        if line.lstrip().startswith("confinement "):  # the layers this machine's kernel has
+            line = "confinement …"
+        line = re.sub(r"\|[#.]+\|", "|bar|", line)
+        lines.append(" ".join(re.sub(r"\d+(\.\d+)?", "N", line).split()))
+    return lines
 
 
 def test_a_missing_config_is_one_line_and_starts_no_ray(

@@ -35,8 +35,10 @@ def test_version_prints_the_distribution_version(capsys: pytest.CaptureFixture[s
     assert toolray.__version__ == version("toolray")
 
 
-def test_a_bare_toolray_prints_the_help(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main([]) == 0
+def test_toolray_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:  # a bare `toolray` is test_cli_errors.py's
+        main(["--help"])
+    assert exit_.value.code == 0
     out = capsys.readouterr().out
     assert out.startswith("usage: toolray")
     for command in COMMANDS:

@@ -76,7 +76,10 @@ async def test_an_all_exclusive_batch_logs_call_result_pairs_in_model_order(
         (
             "c6",
             failure(
-                'invalid arguments: "arguments" must be an object', "ToolArgsError", "INVALID_ARGS"
+                'invalid arguments: "arguments" is not valid JSON: Expecting property name '
+                "enclosed in double quotes at line 1, column 2 (char 1)",
+                "ToolArgsError",
+                "INVALID_ARGS",
             ),
         ),
     ]

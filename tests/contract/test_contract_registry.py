@@ -181,8 +181,13 @@ async def test_misuse_raises_type_error_with_the_same_text(backend: Backend) -> 
 
     reg, scope = backend.registry, backend.context(A)
     texts = []
+
+    def add(a: int, b: int) -> int:  # a plain function: @tool was forgotten
+        return a + b
+
     for misuse in (
         lambda: reg.register("not a definition"),
+        lambda: reg.register(add),  # type: ignore[arg-type]
         lambda: reg.register(tools.constant_tool(backend.name("t"), "t"), when=1),
         lambda: scope.guard(1),
         lambda: scope.on_pre_execute(1),
@@ -201,4 +206,8 @@ async def test_misuse_raises_type_error_with_the_same_text(backend: Backend) -> 
         ToolBatchInput(["not a call"], AbortController().signal)
     backend.agree(texts)
     assert texts[0] == "TypeError: register() takes a ToolDefinition, not str"
+    assert texts[1] == (
+        'TypeError: register() takes a ToolDefinition, not function "add"; decorate it with '
+        "@tool (from toolray import tool)"
+    )
     assert texts[-1] == "resolve() takes an ActivationContext, not str"

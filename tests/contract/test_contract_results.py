@@ -18,6 +18,8 @@ import json
 import threading
 from typing import Any
 
+import pytest
+
 from tests import tools
 from tests.contract.conftest import (
     NO_VALUE,
@@ -128,6 +130,19 @@ async def test_parsed_arguments_that_are_not_json_fail_their_call_and_the_batch_
     assert wires(await backend.run(calls[:1], A)) == [("c1", not_json)]  # a one-call batch
 
 
+async def test_two_calls_with_one_id_are_refused_and_nothing_runs(backend: Backend) -> None:
+    """A result is matched to its call by id: a batch that reuses one is misuse."""
+    echo = backend.name("echo")
+    backend.register(tools.echo_tool(echo))
+    calls = [ToolCall(i, echo, '{"text": "x"}') for i in ("c1", "c2", "c1")]
+    with pytest.raises(
+        ValueError, match=r'call id "c1" is used twice in one batch \(calls 1 and 3\)'
+    ):
+        await backend.run(calls, A)
+    result = await backend.run(calls[:2], A)  # the executor is fine and runs the next batch
+    assert [w[0] for w in wires(result)] == ["c1", "c2"]
+
+
 async def test_argument_text_parsing_and_validation(backend: Backend) -> None:
     echo, raw, upper = backend.name("echo"), backend.name("raw"), backend.name("upper")
     backend.register(tools.echo_tool(echo))
@@ -136,8 +151,21 @@ async def test_argument_text_parsing_and_validation(backend: Backend) -> None:
     not_object = failure(
         'invalid arguments: "arguments" must be an object', "ToolArgsError", "INVALID_ARGS"
     )
+    malformed = failure(
+        'invalid arguments: "arguments" is not valid JSON: Expecting value at line 1, '
+        "column 10 (char 9)",
+        "ToolArgsError",
+        "INVALID_ARGS",
+    )
+    malformed_2 = failure(
+        "invalid arguments: \"arguments\" is not valid JSON: Expecting ':' delimiter at "
+        "line 2, column 5 (char 13)",
+        "ToolArgsError",
+        "INVALID_ARGS",
+    )
     cases: list[tuple[str, str, Any, Any]] = [  # (tool, raw text, expected wire, value)
-        (echo, '{"text": ', not_object, NO_VALUE),  # invalid JSON → raw string → INVALID_ARGS
+        (echo, '{"text": ', malformed, NO_VALUE),  # invalid JSON → raw string → INVALID_ARGS
+        (echo, '{"a": 1,\n "b"}', malformed_2, NO_VALUE),  # says where, on any line
         (raw, "{bad json", success('{"received": "{bad json"}'), {"received": "{bad json"}),
         (echo, "", success('{"echo": {}}'), {"echo": {}}),  # "" → {}
         (raw, "", success('{"received": {}}'), {"received": {}}),

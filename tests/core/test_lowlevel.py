@@ -27,6 +27,7 @@ EXPECTED = {
     "failure_from",
     "has_scope",
     "nested_input",
+    "not_a_definition",
     "is_json",
     "joins",
     "next_stage",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -12,6 +13,7 @@ import pytest
 
 from tests._scripts import load_script
 from tests.docs._snippets import DOCS, ROOT, pages
+from tests.docs.conftest import Build
 
 FORBIDDEN = (
     "API-v2", "API-v3", "API.md", "RAY-NOTES", "BEHAVIOUR-", "DESIGN.md", "shared/spec",
@@ -28,20 +30,43 @@ GEN = _module(ROOT / "scripts" / "gen_docs.py")
 
 @pytest.mark.slow
 @pytest.mark.timeout(180)
-def test_mkdocs_build_strict_passes(tmp_path: Path) -> None:
+def test_mkdocs_build_strict_passes_from_elsewhere_without_a_warning(built_site: Build) -> None:
+    """The real build, its whole output read: any warning fails (so would ``--strict``)."""
+    assert built_site.returncode == 0, built_site.output[-5000:]
+    noise = [
+        line
+        for line in built_site.output.splitlines()
+        if re.match(r"^(WARNING|ERROR)\b", line) or "Traceback" in line or "not included" in line
+    ]
+    assert noise == [], built_site.output[-5000:]
+    assert "Documentation built in" in built_site.output
+    site = built_site.site
+    assert (site / "how-a-batch-runs" / "index.html").is_file()
+    benchmarks = (site / "benchmarks" / "index.html").read_text(encoding="utf-8")
+    assert "toolray / raw Ray throughput" in benchmarks  # the one table, included
+    assert (site / "assets" / "benchmarks.svg").is_file()  # its chart, drawn at the build
+    architecture = (site / "architecture" / "index.html").read_text(encoding="utf-8")
+    assert "Core modules" in architecture  # ARCHITECTURE.md, included
+    assert 'href="../reference/behaviour/"' in architecture  # its link made the site's
+
+
+def test_a_warning_fails_the_strict_build(tmp_path: Path) -> None:
+    """The build test can fail: a page linking a missing page stops a strict build."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "index.md").write_text("# Home\n\n[gone](gone.md)\n", encoding="utf-8")
+    config = tmp_path / "mkdocs.yml"
+    config.write_text("site_name: t\nstrict: true\n", encoding="utf-8")
     proc = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(tmp_path / "site")],
-        cwd=ROOT,
+        [sys.executable, "-m", "mkdocs", "build", "-f", str(config), "-d", str(tmp_path / "s")],
         capture_output=True,
         text=True,
-        timeout=170,
+        timeout=120,
         check=False,
-        env={**__import__("os").environ, "NO_MKDOCS_2_WARNING": "1"},
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
     )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert (tmp_path / "site" / "how-a-batch-runs" / "index.html").is_file()
-    benchmarks = (tmp_path / "site" / "benchmarks" / "index.html").read_text(encoding="utf-8")
-    assert "toolray / raw Ray throughput" in benchmarks  # the one table, included
+    assert proc.returncode == 1
+    assert "WARNING -  Doc file 'index.md' contains a link 'gone.md'" in proc.stderr
 
 
 @pytest.mark.parametrize("name", sorted(GEN.PAGES))
@@ -106,15 +131,57 @@ def test_the_readme_fits_on_a_few_screens_and_links_every_page() -> None:
     assert len(readme.splitlines()) <= 250
     for page in ("getting-started", "how-a-batch-runs", "farm-runtime", "code-mode", "scale"):
         assert f"(docs/{page}.md)" in readme
-    assert 'pip install "toolray[ray]"' in readme
-    assert "./scripts/setup" in readme
+    for page in ("examples", "glossary", "benchmarks"):
+        assert f"(docs/{page}.md)" in readme
     assert "./scripts/test" in readme
+
+
+def _bash_blocks(text: str) -> list[str]:
+    return re.findall(r"^```bash\n(.*?)^```", text, re.S | re.M)
+
+
+def test_the_readmes_first_command_works_in_a_fresh_clone_as_written() -> None:
+    """The first command a reader meets is the clone's, not a package that is not published.
+
+    ``./scripts/setup`` is what CI runs first (``scripts/test``), the demo is
+    ``tests/actors/test_cli_demo.py``'s, the docs build and the browser are this folder's
+    tests, and the chart command is ``test_benchmarks_chart.py``'s.
+    """
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    first, second = _bash_blocks(readme)[:2]
+    assert first.split("#")[0].strip() == "./scripts/setup && .venv/bin/toolray demo"
+    assert readme.index(first) < readme.index("pip install")  # nothing to pip install first
+    setup = ROOT / "scripts" / "setup"
+    assert setup.stat().st_mode & 0o111  # executable, as the command runs it
+    assert 'toolray = "toolray_actors.cli:main"' in (ROOT / "pyproject.toml").read_text()
+    commands = [line.split("#")[0].strip() for line in second.splitlines()]
+    assert commands == [
+        ".venv/bin/mkdocs serve",
+        ".venv/bin/python benchmarks/run_all.py --compose --chart benchmarks/out/results.svg",
+        "./scripts/test",
+    ]
+    published = " ".join(readme[readme.index("Into an environment of your own") :].split())
+    for needed in ('pip install ".[ray]"', ".venv/bin/python -m build --wheel", "PyPI"):
+        assert needed in published, needed
+    assert 'pip install "toolray[ray]"' in published  # said as what comes once published
+    for page in ("getting-started.md", "index.md"):  # the docs start the same way
+        text = (DOCS / page).read_text(encoding="utf-8")
+        assert _bash_blocks(text)[0].split("#")[0].strip() == first.split("#")[0].strip()
+
+
+def test_the_home_page_shows_what_its_quickstart_prints() -> None:
+    from tests.docs._snippets import blocks, expected_output
+
+    home = (DOCS / "index.md").read_text(encoding="utf-8")
+    (program,) = blocks(DOCS / "index.md")  # it runs, printing this, in test_docs_blocks
+    (shown,) = re.findall(r"^It prints:\n\n```text\n(.*?)^```", home, re.S | re.M)
+    assert " ".join(expected_output(program.source)) == " ".join(shown.splitlines())
 
 
 def test_every_nav_page_exists_and_every_page_is_in_the_nav() -> None:
     nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
-    listed = set(re.findall(r"^\s*- [^:]+: ([\w-]+\.md)$", nav, re.M))
-    assert listed == {p.name for p in DOCS.glob("*.md")}
+    listed = set(re.findall(r"^\s*- [^:]+: ([\w/-]+\.md)$", nav, re.M))
+    assert listed == {p.relative_to(DOCS).as_posix() for p in DOCS.rglob("*.md")}
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,7 @@
 """The wheel a stranger installs: built here, installed into fresh venvs outside the repo.
 
+The wheel holds both packages, the shipped configs and, as data, the examples.
+
 With the ``ray`` extra, ``toolray --version`` and ``toolray demo`` work from an empty
 directory (the demo starts its own local Ray from the shipped ``local`` config). Without
 Ray, every Ray command says so in one line naming the extra and exits 2, while the core and
@@ -74,6 +76,11 @@ def test_the_wheel_holds_both_packages_and_the_shipped_configs(wheel: Path) -> N
     assert "toolray/py.typed" in names
     assert "toolray_actors/cli/__init__.py" in names
     assert not [n for n in names if n.startswith(("tests/", "docs/", "benchmarks/"))]
+    # the examples travel as data: <environment>/share/toolray/examples/ once installed
+    data = f"toolray-{toolray.__version__}.data/data/share/toolray/examples/"
+    for example in ("agent_loop.py", "notebook.ipynb", "integrations/langgraph_weather.py"):
+        shipped = zipfile.ZipFile(wheel).read(data + example)
+        assert shipped == (ROOT / "examples" / example).read_bytes()
     metadata = next(n for n in names if n.endswith("METADATA"))
     text = zipfile.ZipFile(wheel).read(metadata).decode()
     requires = [line for line in text.splitlines() if line.startswith("Requires-Dist:")]
@@ -83,7 +90,17 @@ def test_the_wheel_holds_both_packages_and_the_shipped_configs(wheel: Path) -> N
         "psutil",
         "pydantic",
     ]
-    for extra in ("ray", "openai", "anthropic", "mcp", "otel", "integrations", "all", "dev"):
+    for extra in (
+        "ray",
+        "openai",
+        "anthropic",
+        "mcp",
+        "otel",
+        "integrations",
+        "docs",
+        "all",
+        "dev",
+    ):
         assert f"Provides-Extra: {extra}" in text
 
 

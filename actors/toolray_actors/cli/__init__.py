@@ -1,8 +1,12 @@
 """The ``toolray`` command line: ``demo`` (the main job), ``bench``, ``trace``, ``top``, ``chaos``.
 
 Every user mistake (a bad option, a missing or invalid config file, Ray not installed, an
-unreachable cluster, a tool that cannot be pickled) ends in one clear line on stderr and
-exit code 2, never a traceback. Nothing here imports Ray until a command that needs it runs.
+unreachable cluster, a tool that cannot be pickled) ends in one clear line on stderr,
+``toolray: <message>``, and exit code 2, never a traceback or an exception's class name; a
+bare ``toolray`` prints its usage on stderr and exits 2. Nothing here imports Ray until a
+command that needs it runs; Ray's own notices that toolray's commands cause (a worker they
+kill on purpose, the token-authentication notice of the local Ray they start) go to the
+``toolray`` logger at debug level for the command's duration.
 """
 
 from __future__ import annotations
@@ -100,8 +104,9 @@ def parser() -> argparse.ArgumentParser:
     from toolray import __version__
 
     from . import _env_cli, _rollout, _scopes_cli
+    from ._errors import Parser
 
-    top = argparse.ArgumentParser(
+    top = Parser(
         prog="toolray",
         description="Run LLM-agent tool calls on Ray actors: validated, policed, scheduled, "
         "one result per call.",
@@ -124,7 +129,7 @@ def parser() -> argparse.ArgumentParser:
             "--config", default=argparse.SUPPRESS, metavar="NAME|PATH", help=CONFIG_HELP
         )
         module.add_arguments(command)
-        command.set_defaults(run=module.run, spec=spec)
+        command.set_defaults(run=module.run, spec=spec, parser=command)
         if spec.name == "bench":  # --scopes N measures agent scopes per executors mode instead
             _scopes_cli.add_arguments(command)
             _rollout.add_arguments(command)
@@ -135,7 +140,15 @@ def parser() -> argparse.ArgumentParser:
 
 def _bench_run(args: argparse.Namespace) -> int:
     from . import _bench, _env_cli, _rollout, _scopes_cli
+    from ._bench_report import check_outputs
+    from ._errors import CommandError
 
+    check_outputs(args.json, args.png)  # before anything is measured
+    if args.png is not None and (args.rollout or args.scopes or args.environments):
+        raise CommandError(
+            "--png draws the group-shape benchmark; --scopes, --rollout and --environments "
+            "write --json only"
+        )
     if args.environments:
         return _env_cli.main_environments(args)
     if args.rollout:
@@ -149,11 +162,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``toolray`` console script and ``python -m toolray``."""
     from toolray_actors import ConfigError, load_config, require_ray
 
+    from ._errors import fail
+
     top = parser()
-    args = top.parse_args(argv)
+    args, extra = top.parse_known_args(argv)
+    if extra:  # said by the command's own parser, which names the command
+        (args.parser if args.command else top).error(f"unrecognized arguments: {' '.join(extra)}")
     if args.command is None:
-        top.print_help()
-        return 0
+        sys.stderr.write(top.format_usage())
+        names = ", ".join(c.name for c in COMMANDS)
+        return fail(f"choose a command: {names} (toolray --help says what each does)")
     try:
         if args.config is not None:
             load_config(args.config)  # a missing or invalid file fails here, in one line
@@ -164,12 +182,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         with quiet_notices():
             return int(args.run(args) or 0)
     except (ConfigError, ImportError) as err:
-        print(f"toolray: {err}", file=sys.stderr)
+        return fail(str(err))
     except KeyboardInterrupt:
         print("toolray: interrupted", file=sys.stderr)
         return 130
     except Exception as err:  # one clear line for the user's mistakes
         from ._errors import explain
 
-        print(f"toolray: {explain(err)}", file=sys.stderr)
-    return 2
+        return fail(explain(err))

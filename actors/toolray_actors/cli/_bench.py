@@ -352,7 +352,7 @@ def run(args: argparse.Namespace) -> int:
     from toolray_actors._config import load_config
 
     options = _options(args)
-    options.check()  # before Ray starts
+    options.check()  # before Ray starts (so are the outputs: cli._bench_run)
     base = load_config(args.config)
     cfg = base.model_copy(
         update={

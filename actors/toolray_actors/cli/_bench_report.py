@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import platform
 from pathlib import Path
 from typing import Any
 
-__all__ = ("machine", "plot", "table")
+__all__ = ("check_outputs", "machine", "plot", "table")
 
 
 def machine() -> dict[str, Any]:
@@ -20,6 +21,20 @@ def machine() -> dict[str, Any]:
         "python": platform.python_version(),
         "ray": ray.__version__,
     }
+
+
+def check_outputs(json_path: Path | None, png_path: Path | None) -> None:
+    """Before anything is measured: the outputs can be written, and ``--png`` can be drawn."""
+    from ._errors import CommandError
+
+    for flag, path in (("--json", json_path), ("--png", png_path)):
+        if path is not None and not path.resolve().parent.is_dir():
+            raise CommandError(f"{flag}: the directory of {path} does not exist")
+    if png_path is not None and importlib.util.find_spec("matplotlib") is None:
+        raise CommandError(
+            '--png needs matplotlib, which is not installed: pip install "toolray[docs]" '
+            "(or matplotlib)"
+        )
 
 
 def _ms(value: float | None) -> str:

@@ -56,15 +56,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _attach(cfg: RuntimeConfig) -> None:
     """Connect to a running cluster (never start one: there would be nothing to watch)."""
-    from toolray_actors.driver._ray_init import StartError, connect_ray
+    from toolray_actors.driver._ray_init import NoClusterError, StartError, connect_ray
+
+    from ._errors import CommandError
 
     address = cfg.address if cfg.address not in (None, "local") else "auto"
     try:
         connect_ray(cfg.model_copy(update={"address": address}))
-    except StartError as err:
-        raise StartError(
-            f"toolray top watches a running cluster and found none to attach to ({err})"
+    except NoClusterError:
+        raise CommandError(
+            "top watches a running Ray cluster and found none on this machine: start "
+            "one (`ray start --head`) and run your drivers on it, or name its address with "
+            "RAY_ADDRESS or the config's `address`"
         ) from None
+    except StartError as err:
+        raise CommandError(f"top watches a running Ray cluster: {err}") from None
 
 
 def take(namespace: str) -> dict[str, Any]:

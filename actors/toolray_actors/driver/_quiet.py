@@ -13,6 +13,14 @@ the ``toolray`` logger at debug level for the duration of one command, and puts 
 streams back afterwards. It patches nothing of Ray's: Ray prints a raylet notice to
 ``sys.stdout`` / ``sys.stderr`` as a line ``(raylet) …``, and for the window those are
 streams that drop such a line (every other write passes through unchanged).
+
+The same window routes Ray's token-authentication notice. Ray 2.59+ starts every local
+cluster with token authentication and logs a warning saying so ("Token authentication is
+enabled for this Ray cluster. Set RAY_AUTH_MODE=disabled to opt out…", logger
+``ray._private.authentication.authentication_token_setup``) — the first line a user saw of
+every ``toolray`` command, about a choice toolray's commands do not ask the user to make.
+For the window a filter on that one logger sends it to the ``toolray`` logger at debug level;
+in a user's own process (``RayRuntime.start``) Ray's warning is left as it is.
 """
 
 from __future__ import annotations
@@ -25,7 +33,7 @@ import threading
 from collections.abc import Iterator
 from typing import TextIO
 
-__all__ = ("is_noise", "quiet_notices")
+__all__ = ("TOKEN_LOGGER", "is_noise", "quiet_notices")
 
 _log = logging.getLogger("toolray")
 
@@ -72,14 +80,32 @@ class _Quiet:
         return getattr(self.stream, name)
 
 
+TOKEN_LOGGER = "ray._private.authentication.authentication_token_setup"
+"""The logger of Ray's token-authentication notices (enabled, or disabled, by default)."""
+
+
+class _TokenNotice(logging.Filter):
+    """Sends Ray's token-authentication notice to the ``toolray`` logger instead."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if message.startswith("Token authentication is"):
+            _log.debug("ray: %s", message)
+            return False
+        return True
+
+
 @contextlib.contextmanager
 def quiet_notices() -> Iterator[None]:
-    """Route Ray's dead-worker notices to the ``toolray`` logger while the block runs."""
+    """Route Ray's dead-worker and token notices to the ``toolray`` logger while the block runs."""
     out, err = _Quiet(sys.stdout), _Quiet(sys.stderr)
     sys.stdout, sys.stderr = out, err
+    token, notice = logging.getLogger(TOKEN_LOGGER), _TokenNotice()
+    token.addFilter(notice)
     try:
         yield
     finally:
+        token.removeFilter(notice)
         if sys.stdout is out:
             sys.stdout = out.stream
         if sys.stderr is err:

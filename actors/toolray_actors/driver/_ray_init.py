@@ -23,11 +23,15 @@ import ray
 from toolray.errors import ToolrayError
 from toolray_actors._config import RuntimeConfig
 
-__all__ = ("StartError", "connect_ray", "probe")
+__all__ = ("NoClusterError", "StartError", "connect_ray", "probe")
 
 
 class StartError(ToolrayError, RuntimeError):
     """Ray could not be started or reached (the message says how to fix it)."""
+
+
+class NoClusterError(StartError):
+    """``address="auto"`` found no running cluster to attach to."""
 
 
 def probe(address: str) -> None:
@@ -93,7 +97,7 @@ def connect_ray(cfg: RuntimeConfig) -> bool:
     if address in (None, "auto"):
         found = _found_cluster()
         if found is None and address == "auto":
-            raise StartError(
+            raise NoClusterError(
                 "address='auto' found no running Ray cluster (start one with `ray start "
                 "--head`, set RAY_ADDRESS, or use address='local')"
             )

@@ -30,6 +30,7 @@ from toolray import (
     ToolExecutionResult,
     ToolPromptSection,
 )
+from toolray.lowlevel import not_a_definition
 from toolray_actors._fingerprint import fingerprint
 from toolray_actors._mirror import Op, dumps_named
 from toolray_actors._toolset import RemoteToolSet
@@ -93,7 +94,7 @@ class _RemoteWriter:
         disposer ran); a different definition under a taken name needs ``replace=True``.
         """
         if not isinstance(definition, ToolDefinition):
-            raise TypeError(f"register() takes a ToolDefinition, not {type(definition).__name__}")
+            raise not_a_definition(definition)
         name = definition.name
         if when is not None and not callable(when):
             raise TypeError(f'tool "{name}" when must be callable')

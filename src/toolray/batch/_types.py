@@ -71,6 +71,9 @@ class ToolBatchInput:
     ``signal`` is optional: without one the batch runs under a signal that never fires (it
     can still be cancelled by cancelling the task that awaits it).
 
+    Two calls with the same id are refused (``ValueError``): a result is matched to its call
+    by id, in every backend, event log and adapter.
+
     Example:
         >>> batch = ToolBatchInput([ToolCall("c1", "echo", "{}")])
         >>> batch.signal.aborted, batch.scope
@@ -103,9 +106,7 @@ class ToolBatchInput:
         elif not isinstance(signal, AbortSignal):
             raise TypeError(f"signal must be an AbortSignal, not {type(signal).__name__}")
         calls = tuple(calls)
-        for call in calls:
-            if not isinstance(call, ToolCall):
-                raise TypeError(f"calls must be ToolCall values, not {type(call).__name__}")
+        _check_calls(calls)
         for name, value in (
             ("calls", calls),
             ("signal", signal),
@@ -115,6 +116,20 @@ class ToolBatchInput:
             ("log", log),
         ):
             object.__setattr__(self, name, value)
+
+
+def _check_calls(calls: tuple[ToolCall, ...]) -> None:
+    """Every call a ``ToolCall``, each with an id of its own (results are matched by id)."""
+    first: dict[str, int] = {}
+    for index, call in enumerate(calls, 1):
+        if not isinstance(call, ToolCall):
+            raise TypeError(f"calls must be ToolCall values, not {type(call).__name__}")
+        seen = first.setdefault(call.id, index)
+        if seen != index:
+            raise ValueError(
+                f'call id "{call.id}" is used twice in one batch (calls {seen} and {index}); '
+                "each call needs an id of its own, as its result is matched to it by id"
+            )
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from toolray._definition import RESERVED_TOOL_NAME, ToolDefinition, check_registration
+from toolray._definition import (
+    RESERVED_TOOL_NAME,
+    ToolDefinition,
+    check_registration,
+    not_a_definition,
+)
 from toolray._disposer import Disposer
 from toolray.environments._definition import EnvironmentDefinition
 
@@ -115,8 +120,7 @@ class WriteSide:
         """
         self._check_live()
         if not isinstance(definition, ToolDefinition):
-            kind = type(definition).__name__
-            raise TypeError(f"register() takes a ToolDefinition, not {kind}")
+            raise not_a_definition(definition)
         check_registration(definition)
         if when is not None and not callable(when):
             raise TypeError(f'tool "{definition.name}" when must be callable')
