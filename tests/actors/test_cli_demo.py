@@ -61,11 +61,20 @@ def test_demo_shows_every_scenario_and_exits_cleanly() -> None:
     assert "hidden in the scope: write_file" in out
     assert 'UNKNOWN_TOOL             -> Error: unknown tool "write_file"' in out
     # 6. Code Mode: one run_code program, its sub-calls nested under it
-    code = out.split("=== 6.")[1]
+    code = out.split("=== 6.")[1].split("=== 7.")[0]
     assert "    async def read_file(path: str) -> Any:" in code
     assert code.count("  +-  ") == 4
     assert re.search(r"-> read 4 lines, found \d TODO\(s\)", code)
     assert "event log: 4 tool/ptc-dispatch records" in code
+    # 7. environments: an instance per trajectory, a fork, rewards, one loss said loudly
+    env = out.split("=== 7.")[1]
+    pids = re.findall(r"opened \(open\), its process (\d+)", env)
+    assert len(set(pids)) == 2
+    assert "rewards (traj-a, its branch, traj-b): [1.0, 0.0, 0.0]" in env
+    assert "traj-b crashes its instance: ENVIRONMENT_LOST" in env
+    assert "traj-b's next call: ENVIRONMENT_LOST" in env
+    assert f"(edit 2, pid {pids[0]})" in env  # traj-a's instance untouched by the crash
+    assert "instances open: 3, lost so far: 1" in env
     assert "Ray shut down" in out
     # what Getting started shows of the demo is what it prints (timings and ids aside)
     shown = (ROOT / "docs" / "assets" / "demo.txt").read_text(encoding="utf-8")

@@ -1,10 +1,11 @@
 """``toolray demo``: start an embedded local Ray and show what toolray does, batch by batch.
 
-Six batches, each printed as a timeline (which worker ran which call, when, in which
-stage) and its results: (1) a parallel group of reads, an exclusive write barrier, more
+Seven scenes, batches printed as timelines (which worker ran which call, when, in which
+stage) with their results: (1) a parallel group of reads, an exclusive write barrier, more
 reads; (2) a tool ignoring its deadline, answered by killing and replacing its worker;
 (3) a user cancellation mid-batch; (4) a worker process crash; (5) a scope whose
-restriction hides a tool; (6) Code Mode: one ``run_code`` program calling several tools.
+restriction hides a tool; (6) Code Mode: one ``run_code`` program calling several tools;
+(7) environments: a world per trajectory, forked, read for rewards, lost loudly.
 The configuration is loaded before Ray starts (``--config``,
 else ``$TOOLRAY_CONFIG``, else the shipped ``local`` config); the
 demo runs in its own namespace, never leaves detached actors behind, and always shuts
@@ -40,6 +41,7 @@ from toolray_actors._config import RuntimeConfig, load_config
 
 from . import _demo_tools
 from ._demo_code import code_scene
+from ._demo_env import env_scene
 from ._timeline import render_results, render_timeline
 
 if TYPE_CHECKING:
@@ -346,6 +348,10 @@ async def _code(s: DemoSession) -> None:
     await code_scene(s, say)
 
 
+async def _environments(s: DemoSession) -> None:
+    await env_scene(s.rt, s.disposers, say)
+
+
 SCENARIOS: tuple[Callable[[DemoSession], Awaitable[None]], ...] = (
     _barrier,
     _timeout,
@@ -353,6 +359,7 @@ SCENARIOS: tuple[Callable[[DemoSession], Awaitable[None]], ...] = (
     _crash,
     _scope,
     _code,
+    _environments,
 )
 
 
