@@ -104,6 +104,8 @@ class EnvService:
         self._parker: asyncio.Task[None] | None = None
         self._flusher: asyncio.Task[None] | None = None
         self._starting: asyncio.Future[None] | None = None
+        self._freeing: asyncio.Future[None] | None = None
+        self._orphans: list[tuple[str | None, str, bytes]] = []
 
     def _changed(self, event: EnvironmentEvent) -> None:
         scope, name = event.scope, event.environment
@@ -225,6 +227,31 @@ class EnvService:
             return
         for scope, name, _ in held:
             self.instances.orphan(scope, name, "the executor actor holding it died")
+        self._orphans = held
+
+    def free_orphans(self) -> None:
+        """End what a predecessor's instances left running on the pools' workers.
+
+        Called once the registry is mirrored: each definition names its instance's pool.
+        """
+        held, self._orphans = self._orphans, []
+        if held:
+            self._freeing = asyncio.ensure_future(self._free_orphans(held))
+
+    async def _free_orphans(self, held: list[tuple[str | None, str, bytes]]) -> None:
+        for scope, name, where in held:
+            wid, _, iid = where.decode().partition(" ")
+            definition = self._resolve(scope, name)
+            if not iid or definition is None:  # not placed, or no longer registered
+                continue
+            try:
+                pool = self._placements.pool_for(definition.placement)
+                await pool.refresh()
+                slot = pool.slots.get(wid)
+                if slot is not None:  # else its worker went too, and the instance with it
+                    await send(slot.handle, ToolWorker.env_discard, iid)
+            except Exception:  # the worker is gone: so is what it held
+                _log.debug("toolray: could not free an orphaned instance", exc_info=True)
 
     def _flush(self) -> None:
         counts = self.instances.counts()

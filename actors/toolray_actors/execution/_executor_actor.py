@@ -137,6 +137,7 @@ class ExecutorActor:
             await self.envs.start()  # a predecessor's instances are known lost first
             if not self._attached:
                 self._rebuild(ops)
+                self.envs.free_orphans()
                 self.seq = seq
                 self._attached = True
                 self._reaper = asyncio.ensure_future(self._reap())
