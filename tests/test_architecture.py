@@ -182,6 +182,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "per-call isolation (on the public API)",
         (
             "toolray.isolation._outcome",
+            "toolray.isolation._data",
             "toolray.isolation._context",
             "toolray.isolation._bodies",
             "toolray.isolation._messages",

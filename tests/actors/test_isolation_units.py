@@ -26,7 +26,7 @@ import psutil
 import pytest
 
 from tests.actors._blobs import tool_blob
-from toolray import AbortError
+from toolray import AbortError, ToolExecutionSuccess
 from toolray.isolation import (
     AbortCall,
     CallDone,
@@ -34,8 +34,11 @@ from toolray.isolation import (
     FrameReader,
     NestedAnswer,
     NestedRequest,
+    ProtocolError,
     RunCall,
     encode,
+    error_data,
+    rebuild_error,
 )
 from toolray_actors.execution._children import CallProcesses
 
@@ -102,15 +105,17 @@ def _leaves_a_thread(args: Any, ctx: Any) -> Any:
 
 async def _nests(args: Any, ctx: Any) -> Any:
     result = await ctx.dispatch("inner", {"n": 1})
-    return result
+    return result.value
 
 
 def _nests_sync(args: Any, ctx: Any) -> Any:
-    return ctx.dispatch_sync("inner", {"n": 2})
+    return ctx.dispatch_sync("inner", {"n": 2}).value
 
 
 async def _nested(ident: Any, request: NestedRequest) -> NestedAnswer:
-    return NestedAnswer(id=request.id, result={"for": ident["token"], "name": request.name})
+    value = {"for": ident["token"], "name": request.name}
+    result = ToolExecutionSuccess(value=value, content=[{"type": "text", "text": "ok"}])
+    return NestedAnswer(id=request.id, result=result)
 
 
 class _Worker:
@@ -258,8 +263,9 @@ async def test_an_interrupted_process_is_retired_not_reused(worker, tmp_path: Pa
     assert worker.procs.interrupt("spin") == "forwarded"
     interrupted = await call
     assert interrupted.status == "error"
-    assert isinstance(interrupted.error, AbortError)
-    assert "interrupted the tool's thread" in interrupted.error.reason
+    raised = rebuild_error(interrupted.error)
+    assert isinstance(raised, AbortError)
+    assert "interrupted the tool's thread" in raised.reason
     later = await worker.run("p2", _pid)
     assert later.value != first.value  # that process was not clean any more
 
@@ -310,7 +316,7 @@ def _too_deep(args: Any, ctx: Any) -> Any:
 async def test_a_value_that_cannot_leave_its_process_fails_its_call(worker) -> None:
     out = await worker.run("deep", _too_deep)
     assert out.status == "error"
-    assert "the tool's result cannot be sent to another process" in str(out.error)
+    assert "the tool's result cannot be sent to another process" in out.error.message
     assert (await worker.run("next", _pid)).status == "ok"
 
 
@@ -326,16 +332,19 @@ def test_records_cross_a_frame_unchanged() -> None:
     records = [
         RunCall(token="t", key="k", blob=b"\x00\n\xff", arguments={"a": "\ud800"}, ident=IDENT),
         AbortCall(token="t", reason=ValueError("why")),
-        CallDone(token="t", outcome=CallOutcome(status="ok", value=deep), clean=True),
-        NestedAnswer(id=3, error=KeyError("k")),
+        NestedAnswer(id=3, error=error_data(KeyError("k"))),
     ]
-    reader = FrameReader()
+    reader = FrameReader("worker")  # what a call process reads: its worker's records
     data = b"".join(encode(r) for r in records)
     back = reader.feed(data[:7]) + reader.feed(data[7:])
     assert back[0] == records[0]
     assert (back[1].reason.args, type(back[1].reason)) == (("why",), ValueError)
-    assert back[2].outcome.value == deep
-    assert isinstance(back[3].error, KeyError)
+    assert back[2].error.name == "KeyError"
+    done = CallDone(token="t", outcome=CallOutcome(status="ok", value=deep), clean=True)
+    (read,) = FrameReader("body").feed(encode(done))  # what a worker reads
+    assert read == done
+    with pytest.raises(ProtocolError, match='unknown frame op "abort"'):
+        FrameReader("body").feed(encode(records[1]))  # a worker never unpickles a reason
 
 
 # ---------------------------------------------------------------- sizing (pure)

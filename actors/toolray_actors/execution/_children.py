@@ -36,6 +36,7 @@ from toolray.isolation import (
     RunCall,
     aborted,
     describe_exit,
+    error_data,
 )
 from toolray.procs import Child, Template
 from toolray_actors._stats import ChildStats
@@ -237,7 +238,8 @@ class CallProcesses:
         try:
             proc.send(run)
         except ValueError as err:  # its arguments cannot cross: its failure, not the process's
-            _settle(call, CallOutcome(status="error", error=RuntimeError(f"the call {err}")))
+            failed = error_data(RuntimeError(f"the call {err}"))
+            _settle(call, CallOutcome(status="error", error=failed))
             self._release(proc)
             return
         with self._lock:
@@ -272,10 +274,11 @@ class CallProcesses:
     async def _answer(self, proc: ProcessLink, call: _Call, request: NestedRequest) -> None:
         try:
             answer = await self._nested(call.ident, request)
-        except Exception as exc:
-            answer = NestedAnswer(id=request.id, error=exc)
-        if proc.call is call:
-            proc.send(answer)
+            if proc.call is call:
+                proc.send(answer)
+        except Exception as exc:  # the dispatch raised, or its result cannot cross
+            if proc.call is call:
+                proc.send(NestedAnswer(id=request.id, error=error_data(exc)))
 
     # ------------------------------------------------------------------ endings
     def _retire(self, proc: ProcessLink) -> None:
@@ -306,7 +309,7 @@ class CallProcesses:
 
     async def _settle_ended(self, proc: ProcessLink, call: _Call) -> None:
         status = await proc.wait_exit(_EXIT_WAIT_S)
-        _settle(call, _lost(describe_exit(status, self._memory_mb)))
+        _settle(call, _lost(proc.broken or describe_exit(status, self._memory_mb)))
 
     # ------------------------------------------------------------------ control lane
     def abort(self, token: str, reason: object) -> bool:

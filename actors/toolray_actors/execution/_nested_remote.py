@@ -6,11 +6,13 @@ executor actor that issued the calling execution (named in the call's ``ident``)
 executor maps the id back to the live execution and runs the nested call through its
 scope's full pipeline, bodies on workers again. Arguments that are not lossless JSON
 travel as a marker the pipeline rejects (P-ARGS-4), so they are the nested call's failure,
-as in-process.
+as in-process; lossless ones travel as the plain values their JSON text reads back as, so
+no object a body made (a frozen container it filled by hand, say) reaches the executor.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import OrderedDict
 from typing import Any, Protocol, final
@@ -20,8 +22,9 @@ import ray.exceptions as rex
 
 from toolray import AbortSignal, ToolExecutionResult, ToolRunContext
 from toolray.isolation import context_from_ident, refuse_in_loop
+from toolray.lowlevel import InvalidArguments
 from toolray_actors._remote import Handle, get, lookup, retrying, retrying_sync, send
-from toolray_actors._wire import ExecutorHome, shippable_arguments
+from toolray_actors._wire import NOT_JSON_ARGUMENTS, ExecutorHome, shippable_arguments
 
 __all__ = ("RemoteNested", "worker_context")
 
@@ -91,7 +94,7 @@ class RemoteNested:
             NestedHost.dispatch_nested,
             ctx.token.id,
             name,
-            shippable_arguments(arguments),
+            _plain(shippable_arguments(arguments)),
             call_id,
         )
 
@@ -123,6 +126,17 @@ class RemoteNested:
                 raise
 
         return retrying_sync(attempt, self._what, _RETRIES)
+
+
+def _plain(arguments: object) -> object:
+    """Lossless JSON as the plain values its text reads back as (anything else as it is)."""
+    if type(arguments) is InvalidArguments or arguments is NOT_JSON_ARGUMENTS:
+        return arguments
+    try:
+        text = json.dumps(arguments, ensure_ascii=False, allow_nan=False)
+    except (ValueError, TypeError, RecursionError):  # it only passed for lossless JSON
+        return NOT_JSON_ARGUMENTS
+    return json.loads(text)
 
 
 def worker_context(signal: AbortSignal, ident: dict[str, Any]) -> ToolRunContext:

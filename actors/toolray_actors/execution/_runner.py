@@ -29,7 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from toolray import AbortError, ToolRunContext, ToolWorkerLostError
-from toolray.isolation import CallOutcome
+from toolray.isolation import CallOutcome, rebuild_error
 from toolray.lowlevel import Entry, Link, run_body_inline, thaw_json
 from toolray_actors._errors import is_actor_death, is_cancelled, task_cause, wire_reason
 from toolray_actors._handles import kill
@@ -385,4 +385,4 @@ def _unpack(outcome: CallOutcome, ctx: ToolRunContext) -> Any:
     if status == "killed":  # the kill step's own error was raised already; a late echo
         raise AbortError("tool call aborted")
     assert outcome.error is not None, outcome
-    raise outcome.error
+    raise rebuild_error(outcome.error)  # toolray's own class, a builtin, or a stand-in

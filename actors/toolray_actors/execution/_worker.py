@@ -14,7 +14,9 @@ Where a body runs is the pool's isolation:
   bodies as tasks of the worker's loop, sync bodies in its thread pool. Fastest; a body
   that crashes the process takes every call of the worker with it.
 
-Every call's outcome is a :class:`toolray.isolation.CallOutcome`.
+Every call's outcome is a :class:`toolray.isolation.CallOutcome`; outcomes leave the worker
+as JSON (``toolray.isolation.outcomes_bytes``), which its executor reads as data: a body that
+shares this process chooses nothing the executor unpickles.
 
 For an elastic pool the worker keeps the time of its last call's start or end (``status``
 reports how long it has been idle), and once *drained* it starts no more calls: each is
@@ -40,19 +42,21 @@ from toolray.isolation import (
     ToolInterrupted,
     aborted,
     body_limit,
-    shippable_error,
+    error_data,
+    outcomes_bytes,
+    rebuild_error,
 )
-from toolray.lowlevel import Link
+from toolray.lowlevel import InvalidArguments, Link
 from toolray_actors._placement import WorkerSettings
 from toolray_actors._remote import node_id
 from toolray_actors._stats import ActorStats, ChildStats, WorkerStatus, actor_stats
 from toolray_actors._wire import (
+    NOT_JSON_ARGUMENTS,
     AbortOrder,
     ExecutorHome,
     Settled,
     WorkerRequest,
     decode,
-    encode,
 )
 
 from ._chain_gate import UNSTARTED, ChainGates
@@ -83,7 +87,7 @@ def _outcome_of(token: str, task: asyncio.Task[CallOutcome]) -> Settled:
 
 def _faulted(err: BaseException) -> CallOutcome:
     """A call's outcome when the worker itself failed running it."""
-    return CallOutcome(status="error", error=shippable_error(err))
+    return CallOutcome(status="error", error=error_data(err))
 
 
 def _context(signal: AbortSignal, ident: Mapping[str, Any]) -> ToolRunContext:
@@ -102,10 +106,17 @@ async def _nested(ident: Mapping[str, Any], request: NestedRequest) -> NestedAns
         raise ValueError(
             "this run context cannot dispatch nested calls (a toolray pipeline did not make it)"
         )
-    result = await RemoteNested(home).dispatch(
-        ctx, request.name, request.arguments, request.call_id
-    )
+    arguments: object = request.arguments
+    if request.invalid is not None:  # looking at them raised in the call's process
+        arguments = InvalidArguments(error=_exception(rebuild_error(request.invalid)))
+    elif request.not_json:
+        arguments = NOT_JSON_ARGUMENTS  # the pipeline rejects it as it rejects the value
+    result = await RemoteNested(home).dispatch(ctx, request.name, arguments, request.call_id)
     return NestedAnswer(id=request.id, result=result)
+
+
+def _exception(err: BaseException) -> Exception:
+    return err if isinstance(err, Exception) else RuntimeError(str(err))
 
 
 class ToolWorker:
@@ -213,13 +224,14 @@ class ToolWorker:
                     task.cancel()
 
     async def run_wire(self, request: bytes) -> bytes:
-        """:meth:`run` across Ray: the request and its outcome as ``wire.encode`` bytes."""
-        return encode(await self.run(cast("WorkerRequest", decode(request))))
+        """:meth:`run` across Ray: the request as ``wire.encode`` bytes, its outcome as JSON."""
+        call = cast("WorkerRequest", decode(request))
+        return outcomes_bytes([(call.token, await self.run(call))])
 
     async def run_many_wire(self, requests: bytes) -> AsyncIterator[bytes]:
-        """:meth:`run_many` across Ray: the requests and each chunk as ``wire.encode`` bytes."""
+        """:meth:`run_many` across Ray: the requests as ``wire.encode`` bytes, chunks as JSON."""
         async for chunk in self.run_many(cast("list[WorkerRequest]", decode(requests))):
-            yield encode(chunk)
+            yield _json(chunk)
 
     async def run_lane(self, requests: bytes) -> AsyncIterator[bytes]:
         """:meth:`run_many_wire` for a message on the local lane (a lone call runs directly)."""
@@ -229,10 +241,10 @@ class ToolWorker:
                     outcome = await self.run(request)
                 except Exception as err:  # a fault of the worker itself: this call's failure
                     outcome = _faulted(err)
-                yield encode([Settled(request.token, outcome)])
+                yield outcomes_bytes([(request.token, outcome)])
             case several:
                 async for chunk in self.run_many(several):
-                    yield encode(chunk)
+                    yield _json(chunk)
 
     async def lane(self, node: str) -> LaneAddress | None:
         """The local lane, for an executor on ``node`` (``None``: another node, or none here)."""
@@ -338,6 +350,10 @@ class ToolWorker:
     async def health(self) -> int:
         """The worker's pid (it answers even while bodies run)."""
         return os.getpid()
+
+
+def _json(chunk: list[Settled]) -> bytes:
+    return outcomes_bytes([(item.token, item.outcome) for item in chunk])
 
 
 async def _company(settled: asyncio.Queue[Any], wanted: int) -> None:

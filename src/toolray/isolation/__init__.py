@@ -10,8 +10,12 @@ which is also what runs the one body inside a call process.
 - :class:`BodyHost` runs bodies (async on the loop, sync in threads), addressable by token:
   ``abort`` fires the body's signal, ``interrupt`` cancels its task or injects
   :class:`ToolInterrupted` into its thread.
-- :class:`CallOutcome` is what one call comes to; errors travel pickled
-  (:func:`shippable_error`).
+- :class:`CallOutcome` is what one call comes to; its error is data (:class:`ErrorData`:
+  the raised class's name, message, traceback text, code), made where the body ran
+  (:func:`error_data`) and raised again by the executor (:func:`rebuild_error`: toolray's
+  own classes by name, every other class as a stand-in keeping its name). Outcomes leave a
+  worker as JSON too (:func:`outcomes_bytes`, :func:`outcomes_of`): nothing a body chose is
+  ever unpickled outside its own process.
 - The records a worker and a call process exchange (:class:`RunCall`, :class:`AbortCall`,
   :class:`InterruptCall`, :class:`CallDone`, :class:`NestedRequest`,
   :class:`NestedAnswer`) cross as length-prefixed JSON frames (:func:`encode`,
@@ -30,6 +34,8 @@ from ._child import MEMORY_EXIT as MEMORY_EXIT
 from ._context import RemoteToken as RemoteToken
 from ._context import context_from_ident as context_from_ident
 from ._context import refuse_in_loop as refuse_in_loop
+from ._data import outcomes_bytes as outcomes_bytes
+from ._data import outcomes_of as outcomes_of
 from ._link import ProcessLink as ProcessLink
 from ._link import call_template as call_template
 from ._link import describe_exit as describe_exit
@@ -45,11 +51,14 @@ from ._messages import RunCall as RunCall
 from ._messages import encode as encode
 from ._outcome import MISSING as MISSING
 from ._outcome import CallOutcome as CallOutcome
+from ._outcome import ErrorData as ErrorData
 from ._outcome import OutcomeStatus as OutcomeStatus
+from ._outcome import RemoteError as RemoteError
 from ._outcome import RemoteHarnessError as RemoteHarnessError
 from ._outcome import ToolInterrupted as ToolInterrupted
 from ._outcome import aborted as aborted
-from ._outcome import shippable_error as shippable_error
+from ._outcome import error_data as error_data
+from ._outcome import rebuild_error as rebuild_error
 
 __all__ = (
     "MEMORY_EXIT",
@@ -59,6 +68,7 @@ __all__ = (
     "CallDone",
     "CallOutcome",
     "ContextFactory",
+    "ErrorData",
     "FrameReader",
     "HostStats",
     "InterruptCall",
@@ -68,6 +78,7 @@ __all__ = (
     "OutcomeStatus",
     "ProcessLink",
     "ProtocolError",
+    "RemoteError",
     "RemoteHarnessError",
     "RemoteToken",
     "RunCall",
@@ -78,6 +89,9 @@ __all__ = (
     "context_from_ident",
     "describe_exit",
     "encode",
+    "error_data",
+    "outcomes_bytes",
+    "outcomes_of",
+    "rebuild_error",
     "refuse_in_loop",
-    "shippable_error",
 )

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import dataclasses
 import io
 import itertools
 import os
@@ -32,12 +33,12 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import Any
 
 import cloudpickle
 
 from toolray import AbortSignal, ToolExecutionResult, ToolRunContext
-from toolray.lowlevel import InvalidArguments, is_json
+from toolray.lowlevel import is_json
 from toolray.procs import ChildContext
 
 from ._bodies import BodyHost
@@ -53,7 +54,7 @@ from ._messages import (
     RunCall,
     encode,
 )
-from ._outcome import CallOutcome, shippable_error
+from ._outcome import CallOutcome, ErrorData, error_data, rebuild_error
 
 __all__ = ("MEMORY_EXIT", "PRELOADED", "preload", "serve_call")
 
@@ -88,9 +89,9 @@ class _Nested:
 
 def _result(answer: NestedAnswer) -> ToolExecutionResult:
     if answer.error is not None:
-        raise answer.error
-    result: ToolExecutionResult = answer.result
-    return result
+        raise rebuild_error(answer.error)
+    assert answer.result is not None
+    return answer.result
 
 
 class _Child:
@@ -99,7 +100,7 @@ class _Child:
     def __init__(self, sock: socket.socket, definitions: Mapping[str, Any], allowance: int):
         self._sock = sock
         self._send_lock = threading.Lock()
-        self._reader = FrameReader()
+        self._reader = FrameReader("worker")
         self._host = BodyHost(self._context, threads=1, max_bodies=1)
         for key, execute in definitions.items():
             self._host.remember(key, execute)
@@ -128,10 +129,19 @@ class _Child:
         ident = next(self._ids)
         self._pending[ident] = answer
         token = ctx.token.id if ctx.token is not None else ""
-        portable = _portable_arguments(arguments)
-        self.send(
-            NestedRequest(id=ident, token=token, name=name, arguments=portable, call_id=call_id)
+        request = NestedRequest(
+            id=ident, token=token, name=name, arguments=None, call_id=call_id, not_json=True
         )
+        try:
+            if is_json(arguments):  # anything else never leaves: the pipeline rejects it
+                request = dataclasses.replace(request, arguments=arguments, not_json=False)
+        except Exception as exc:  # inspecting them raised: that error is the call's failure
+            request = dataclasses.replace(request, invalid=error_data(exc))
+        try:
+            self.send(request)
+        except ValueError as err:  # lossless JSON deeper than a frame may nest, say
+            self._pending.pop(ident, None)
+            raise ValueError(f"the nested call's arguments {err}") from None
         return answer
 
     # ------------------------------------------------------------------ the loop
@@ -183,7 +193,7 @@ class _Child:
         try:
             execute = self._host.resolve(call.key, call.blob)  # a first call loads the tool
         except Exception as exc:  # a blob that does not load fails its own call only
-            outcome = CallOutcome(status="error", error=shippable_error(exc))
+            outcome = CallOutcome(status="error", error=error_data(exc))
         else:
             if execute is None:
                 outcome = CallOutcome(status="missing")
@@ -193,13 +203,15 @@ class _Child:
                     call.token, execute, call.arguments, call.ident
                 )
                 body_s = time.perf_counter() - started
-        if isinstance(outcome.error, MemoryError):
+        if _is_memory_error(outcome.error):
             os._exit(MEMORY_EXIT)  # its state is suspect: the worker reports the limit
         clean = self._clean()
         try:
             self.send(CallDone(token=call.token, outcome=outcome, clean=clean, body_s=body_s))
         except ValueError as err:  # its value (or error) cannot leave: that is its failure
-            failed = CallOutcome(status="error", error=RuntimeError(f"the tool's result {err}"))
+            failed = CallOutcome(
+                status="error", error=error_data(RuntimeError(f"the tool's result {err}"))
+            )
             self.send(CallDone(token=call.token, outcome=failed, clean=clean))
 
     def _clean(self) -> bool:
@@ -215,27 +227,8 @@ class _Child:
         return _max_rss() <= self._memory_ceiling
 
 
-class _NotPortable:
-    """Stands for nested-call arguments that cannot leave this process (not JSON either)."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "<arguments that are not lossless JSON>"
-
-
-def _portable_arguments(arguments: Any) -> Any:
-    """What a nested call's arguments become on the way out: the pipeline judges them."""
-    try:
-        if is_json(arguments):
-            return arguments
-    except Exception as exc:  # inspecting them raised: that error is the call's failure
-        return InvalidArguments(error=cast("Exception", shippable_error(exc)))
-    try:
-        cloudpickle.dumps(arguments)
-    except Exception:
-        return _NotPortable()
-    return arguments
+def _is_memory_error(error: ErrorData | None) -> bool:
+    return error is not None and (error.module, error.name) == ("builtins", "MemoryError")
 
 
 def _no_children() -> bool:

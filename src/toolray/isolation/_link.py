@@ -86,6 +86,8 @@ class ProcessLink:
         """The call it runs now (the owner's record), or ``None`` when idle."""
         self.killed = False
         """Killed on request (the ladder's last step), not died on its own."""
+        self.broken: str | None = None
+        """How it broke the frame protocol (it was killed for it), in words."""
         self.ended = False
         self.idle_since = 0.0
         self._child = child
@@ -139,7 +141,8 @@ class ProcessLink:
             return
         try:
             messages = self._reader.feed(data)
-        except Exception:  # a process that breaks the protocol is done
+        except Exception as err:  # a process that breaks the protocol is done
+            self.broken = f"broke the protocol ({str(err)[:200]})"
             self.kill()
             return
         for message in messages:

@@ -1,14 +1,16 @@
-"""The records a worker and a call's process exchange, and their frames.
+"""The records a worker and a body's process exchange, and their frames.
 
 Frames are ``toolray.procs``' (a 4-byte big-endian length, then one UTF-8 JSON object
-whose ``op`` names the record, then optional raw bytes). Arguments and values cross as
-lossless JSON; a definition's cloudpickle blob as the frame's raw bytes; what else JSON
-cannot carry — an error, an abort reason, deferred contexts, a nested call's result —
-pickled, base64 inside the JSON.
+whose ``op`` names the record, then optional raw bytes), read within their bounds.
+Whatever a body's process sends is data: values and arguments as lossless JSON, errors,
+deferred contexts and nested results as the JSON of :mod:`._data` — a worker never
+unpickles anything from it. Only the worker's own records carry pickles to the body's
+process: a definition's cloudpickle blob as a frame's raw bytes, an abort's reason.
 
-Worker → call process: :class:`RunCall`, :class:`AbortCall`, :class:`InterruptCall`,
-:class:`NestedAnswer`. Call process → worker: :class:`CallDone`, :class:`NestedRequest`.
-A frame whose ``op`` is unknown, or that is not JSON, is a :class:`ProtocolError`.
+Worker → body's process: :class:`RunCall`, :class:`AbortCall`, :class:`InterruptCall`,
+:class:`NestedAnswer`. Body's process → worker: :class:`CallDone`, :class:`NestedRequest`.
+Each side reads only the other's records (:class:`FrameReader` is made for one sender); a
+frame whose ``op`` is not one of them, or that breaks a bound, is a :class:`ProtocolError`.
 """
 
 from __future__ import annotations
@@ -17,13 +19,23 @@ import base64
 import pickle
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final, Literal
 
 import cloudpickle
 
+from toolray import ToolExecutionResult
 from toolray.procs import ATTACHMENT, FrameDecoder, ProtocolError, encode_frame
 
-from ._outcome import CallOutcome
+from ._data import (
+    BODY_STATUSES,
+    error_fields,
+    error_of,
+    outcome_fields,
+    outcome_of,
+    result_fields,
+    result_of,
+)
+from ._outcome import CallOutcome, ErrorData
 
 __all__ = (
     "AbortCall",
@@ -35,8 +47,12 @@ __all__ = (
     "NestedRequest",
     "ProtocolError",
     "RunCall",
+    "Sender",
     "encode",
 )
+
+Sender = Literal["worker", "body"]
+"""Who wrote the frames a :class:`FrameReader` reads: the worker, or a body's process."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -79,13 +95,20 @@ class CallDone:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NestedRequest:
-    """A body's ``ctx.dispatch``: the worker asks the call's executor and answers."""
+    """A body's ``ctx.dispatch``: the worker asks the call's executor and answers.
+
+    ``arguments`` are lossless JSON — unless ``not_json`` (they were not: the nested call
+    fails as the pipeline fails such arguments) or ``invalid`` (looking at them raised that
+    error, which is the nested call's failure).
+    """
 
     id: int
     token: str
     name: str
     arguments: Any
     call_id: str | None
+    not_json: bool = False
+    invalid: ErrorData | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -93,45 +116,22 @@ class NestedAnswer:
     """The nested call's result, or the error its dispatch raised."""
 
     id: int
-    result: Any = None
-    error: BaseException | None = None
+    result: ToolExecutionResult | None = None
+    error: ErrorData | None = None
 
 
 Message = RunCall | AbortCall | InterruptCall | CallDone | NestedRequest | NestedAnswer
+
+_FROM_BODY: Final = frozenset({"done", "nested"})
+_FROM_WORKER: Final = frozenset({"run", "abort", "interrupt", "answer"})
 
 
 def _pickled(value: Any) -> str:
     return base64.b64encode(cloudpickle.dumps(value)).decode("ascii")
 
 
-def _unpickled(text: str) -> Any:
+def _unpickled(text: str) -> Any:  # only ever in a body's process, from its worker
     return cloudpickle.loads(base64.b64decode(text))
-
-
-def _outcome_fields(outcome: CallOutcome) -> dict[str, Any]:
-    fields: dict[str, Any] = {"status": outcome.status}
-    if outcome.value is not None:
-        fields["value"] = outcome.value
-    if outcome.error is not None:
-        fields["error"] = _pickled(outcome.error)
-    if outcome.contexts:
-        fields["contexts"] = _pickled(outcome.contexts)
-    if outcome.concludes:
-        fields["concludes"] = True
-    if outcome.detail:
-        fields["detail"] = outcome.detail
-    return fields
-
-
-def _outcome_of(fields: Mapping[str, Any]) -> CallOutcome:
-    return CallOutcome(
-        status=fields["status"],
-        value=fields.get("value"),
-        error=_unpickled(fields["error"]) if "error" in fields else None,
-        contexts=_unpickled(fields["contexts"]) if "contexts" in fields else (),
-        concludes=bool(fields.get("concludes", False)),
-        detail=str(fields.get("detail", "")),
-    )
 
 
 def _fields(message: Message) -> dict[str, Any]:
@@ -149,31 +149,62 @@ def _fields(message: Message) -> dict[str, Any]:
         case InterruptCall():
             return {"op": "interrupt", "token": message.token}
         case CallDone():
-            fields = _outcome_fields(message.outcome)
+            fields = outcome_fields(message.outcome)
             done = {"op": "done", "token": message.token, "clean": message.clean}
             return {**done, "body_s": round(message.body_s, 6), **fields}
         case NestedRequest():
-            return {
-                "op": "nested",
-                "id": message.id,
-                "token": message.token,
-                "name": message.name,
-                "arguments": _pickled(message.arguments),
-                "call_id": message.call_id,
-            }
+            nested = {"op": "nested", "id": message.id, "token": message.token}
+            nested |= {"name": message.name, "call_id": message.call_id}
+            if message.invalid is not None:
+                return nested | {"invalid": error_fields(message.invalid)}
+            if message.not_json:
+                return nested | {"not_json": True}
+            return nested | {"arguments": message.arguments}
         case NestedAnswer():
-            answer = message.error if message.error is not None else message.result
-            return {
-                "op": "answer",
-                "id": message.id,
-                "failed": message.error is not None,
-                "payload": _pickled(answer),
-            }
+            answer: dict[str, Any] = {"op": "answer", "id": message.id}
+            if message.error is not None:
+                return answer | {"error": error_fields(message.error)}
+            assert message.result is not None
+            return answer | {"result": result_fields(message.result)}
     raise TypeError(f"not a message: {message!r}")
 
 
-def _record(fields: dict[str, Any]) -> Message:
-    op = fields.get("op")
+def _of(fields: Mapping[str, Any], key: str, kind: type) -> Any:
+    value = fields.get(key)
+    if type(value) is not kind:
+        raise ProtocolError(f'a "{str(fields["op"])[:40]}" frame has no {kind.__name__} "{key}"')
+    return value
+
+
+def _from_body(fields: dict[str, Any]) -> Message:
+    op = fields["op"]
+    if op == "done":
+        body_s = fields.get("body_s", 0.0)
+        if type(body_s) not in (int, float):
+            raise ProtocolError('a "done" frame\'s "body_s" is not a number')
+        return CallDone(
+            token=_of(fields, "token", str),
+            outcome=outcome_of(fields, BODY_STATUSES),
+            clean=_of(fields, "clean", bool),
+            body_s=float(body_s),
+        )
+    call_id = fields.get("call_id")
+    if call_id is not None and type(call_id) is not str:
+        raise ProtocolError('a "nested" frame\'s "call_id" is not a string')
+    invalid = fields.get("invalid")
+    return NestedRequest(
+        id=_of(fields, "id", int),
+        token=_of(fields, "token", str),
+        name=_of(fields, "name", str),
+        arguments=fields.get("arguments"),
+        call_id=call_id,
+        not_json=fields.get("not_json") is True,
+        invalid=None if invalid is None else error_of(invalid),
+    )
+
+
+def _from_worker(fields: dict[str, Any]) -> Message:
+    op = fields["op"]
     if op == "run":
         return RunCall(
             token=fields["token"],
@@ -186,27 +217,9 @@ def _record(fields: dict[str, Any]) -> Message:
         return AbortCall(token=fields["token"], reason=_unpickled(fields["reason"]))
     if op == "interrupt":
         return InterruptCall(token=fields["token"])
-    if op == "done":
-        return CallDone(
-            token=fields["token"],
-            outcome=_outcome_of(fields),
-            clean=fields["clean"],
-            body_s=float(fields.get("body_s", 0.0)),
-        )
-    if op == "nested":
-        return NestedRequest(
-            id=fields["id"],
-            token=fields["token"],
-            name=fields["name"],
-            arguments=_unpickled(fields["arguments"]),
-            call_id=fields["call_id"],
-        )
-    if op == "answer":
-        payload = _unpickled(fields["payload"])
-        if fields["failed"]:
-            return NestedAnswer(id=fields["id"], error=payload)
-        return NestedAnswer(id=fields["id"], result=payload)
-    raise ProtocolError(f"unknown frame op {op!r}")
+    if "error" in fields:
+        return NestedAnswer(id=fields["id"], error=error_of(fields["error"]))
+    return NestedAnswer(id=fields["id"], result=result_of(fields["result"]))
 
 
 def encode(message: Message) -> bytes:
@@ -220,28 +233,39 @@ def encode(message: Message) -> bytes:
     try:
         return encode_frame(_fields(message), blob)
     except (RecursionError, TypeError, pickle.PicklingError) as err:
-        raise ValueError(f"cannot be sent to another process: {err}") from None
+        raise ValueError(f"cannot be sent to another process: {str(err)[:200]}") from None
 
 
 class FrameReader:
     """Incremental: feed it bytes as they arrive, get back the complete records.
 
+    ``sender`` is who writes them: a worker reads only a body's records (``"body"``, the
+    default), a body's process only its worker's (``"worker"``).
+
     Example:
-        >>> reader = FrameReader()
+        >>> reader = FrameReader("worker")
         >>> data = encode(InterruptCall(token="t1"))
         >>> reader.feed(data[:3]), reader.feed(data[3:])
         ([], [InterruptCall(token='t1')])
     """
 
-    __slots__ = ("_decoder",)
+    __slots__ = ("_decoder", "_ops", "_read")
 
-    def __init__(self) -> None:
-        self._decoder = FrameDecoder(attachments=True)
+    def __init__(self, sender: Sender = "body") -> None:
+        from_worker = sender == "worker"
+        self._decoder = FrameDecoder(attachments=from_worker)
+        self._ops = _FROM_WORKER if from_worker else _FROM_BODY
+        self._read = _from_worker if from_worker else _from_body
 
     def feed(self, data: bytes) -> list[Message]:
         """Append ``data``; return every record now complete, in order.
 
         Raises:
-            ProtocolError: a frame that is not one of the records.
+            ProtocolError: a frame that is not one of the sender's records, or past a bound.
         """
-        return [_record(fields) for fields in self._decoder.feed(data)]
+        out = []
+        for fields in self._decoder.feed(data):
+            if fields["op"] not in self._ops:
+                raise ProtocolError(f'unknown frame op "{str(fields["op"])[:200]}"')
+            out.append(self._read(fields))
+        return out

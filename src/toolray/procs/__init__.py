@@ -43,6 +43,8 @@ The contract:
   both Code Mode and other users speak on a child's channel: a 4-byte big-endian length,
   then one UTF-8 JSON object with an ``op``; a frame may carry raw bytes after the JSON
   text (``encode_frame(message, attachment)``; ``FrameDecoder(attachments=True)``).
+  Decoding is bounded (:data:`MAX_FRAME_BYTES` bytes, :data:`MAX_ELEMENTS` values,
+  :data:`MAX_DEPTH` levels): a frame past a bound is refused before any value is built.
 
 Example:
     >>> from toolray.procs import Template, TemplateSpec
@@ -58,9 +60,12 @@ from __future__ import annotations
 
 from ._child import Child as Child
 from ._frames import ATTACHMENT as ATTACHMENT
+from ._frames import MAX_DEPTH as MAX_DEPTH
+from ._frames import MAX_ELEMENTS as MAX_ELEMENTS
 from ._frames import MAX_FRAME_BYTES as MAX_FRAME_BYTES
 from ._frames import FrameDecoder as FrameDecoder
 from ._frames import ProtocolError as ProtocolError
+from ._frames import decode_json as decode_json
 from ._frames import encode_frame as encode_frame
 from ._template import Template as Template
 from ._values import ExitStatus as ExitStatus
@@ -73,6 +78,8 @@ from ._zygote import ChildContext as ChildContext
 __all__ = (
     "ATTACHMENT",
     "CHANNEL_FD",
+    "MAX_DEPTH",
+    "MAX_ELEMENTS",
     "MAX_FRAME_BYTES",
     "Child",
     "ChildContext",
@@ -83,5 +90,6 @@ __all__ = (
     "TemplateError",
     "TemplateSpec",
     "TemplateStatistics",
+    "decode_json",
     "encode_frame",
 )
