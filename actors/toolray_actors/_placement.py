@@ -33,6 +33,8 @@ _FIELDS = (
     "pool",
 )
 _ELASTIC = ("min_size", "max_size", "idle_s")
+_DEFAULTS = {"reuse": "tool"}
+"""Fields in the key only when not at their default (keys of older placements unchanged)."""
 
 
 def placement_key(placement: Any) -> str:
@@ -46,6 +48,9 @@ def placement_key(placement: Any) -> str:
     fields = {name: getattr(placement, name, None) for name in _FIELDS}
     for extra in _ELASTIC:  # only when set: the keys of fixed pools stay as they were
         if getattr(placement, extra, None) is not None:
+            fields[extra] = getattr(placement, extra)
+    for extra, default in _DEFAULTS.items():
+        if getattr(placement, extra, default) != default:
             fields[extra] = getattr(placement, extra)
     name = fields.pop("pool")
     if name and not any(v is not None for v in fields.values()):
@@ -71,6 +76,8 @@ class WorkerSettings:
     """``"call"``: idle call processes kept forked ahead of demand."""
     max_bodies: int | None = None
     """Bodies at once (default ``body_limit(threads)``; 1 for a default GPU pool)."""
+    reuse: Literal["tool", "never"] = "tool"
+    """``"call"``: a process takes later calls of its own tool only, or none at all."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -149,6 +156,7 @@ def pool_plan(placement: Any, config: RuntimeConfig) -> PoolPlan:
         memory_mb=base.memory_mb,
         warm_children=base.warm_children,
         max_bodies=1 if one_at_a_time else None,
+        reuse=_own(placement, "reuse", "tool"),
     )
     low = _own(placement, "min_size", base.min_size)
     high = _own(placement, "max_size", base.max_size)

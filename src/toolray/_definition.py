@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = (
     "ISOLATION_MODES",
     "RESERVED_TOOL_NAME",
+    "REUSE_MODES",
     "Placement",
     "ToolDefinition",
     "ToolOutput",
@@ -39,6 +40,8 @@ RESERVED_TOOL_NAME = "run_code"
 
 ISOLATION_MODES = ("call", "shared")
 """How far a body's fault reaches on Ray: its own call only, or every call of its worker."""
+REUSE_MODES = ("tool", "never")
+"""Which later calls a call process takes: its tool's only, or none."""
 
 JsonSchema = dict[str, Any]
 ContentProjector = Callable[["ToolExecution", "ToolExecutionResult"], "list[ContentBlock] | None"]
@@ -73,6 +76,11 @@ class Placement:
     (default 60) make the pool elastic: it adds workers while calls wait for one, up to
     ``max_size``, and retires workers idle for ``idle_s``, down to ``min_size``.
 
+    ``reuse`` (with ``isolation="call"``): a call process whose call ended cleanly takes
+    later calls of the same tool definition only (``"tool"``, the default) — never another
+    tool's, whichever scope it comes from — or none at all (``"never"``: a fresh process
+    per call).
+
     Example:
         >>> Placement(resources={"gpu_slot": 1}, size=2).spare is None
         True
@@ -90,12 +98,15 @@ class Placement:
     max_size: int | None = None
     idle_s: float | None = None
     isolation: Literal["call", "shared"] | None = None
+    reuse: Literal["tool", "never"] = "tool"
 
     def __post_init__(self) -> None:
         if self.isolation not in (None, *ISOLATION_MODES):
             raise ValueError(
                 f'Placement.isolation must be "call" or "shared", not {self.isolation!r}'
             )
+        if self.reuse not in REUSE_MODES:
+            raise ValueError(f'Placement.reuse must be "tool" or "never", not {self.reuse!r}')
         fields = (("size", 1), ("spare", 0), ("max_concurrency", 1), ("min_size", 1))
         for field, least in (*fields, ("max_size", 1)):
             value = getattr(self, field)

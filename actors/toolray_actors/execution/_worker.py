@@ -140,6 +140,7 @@ class ToolWorker:
                 limit=limit,
                 nested=_nested,
                 env=env or {},
+                reuse=self.settings.reuse,
             )
         self._lock = threading.Lock()  # the control lane reads these from another thread
         self._active = 0

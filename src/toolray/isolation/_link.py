@@ -88,6 +88,9 @@ class ProcessLink:
         """Killed on request (the ladder's last step), not died on its own."""
         self.broken: str | None = None
         """How it broke the frame protocol (it was killed for it), in words."""
+        self.bound: str | None = None
+        """The definition key of the tool it ran a call of (``None``: fresh): it takes
+        calls of that tool only."""
         self.ended = False
         self.idle_since = 0.0
         self._child = child
