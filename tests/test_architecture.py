@@ -181,6 +181,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "per-call isolation (on the public API)",
         (
+            "toolray.isolation._reaper",
             "toolray.isolation._outcome",
             "toolray.isolation._data",
             "toolray.isolation._context",

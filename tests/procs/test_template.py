@@ -309,3 +309,26 @@ def test_an_importable_entry_with_toolray_preloaded(make_template) -> None:
         child.wait_exit_blocking(WAIT_S)
     finally:
         template.stop()
+
+
+async def test_a_double_forked_daemon_is_killed_when_the_template_adopts_it(
+    make_template,
+) -> None:
+    template = make_template("hang_with_daemon")
+    child = await template.fork_async()
+    try:
+        pids = await asyncio.to_thread(read_frame, child.channel)
+        daemon = psutil.Process(pids["daemon"])
+        assert os.getsid(daemon.pid) != os.getsid(child.pid)  # it left the child's session
+        assert daemon.ppid() == template.pid  # the template, a subreaper, took it in
+        assert daemon.status() != "zombie"  # the control: it runs
+        child.kill()  # its group goes; the daemon is in none of it
+        await child.wait_exit()
+        daemon.wait(WAIT_S)  # killed by the template that adopted it, and reaped
+        assert not psutil.pid_exists(pids["daemon"]) or daemon.status() == "zombie"
+        deadline = asyncio.get_running_loop().time() + WAIT_S
+        while template.statistics().orphans < 1:  # its report follows the kill
+            assert asyncio.get_running_loop().time() < deadline
+            await asyncio.sleep(0.01)
+    finally:
+        child.close()

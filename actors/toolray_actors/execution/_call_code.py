@@ -72,6 +72,10 @@ class TemplateCode:
         """The keys the template holds now (a process forked now holds them too)."""
         return set(self._loaded)
 
+    def orphans(self) -> int:
+        """Processes its template adopted (left behind by a killed call process) and killed."""
+        return 0 if self._template is None else self._template.statistics().orphans
+
     def stop(self) -> None:
         """Stop the template, its processes killed and reaped first (blocks briefly)."""
         if self._template is not None:

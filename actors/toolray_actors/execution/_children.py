@@ -81,7 +81,7 @@ class CallProcesses:
         self._background: set[asyncio.Task[None]] = set()
         self._closed = False
         self.forks = self.kills = self.deaths = self.retired = self.replacements = 0
-        self.runs = 0
+        self.runs = self.descendants = 0
 
     # ------------------------------------------------------------------ the template
     def _template_now(self) -> Template:
@@ -245,6 +245,7 @@ class CallProcesses:
                 self._start_on(proc, call)
                 return
             self._sizing.took(message.body_s)
+            self.descendants += message.left
             settle(call, outcome)
             if message.clean and self._reuse == "tool":
                 self._release(proc)
@@ -332,6 +333,7 @@ class CallProcesses:
             deaths=self.deaths,
             retired=self.retired,
             replacements=self.replacements,
+            descendants=self.descendants + self._code.orphans(),
             pids=tuple(self._procs),
         )
 

@@ -55,6 +55,7 @@ from ._messages import (
     encode,
 )
 from ._outcome import CallOutcome, ErrorData, error_data, rebuild_error
+from ._reaper import become_subreaper, kill_descendants
 
 __all__ = ("MEMORY_EXIT", "PRELOADED", "preload", "serve_call")
 
@@ -205,14 +206,17 @@ class _Child:
                 body_s = time.perf_counter() - started
         if _is_memory_error(outcome.error):
             os._exit(MEMORY_EXIT)  # its state is suspect: the worker reports the limit
-        clean = self._clean()
+        left = kill_descendants()  # what the body started dies with its call
+        clean = not left and self._clean()
         try:
-            self.send(CallDone(token=call.token, outcome=outcome, clean=clean, body_s=body_s))
+            self.send(
+                CallDone(token=call.token, outcome=outcome, clean=clean, body_s=body_s, left=left)
+            )
         except ValueError as err:  # its value (or error) cannot leave: that is its failure
             failed = CallOutcome(
                 status="error", error=error_data(RuntimeError(f"the tool's result {err}"))
             )
-            self.send(CallDone(token=call.token, outcome=failed, clean=clean))
+            self.send(CallDone(token=call.token, outcome=failed, clean=clean, left=left))
 
     def _clean(self) -> bool:
         if self._tainted:
@@ -223,7 +227,7 @@ class _Child:
         if any(t not in tasks for t in asyncio.all_tasks()):
             return False  # so is a task
         if not _no_children():
-            return False  # so is a process it started (retiring this one kills its group)
+            return False  # so is a process it started (one that could not be killed)
         return _max_rss() <= self._memory_ceiling
 
 
@@ -284,6 +288,7 @@ def serve_call(ctx: ChildContext) -> int:
     os.dup2(2, 1)  # the template's stdout is discarded; the worker's stderr is its log
     if isinstance(sys.stdout, io.TextIOWrapper):
         sys.stdout.reconfigure(line_buffering=True)
+    become_subreaper()  # what a body starts stays below this process, to be killed
     allowance = int(ctx.args["memory_mb"]) * 2**20
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     limit = _data_size() + allowance

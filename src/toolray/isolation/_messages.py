@@ -91,6 +91,8 @@ class CallDone:
     body_s: float = 0.0
     """How long the body ran (wall time inside the call process; its tool's loading not
     counted)."""
+    left: int = 0
+    """Processes the body left running, killed at its call's end."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -151,7 +153,7 @@ def _fields(message: Message) -> dict[str, Any]:
         case CallDone():
             fields = outcome_fields(message.outcome)
             done = {"op": "done", "token": message.token, "clean": message.clean}
-            return {**done, "body_s": round(message.body_s, 6), **fields}
+            return {**done, "body_s": round(message.body_s, 6), "left": message.left, **fields}
         case NestedRequest():
             nested = {"op": "nested", "id": message.id, "token": message.token}
             nested |= {"name": message.name, "call_id": message.call_id}
@@ -187,6 +189,7 @@ def _from_body(fields: dict[str, Any]) -> Message:
             outcome=outcome_of(fields, BODY_STATUSES),
             clean=_of(fields, "clean", bool),
             body_s=float(body_s),
+            left=max(0, _of(fields, "left", int)) if "left" in fields else 0,
         )
     call_id = fields.get("call_id")
     if call_id is not None and type(call_id) is not str:

@@ -30,9 +30,11 @@ The contract:
   exception exits 1 with its traceback on stderr. What it does with its channel — one
   request or many — is up to it. The child never returns into the template.
 - **Lifecycle.** The template is every child's parent (and a child subreaper, so it also
-  reaps anything a child leaves behind). It reports each child's end — exit code or
-  signal, CPU seconds, peak RSS — which ``child.status`` holds and ``await
-  child.wait_exit()`` / ``child.wait_exit_blocking()`` return (an :class:`ExitStatus`).
+  reaps — and kills — anything a child leaves behind: a process it adopts, a descendant
+  whose parent died, is killed at once and counted in ``statistics().orphans``). It
+  reports each child's end — exit code or signal, CPU seconds, peak RSS — which
+  ``child.status`` holds and ``await child.wait_exit()`` / ``child.wait_exit_blocking()``
+  return (an :class:`ExitStatus`).
   ``child.kill()`` signals the child's process group through the template, which never
   signals a pid it has already reaped. Children die with the template (``SIGKILL`` as
   their parent-death signal); a dead template is noticed at once (its socket closes):

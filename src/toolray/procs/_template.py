@@ -109,6 +109,8 @@ class _Generation:
             _close(sock, stderr)
             if future.set_running_or_notify_cancel():
                 future.set_exception(TemplateError(f"fork failed: {message.get('error')}"))
+        elif op == "orphans":
+            self.counts["orphans"] += int(message.get("killed") or 0)
         elif op == "exited":
             with self.lock:
                 child = self.children.pop(message["pid"], None)
@@ -187,7 +189,7 @@ class Template:
         self._lock = threading.Lock()
         self._generation: _Generation | None = None
         self._ids = itertools.count(1)
-        self._counts = {"starts": 0, "forks": 0, "exits": 0}
+        self._counts = {"starts": 0, "forks": 0, "exits": 0, "orphans": 0}
 
     @property
     def pid(self) -> int | None:
@@ -343,4 +345,5 @@ class Template:
             forks=self._counts["forks"],
             exits=self._counts["exits"],
             alive=alive,
+            orphans=self._counts["orphans"],
         )

@@ -9,7 +9,9 @@ then serves the control socket (``AF_UNIX`` ``SOCK_SEQPACKET``, one JSON object 
 message, descriptors as ``SCM_RIGHTS``) until the host says ``stop`` or goes away (EOF):
 children are then killed, reaped, and the template exits. It is every child's parent and a
 child subreaper, so it reaps everything below it and reports how each child ended; a child's
-process group is killed when the child ends (what it started there does not outlive it).
+process group is killed when the child ends (what it started there does not outlive it), and
+so is every process the template *adopts* — a descendant whose own parent died, a
+double-forked ``setsid`` daemon say — which it reports in an ``orphans`` message.
 """
 
 from __future__ import annotations
@@ -257,11 +259,22 @@ class Zygote:
             _, status, usage = os.wait4(pid, 0)
             if self.children.pop(pid, None) is not None:
                 self.send(exit_report(pid, status, usage))
+            self.kill_orphans()
+
+    def kill_orphans(self) -> None:
+        """SIGKILL every process adopted (a child of the template it never forked)."""
+        orphans = [pid for pid in _own_children() if pid not in self.children]
+        for pid in orphans:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        if orphans:  # each is reaped by the loop, once it has died
+            self.send({"op": "orphans", "killed": len(orphans)})
 
     def stop(self) -> None:
         # ``kill`` takes the host's plain ints (``signal.SIGKILL`` is an enum it would refuse)
         for pid in list(self.children):
             self.kill(pid, int(signal.SIGKILL))
+        self.kill_orphans()
         while True:
             try:
                 pid, status, usage = os.wait4(-1, 0)
@@ -269,6 +282,7 @@ class Zygote:
                 break
             if self.children.pop(pid, None) is not None:
                 self.send(exit_report(pid, status, usage))
+            self.kill_orphans()  # what a dying child leaves comes to the template
 
 
 def exit_report(pid: int, status: int, usage: Any) -> dict[str, Any]:
@@ -293,6 +307,16 @@ def _arrange_fds(channel: int, stderr: int | None) -> None:
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
     os.closerange(CHANNEL_FD + 1, 1 << 20)
+
+
+def _own_children() -> list[int]:
+    """This process's children (every thread's), from ``/proc`` (none where it does not say)."""
+    found: list[int] = []
+    with contextlib.suppress(OSError):
+        for tid in os.listdir("/proc/self/task"):
+            with contextlib.suppress(OSError), open(f"/proc/self/task/{tid}/children") as kids:
+                found += [int(pid) for pid in kids.read().split()]
+    return found
 
 
 def _ignore(signum: int, frame: object) -> None:
