@@ -8,7 +8,8 @@ new processes and exec, sockets (but a unix ``socketpair``), signals to anything
 process itself, ``ptrace``, ``process_vm_*``, ``pidfd_*``, ``io_uring_*``, ``bpf``,
 ``perf_event_open``, ``userfaultfd``, ``keyctl``, ``open_by_handle_at``,
 ``personality``, ``memfd_create``, ``mount`` and namespaces, ``setuid`` and friends.
-``clone`` is allowed for threads only, ``fcntl`` without ``F_SETOWN*``/``F_SETSIG``/
+``clone`` is allowed for threads only, ``sendto`` without an address (``send``: a socket
+file in a read path cannot be sent to), ``fcntl`` without ``F_SETOWN*``/``F_SETSIG``/
 leases/``F_NOTIFY``, ``ioctl`` for a handful of terminal and descriptor requests,
 ``prctl`` for names and read-only queries. ``clone3`` answers ``ENOSYS`` so the C library
 falls back to the filtered ``clone``.
@@ -34,7 +35,7 @@ ALLOWED: dict[str, int] = {
     "read": 0, "write": 1, "futex": 202, "epoll_wait": 232, "epoll_pwait": 281,
     "epoll_ctl": 233, "mmap": 9, "munmap": 11, "brk": 12, "mprotect": 10, "close": 3,
     "fstat": 5, "newfstatat": 262, "openat": 257, "lseek": 8, "getpid": 39,
-    "clock_gettime": 228, "sendto": 44, "recvfrom": 45, "getrandom": 318,
+    "clock_gettime": 228, "recvfrom": 45, "getrandom": 318,
     "rt_sigaction": 13, "rt_sigprocmask": 14, "rt_sigreturn": 15, "madvise": 28,
     "readv": 19, "writev": 20, "pread64": 17, "pwrite64": 18, "preadv": 295,
     "pwritev": 296, "preadv2": 327, "pwritev2": 328, "close_range": 436, "open": 2,
@@ -59,8 +60,8 @@ ALLOWED: dict[str, int] = {
 }  # fmt: skip
 """Syscalls allowed whatever their arguments (x86_64 numbers)."""
 
-_CLONE, _CLONE3, _FCNTL, _IOCTL, _PRCTL, _TGKILL, _SOCKETPAIR, _PRLIMIT = (
-    56, 435, 72, 16, 157, 234, 53, 302,
+_CLONE, _CLONE3, _FCNTL, _IOCTL, _PRCTL, _TGKILL, _SOCKETPAIR, _PRLIMIT, _SENDTO = (
+    56, 435, 72, 16, 157, 234, 53, 302, 44,
 )  # fmt: skip
 _CLONE_THREAD = 0x10000
 _CLONE_NAMESPACES = 0x7E020080  # NEWNS NEWCGROUP NEWUTS NEWIPC NEWUSER NEWPID NEWNET NEWTIME
@@ -92,6 +93,19 @@ def _one_of(nr: int, arg: int, values: tuple[int, ...]) -> list[bytes]:
     return [_op(_JEQ, nr, 0, len(body)), *body]
 
 
+def _sendto_without_address() -> list[bytes]:
+    """``sendto`` allowed only with no destination (``dest_addr``, argument 4, is NULL)."""
+    body = [
+        _op(_LD_W_ABS, _arg(4)),
+        _op(_JEQ, 0, 0, 3),
+        _op(_LD_W_ABS, _arg(4) + 4),  # its high 32 bits
+        _op(_JEQ, 0, 0, 1),
+        _op(_RET, _ALLOW),
+        _op(_RET, _ERRNO | errno.EPERM),
+    ]
+    return [_op(_JEQ, _SENDTO, 0, len(body)), *body]
+
+
 def _clone() -> list[bytes]:
     body = [
         _op(_LD_W_ABS, _arg(0)),
@@ -116,6 +130,7 @@ def program(own_pid: int) -> list[bytes]:
     for nr in ALLOWED.values():
         prog += [_op(_JEQ, nr, 0, 1), _op(_RET, _ALLOW)]
     prog += [_op(_JEQ, _CLONE3, 0, 1), _op(_RET, _ERRNO | errno.ENOSYS)]
+    prog += _sendto_without_address()
     prog += _clone()
     prog += _one_of(_FCNTL, 1, FCNTL_ALLOWED)
     prog += _one_of(_IOCTL, 1, IOCTL_ALLOWED)
