@@ -188,6 +188,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "toolray.isolation._bodies",
             "toolray.isolation._messages",
             "toolray.isolation._child",
+            "toolray.isolation._sandbox",
             "toolray.isolation._link",
             "toolray.isolation",
         ),

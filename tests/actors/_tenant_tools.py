@@ -16,6 +16,7 @@ from typing import Any
 from toolray import (
     FrozenDict,
     HarnessError,
+    Placement,
     ToolDefinition,
     ToolOutput,
     UserMessage,
@@ -72,13 +73,14 @@ def _render(args: Any, value: Any) -> list[Any]:
 _OUT = ToolOutput(schema={}, render=_render)
 
 
-def _tool(name: str, body: Any) -> ToolDefinition:
+def _tool(name: str, body: Any, placement: Placement | None = None) -> ToolDefinition:
     return ToolDefinition(
         name=name,
         description="hostile",
         parameters={"type": "object"},
         output=_OUT,
         execute=body,
+        placement=placement,
     )
 
 
@@ -121,8 +123,8 @@ def _victim(args: Any, ctx: Any) -> Any:
     return {"victim": args}
 
 
-def hostile_tools() -> list[ToolDefinition]:
-    """Every route's tool, and the victim ``ctx.dispatch`` aims at."""
+def hostile_tools(placement: Placement | None = None) -> list[ToolDefinition]:
+    """Every route's tool, and the victim ``ctx.dispatch`` aims at (on ``placement``)."""
     bodies = {
         "hostile_raise": _raises,
         "hostile_raise_coded": _raises_coded,
@@ -132,7 +134,7 @@ def hostile_tools() -> list[ToolDefinition]:
         "hostile_value": _returns_forged,
         "hostile_victim": _victim,
     }
-    return [_tool(name, body) for name, body in bodies.items()]
+    return [_tool(name, body, placement) for name, body in bodies.items()]
 
 
 def marker_lines(marker: Path) -> list[str]:

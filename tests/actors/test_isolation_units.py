@@ -411,7 +411,7 @@ def test_an_isolation_that_does_not_exist_is_refused() -> None:
     from toolray import Placement
     from toolray_actors import RuntimeConfig
 
-    with pytest.raises(ValueError, match=r'Placement\.isolation must be "call" or "shared"'):
+    with pytest.raises(ValueError, match=r'isolation must be "call", "shared" or "sandbox"'):
         Placement(isolation="process")  # type: ignore[arg-type]
     with pytest.raises(ValidationError):
         RuntimeConfig.model_validate({"pool": {"isolation": "process"}})

@@ -3,7 +3,8 @@
 The first row of the tenant-boundaries red team, on the real runtime: a body smuggles a
 *reviver* (an object whose unpickling runs code) as the error it raises, in ``ctx.dispatch``
 arguments, as a deferred context's ``meta`` and inside its value, with ``isolation="call"``
-(a body in a process of its own) and ``"shared"`` (bodies in the worker actor). Each call
+(a body in a process of its own), ``"sandbox"`` (the same, confined) and ``"shared"``
+(bodies in the worker actor). Each call
 gets one result, the model-facing failure says what the body raised, and the reviver never
 runs — in no worker, executor or driver. The control shows each smuggled object would run
 its reviver wherever it was unpickled.
@@ -19,19 +20,20 @@ import pytest
 
 from tests.actors import _tenant_tools
 from tests.actors._tenant_tools import HostileError, Reviver, forged, hostile_tools, marker_lines
-from toolray import ToolBatchInput, ToolCall, UserMessage, text_block
+from toolray import Placement, ToolBatchInput, ToolCall, UserMessage, text_block
 
 pytestmark = pytest.mark.ray
 
 cloudpickle.register_pickle_by_value(_tenant_tools)
 
 
-@pytest.fixture(params=["call", "shared"])
+@pytest.fixture(params=["call", "shared", "sandbox"])
 def farm(request: Any, rt: Any, shared_rt: Any, scope_key: str) -> Any:
     """The runtime of one isolation, with the hostile tools registered in a scope of its own."""
-    runtime = rt if request.param == "call" else shared_rt
+    runtime = shared_rt if request.param == "shared" else rt
+    sandbox = Placement(isolation="sandbox", size=1, spare=0)
     scope = runtime.registry.scope(scope_key)
-    for tool in hostile_tools():
+    for tool in hostile_tools(sandbox if request.param == "sandbox" else None):
         runtime.owned.append(scope.register(tool))
     return runtime.executor(scope_key)
 

@@ -69,11 +69,15 @@ def _call(ex: Any, name: str, args: dict[str, Any]) -> Any:
     return out.results[0].result
 
 
-@pytest.mark.parametrize("reuse", ["tool", "never"])
+@pytest.mark.parametrize("reuse", ["tool", "never", "sandbox"])
 def test_a_patched_process_never_runs_another_tenants_tool(
     rt: Any, scope_key: str, tmp_path: Path, reuse: str
 ) -> None:
-    placement = Placement(size=1, spare=0, reuse=reuse)  # one worker for both tenants
+    if reuse == "sandbox":  # never reused either, and confined: its leak file is granted
+        tmp_path.chmod(0o777)
+        placement = Placement(isolation="sandbox", size=1, spare=0, write_paths=(str(tmp_path),))
+    else:
+        placement = Placement(size=1, spare=0, reuse=reuse)  # one worker for both tenants
     attacker, victim = f"{scope_key}-a", f"{scope_key}-b"
     rt.owned.append(rt.registry.scope(attacker).register(_tool("patch", _attacker, placement)))
     rt.owned.append(rt.registry.scope(victim).register(_tool("victim", _victim, placement)))
@@ -88,7 +92,8 @@ def test_a_patched_process_never_runs_another_tenants_tool(
     for n in range(6):
         result = _call(rt.executor(victim), "victim", {"secret": f"s{n}"})
         assert result.value["secret"] == f"s{n}", result
-        assert result.value["pid"] != first.value["pid"]
+        if reuse != "sandbox":  # (a sandbox is pid 1 of its own namespace: every one)
+            assert result.value["pid"] != first.value["pid"]
     leaked = leak.read_text() if leak.exists() else ""
     assert "s0" not in leaked
     assert leaked.count("\n") == (1 if reuse == "tool" else 0)  # the attacker's own call

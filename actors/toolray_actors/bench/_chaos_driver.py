@@ -78,8 +78,11 @@ def ledger_tool(path: str, name: str = "ledger", **controls: Any) -> Any:
     )
 
 
-def farm_tools(path: str, toolslot: bool) -> list[Any]:
-    """The ledger tool and its farm-controlled twins (one per suffix of ``TOOLS``)."""
+def farm_tools(path: str, toolslot: bool, boxed: Placement | None = None) -> list[Any]:
+    """The ledger tool and its farm-controlled twins (one per suffix of ``TOOLS``).
+
+    ``boxed``: the sandbox placement (``--isolation sandbox``), its write path the ledger's.
+    """
     elastic = Placement(
         min_size=1,
         max_size=3,
@@ -87,13 +90,26 @@ def farm_tools(path: str, toolslot: bool) -> list[Any]:
         max_concurrency=2,
         spare=0,
         resources={"toolslot": 1} if toolslot else None,
+        isolation=None if boxed is None else "sandbox",
+        write_paths=() if boxed is None else boxed.write_paths,
     )
     return [
-        ledger_tool(path),
-        ledger_tool(path, TOOLS["R"], idempotent=True, retry=RetryPolicy(backoff_ms=20)),
-        ledger_tool(path, TOOLS["L"], rate_limit=RATE),
+        ledger_tool(path, placement=boxed),
+        ledger_tool(
+            path, TOOLS["R"], idempotent=True, retry=RetryPolicy(backoff_ms=20), placement=boxed
+        ),
+        ledger_tool(path, TOOLS["L"], rate_limit=RATE, placement=boxed),
         ledger_tool(path, TOOLS["E"], placement=elastic),
     ]
+
+
+def _boxed(args: argparse.Namespace) -> Placement | None:
+    """``--isolation sandbox``: each tool's calls in sandboxes that may write the work dir."""
+    if args.isolation != "sandbox":
+        return None
+    resources = {"toolslot": 1.0} if args.toolslot else None
+    work = (os.path.dirname(args.ledger),)
+    return Placement(isolation="sandbox", write_paths=work, resources=resources, size=2)
 
 
 def _wrong_values(calls: list[ToolCall], results: Sequence[ToolCallResult]) -> int:
@@ -183,13 +199,14 @@ async def run(
         }
     )
     rt = RayRuntime.start(config, address=args.address)
-    for definition in farm_tools(args.ledger, args.toolslot):
+    boxed = _boxed(args)
+    for definition in farm_tools(args.ledger, args.toolslot, boxed):
         rt.registry.register(definition)
     agents = [Agent(args.driver, i, args, rt) for i in range(args.agents)]
     records: list[dict[str, Any]] = []
     hostile = None
     if args.hostile:  # a tenant whose bodies attack the farm, in a scope of its own
-        for definition in hostile_tools(args.hostile):
+        for definition in hostile_tools(args.hostile, boxed):
             rt.registry.scope(HOSTILE_SCOPE).register(definition)
         hostile = asyncio.ensure_future(run_hostile(rt, args.isolation, stop.is_set))
     print("READY", flush=True)

@@ -18,6 +18,7 @@ holds its own value, every hostile batch returned one result per call in order â
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import os
 import time
@@ -27,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from toolray import (
     FrozenDict,
+    Placement,
     ToolBatchInput,
     ToolCall,
     ToolDefinition,
@@ -80,8 +82,8 @@ def _forged(marker: str) -> FrozenDict:
     return made
 
 
-def hostile_tools(work: str) -> list[ToolDefinition]:
-    """The hostile tenant's tools; their files go under ``work``."""
+def hostile_tools(work: str, placement: Placement | None = None) -> list[ToolDefinition]:
+    """The hostile tenant's tools (on ``placement``); their files go under ``work``."""
     marker, leak, daemons = f"{work}/revived", f"{work}/leak.jsonl", f"{work}/daemons"
     os.makedirs(daemons, exist_ok=True)
     os.chmod(work, 0o777)  # a sandboxed body (uid 65534) writes here too
@@ -119,13 +121,16 @@ def hostile_tools(work: str) -> list[ToolDefinition]:
         return "patched"
 
     def h_daemon(args: object, ctx: ToolRunContext) -> object:
+        read_end, write_end = os.pipe()
         if os.fork() == 0:
             os.setsid()
-            if os.fork() == 0:
-                Path(daemons, str(os.getpid())).touch()
+            if os.fork() == 0:  # it holds a lock on a file of its own while it lives
+                held = os.open(f"{daemons}/{time.time_ns()}", os.O_RDWR | os.O_CREAT, 0o666)
+                fcntl.flock(held, fcntl.LOCK_EX)
+                os.write(write_end, b"!")
                 time.sleep(3600)
             os._exit(0)
-        os.wait()
+        os.read(read_end, 1)
         return "forked"
 
     def h_flood(args: object, ctx: ToolRunContext) -> object:
@@ -143,11 +148,12 @@ def hostile_tools(work: str) -> list[ToolDefinition]:
         return {"echo": args}
 
     bodies = [h_raise, h_dispatch, h_defer, h_value, h_patch, h_daemon, h_flood, h_env, h_echo]
-    return [_tool(body.__name__, body) for body in bodies]
+    return [_tool(body.__name__, body, placement) for body in bodies]
 
 
-def _tool(name: str, body: Callable[..., object]) -> ToolDefinition:
+def _tool(name: str, body: Callable[..., object], placement: Placement | None) -> ToolDefinition:
     return ToolDefinition(
+        placement=placement,
         name=name,
         description=name,
         parameters={"type": "object"},
@@ -189,13 +195,7 @@ def check_hostile(work: Path, others: list[dict[str, object]], isolation: str) -
     hostile = [json.loads(line) for line in lines]
     marker, leak, daemons = work / "revived", work / "leak.jsonl", work / "daemons"
     leaked = leak.read_text().splitlines() if leak.exists() else []
-    alive = 0
-    for entry in daemons.iterdir() if daemons.exists() else ():
-        try:
-            os.kill(int(entry.name), 0)
-        except (OSError, ValueError):
-            continue
-        alive += 1
+    alive = sum(1 for entry in (daemons.iterdir() if daemons.exists() else ()) if _held(entry))
     seen = sum(len(env) for r in hostile for env in r.get("env", []) if isinstance(env, list))
     return {
         "hostile_batches": len(hostile),
@@ -206,6 +206,18 @@ def check_hostile(work: Path, others: list[dict[str, object]], isolation: str) -
         "hostile_env_seen": seen if isolation == "sandbox" else 0,  # by design elsewhere
         "foreign_values": sum(int(str(r.get("wrong_values", 0))) for r in others),
     }
+
+
+def _held(path: Path) -> bool:
+    """Whether a daemon still holds its file's lock (it lives)."""
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
 
 
 def invariants_held(figures: dict[str, object]) -> bool:

@@ -19,26 +19,29 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 
-from toolray.errors import ToolrayError
+from toolray.errors import SandboxUnavailableError, ToolrayError
 from toolray.isolation import (
     MISSING,
     AbortCall,
     CallDone,
     CallOutcome,
+    ErrorData,
     InterruptCall,
     Message,
     NestedAnswer,
     NestedRequest,
     ProcessLink,
+    Ready,
     RunCall,
     aborted,
     describe_exit,
     error_data,
+    missing_layers,
 )
 from toolray.procs import Child, Template
 from toolray_actors._stats import ChildStats
 
-from ._call_code import TemplateCode
+from ._call_code import SandboxSpec, TemplateCode
 from ._call_idle import IdleProcesses, Reuse, Waiters
 from ._call_orders import KILLED, KILLED_EARLY, Call, CallOrders, settle
 from ._call_sizing import GROW_AFTER_S, Sizing
@@ -65,11 +68,13 @@ class CallProcesses:
         nested: Nested,
         env: Mapping[str, str] | None = None,
         reuse: Reuse = "tool",
+        sandbox: SandboxSpec | None = None,
     ) -> None:
         self._memory_mb = memory_mb
-        self._reuse = reuse
+        self._reuse: Reuse = "never" if sandbox is not None else reuse  # a sandbox: one call
         self._nested = nested
-        self._code = TemplateCode(env)
+        self._code = TemplateCode(env, sandbox)
+        self._refused: ErrorData | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._orders = CallOrders(self)
         self._procs: dict[int, ProcessLink] = {}
@@ -121,9 +126,11 @@ class CallProcesses:
         return task
 
     async def _forked(self, template: Template, known: set[str]) -> None:
-        try:
-            child = await template.fork_async({"memory_mb": self._memory_mb})
+        args, workdir = self._code.fork_args(self._memory_mb)
+        try:  # a sandbox is pid 1 of a pid namespace of its own
+            child = await template.fork_async(args, pid_namespace=workdir is not None)
         except (OSError, ToolrayError):
+            self._code.forget(workdir)
             self._forking -= 1
             if not self._procs and not self._forking:  # none alive and none coming
                 for waiter in self._waiters.drain():
@@ -131,15 +138,31 @@ class CallProcesses:
             return
         self._forking -= 1
         self.forks += 1
-        self._adopt(child, known)
+        self._adopt(child, known, workdir)
 
-    def _adopt(self, child: Child, known: set[str]) -> None:
+    def _adopt(self, child: Child, known: set[str], workdir: str | None) -> None:
         if self._closed:
             child.kill()
             child.close()
+            self._code.forget(workdir)
             return
         proc = ProcessLink(child, known=known, on_message=self._on_message, on_end=self._ended)
+        proc.workdir = workdir
         self._procs[proc.pid] = proc
+        if workdir is None:  # a sandbox takes calls once it says it is confined
+            self._release(proc)
+
+    def _ready(self, proc: ProcessLink, confinement: Mapping[str, object]) -> None:
+        """A sandbox is confined: it takes calls, unless ``strict`` misses a layer in it."""
+        proc.report = dict(confinement)
+        missing = missing_layers(proc.report)
+        sandbox = self._code.sandbox
+        if sandbox is not None and sandbox.strict and missing:  # the host lacks it: all fail
+            self._refused = error_data(SandboxUnavailableError(missing))
+            self._retire(proc)
+            for waiter in self._waiters.drain():
+                settle(waiter, CallOutcome(status="error", error=self._refused))
+            return
         self._release(proc)
 
     # ------------------------------------------------------------------ assignment
@@ -154,6 +177,8 @@ class CallProcesses:
         elif self._code.blob(key) is None:
             return MISSING
         assert self._loop is not None
+        if self._refused is not None:  # confinement="strict" on a host that lacks a layer
+            return CallOutcome(status="error", error=self._refused)
         call = Call(token, key, arguments, ident, self._loop.create_future())
         self.runs += 1
         if not self._orders.arrive(call):
@@ -249,12 +274,15 @@ class CallProcesses:
             settle(call, outcome)
             if message.clean and self._reuse == "tool":
                 self._release(proc)
+            elif self._reuse == "never":  # each call a fresh process: after its caller woke
+                assert self._loop is not None
+                self._loop.call_soon(self._renew, proc)
             else:
                 self._retire(proc)
-                if self._reuse == "never":  # each call takes a fresh process
-                    self._fork(replacing=False)
         elif isinstance(message, NestedRequest) and call is not None:
             self._spawn(self._answer(proc, call, message))
+        elif isinstance(message, Ready) and proc.report is None and proc.workdir is not None:
+            self._ready(proc, message.confinement)
 
     async def _answer(self, proc: ProcessLink, call: Call, request: NestedRequest) -> None:
         try:
@@ -271,11 +299,17 @@ class CallProcesses:
         self.retired += 1
         proc.kill()
 
+    def _renew(self, proc: ProcessLink) -> None:
+        """A process that served its one call goes; a fresh one is forked in its place."""
+        self._retire(proc)
+        self._fork(replacing=False)
+
     def _ended(self, proc: ProcessLink) -> None:
         """``proc``'s socket closed (once): it died, was killed, or was retired."""
         call = proc.call
         self._procs.pop(proc.pid, None)
         self._idle.remove(proc)
+        self._code.forget(proc.workdir)
         if proc.killed:  # killed on request: _killed_now settles, counts and replaces it
             return
         if call is not None and not call.done.done():

@@ -45,9 +45,10 @@ from toolray.isolation import (
     error_data,
     outcomes_bytes,
     rebuild_error,
+    sandbox_config,
 )
 from toolray.lowlevel import InvalidArguments, Link
-from toolray_actors._placement import WorkerSettings
+from toolray_actors._placement import PROCESS_ISOLATION, WorkerSettings
 from toolray_actors._remote import node_id
 from toolray_actors._stats import ActorStats, ChildStats, WorkerStatus, actor_stats
 from toolray_actors._wire import (
@@ -59,6 +60,7 @@ from toolray_actors._wire import (
     decode,
 )
 
+from ._call_code import SandboxSpec
 from ._chain_gate import UNSTARTED, ChainGates
 from ._children import CallProcesses
 from ._lane import LANES, LaneAddress, LaneServer
@@ -88,6 +90,18 @@ def _outcome_of(token: str, task: asyncio.Task[CallOutcome]) -> Settled:
 def _faulted(err: BaseException) -> CallOutcome:
     """A call's outcome when the worker itself failed running it."""
     return CallOutcome(status="error", error=error_data(err))
+
+
+def _sandbox(settings: WorkerSettings) -> SandboxSpec | None:
+    """``isolation="sandbox"``: what each call's sandbox is told (its paths, its network)."""
+    if settings.isolation != "sandbox":
+        return None
+    config = sandbox_config(
+        read_paths=settings.read_paths,
+        write_paths=settings.write_paths,
+        network=settings.network,
+    )
+    return SandboxSpec(config=config, strict=settings.confinement == "strict")
 
 
 def _context(signal: AbortSignal, ident: Mapping[str, Any]) -> ToolRunContext:
@@ -133,7 +147,7 @@ class ToolWorker:
         limit = self.settings.max_bodies or body_limit(self.settings.threads)
         self._host = BodyHost(_context, threads=self.settings.threads, max_bodies=limit)
         self._procs: CallProcesses | None = None
-        if self.settings.isolation == "call":
+        if self.settings.isolation in PROCESS_ISOLATION:
             self._procs = CallProcesses(
                 memory_mb=self.settings.memory_mb,
                 warm=self.settings.warm_children,
@@ -141,6 +155,7 @@ class ToolWorker:
                 nested=_nested,
                 env=env or {},
                 reuse=self.settings.reuse,
+                sandbox=_sandbox(self.settings),
             )
         self._lock = threading.Lock()  # the control lane reads these from another thread
         self._active = 0

@@ -20,6 +20,9 @@ which is also what runs the one body inside a call process.
   :class:`InterruptCall`, :class:`CallDone`, :class:`NestedRequest`,
   :class:`NestedAnswer`) cross as length-prefixed JSON frames (:func:`encode`,
   :class:`FrameReader`).
+- ``isolation="sandbox"``: a call process confined by Code Mode's layers before its one
+  call (:func:`sandbox_config`, :func:`sandbox_template`; :func:`sandbox_confinement`
+  reports what this host gives one); it says :class:`Ready` with its layers first.
 - :func:`call_template` makes the ``toolray.procs`` template call processes are forked
   from (it holds the tools' definitions, loaded as they arrive); :class:`ProcessLink` is one
   call process on the worker's loop; :func:`describe_exit` says in words how one ended
@@ -47,6 +50,7 @@ from ._messages import Message as Message
 from ._messages import NestedAnswer as NestedAnswer
 from ._messages import NestedRequest as NestedRequest
 from ._messages import ProtocolError as ProtocolError
+from ._messages import Ready as Ready
 from ._messages import RunCall as RunCall
 from ._messages import encode as encode
 from ._outcome import MISSING as MISSING
@@ -59,10 +63,16 @@ from ._outcome import ToolInterrupted as ToolInterrupted
 from ._outcome import aborted as aborted
 from ._outcome import error_data as error_data
 from ._outcome import rebuild_error as rebuild_error
+from ._sandbox import SANDBOX_LAYERS as SANDBOX_LAYERS
+from ._sandbox import missing_layers as missing_layers
+from ._sandbox import sandbox_config as sandbox_config
+from ._sandbox import sandbox_confinement as sandbox_confinement
+from ._sandbox import sandbox_template as sandbox_template
 
 __all__ = (
     "MEMORY_EXIT",
     "MISSING",
+    "SANDBOX_LAYERS",
     "AbortCall",
     "BodyHost",
     "CallDone",
@@ -78,6 +88,7 @@ __all__ = (
     "OutcomeStatus",
     "ProcessLink",
     "ProtocolError",
+    "Ready",
     "RemoteError",
     "RemoteHarnessError",
     "RemoteToken",
@@ -90,8 +101,12 @@ __all__ = (
     "describe_exit",
     "encode",
     "error_data",
+    "missing_layers",
     "outcomes_bytes",
     "outcomes_of",
     "rebuild_error",
     "refuse_in_loop",
+    "sandbox_config",
+    "sandbox_confinement",
+    "sandbox_template",
 )

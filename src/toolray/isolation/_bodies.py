@@ -263,6 +263,11 @@ class BodyHost:
                 in_flight=len(self._running), runs=self._runs, cached_definitions=len(self._defs)
             )
 
+    def forget_runs(self) -> None:
+        """Count no run so far (a warm-up's is not a call's)."""
+        with self._lock:
+            self._runs = 0
+
     def thread_count(self) -> int:
         """How many body threads the host has (any other thread was started by a body)."""
         return len(self._pool._threads)

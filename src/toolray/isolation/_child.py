@@ -146,15 +146,28 @@ class _Child:
         return answer
 
     # ------------------------------------------------------------------ the loop
-    async def serve(self) -> None:
+    async def serve(self, ready: Message | None = None) -> None:
         loop = asyncio.get_running_loop()
         self._main = asyncio.current_task()
         self._ended = loop.create_future()
+        if ready is not None:  # a process that takes one call: its first is its only one
+            await self._warm_up()
+            self.send(ready)
         loop.add_reader(self._sock.fileno(), self._readable)
         try:
             await self._ended
         finally:
             loop.remove_reader(self._sock.fileno())
+
+    async def _warm_up(self) -> None:
+        """Run the machinery of a call once (a thread, the runner, the codec), on nothing.
+
+        A forked process copies each page its parent shares as it first writes it: done
+        here, before the process says it is ready, not on its one call's time.
+        """
+        outcome = await self._host.run_resolved("", _nothing, {}, {"name": ""})
+        encode(CallDone(token="", outcome=outcome, clean=self._clean()))
+        self._host.forget_runs()
 
     def _readable(self) -> None:
         try:
@@ -231,6 +244,10 @@ class _Child:
         return _max_rss() <= self._memory_ceiling
 
 
+def _nothing(arguments: object, ctx: object) -> None:
+    """The body of a warm-up."""
+
+
 def _is_memory_error(error: ErrorData | None) -> bool:
     return error is not None and (error.module, error.name) == ("builtins", "MemoryError")
 
@@ -288,14 +305,21 @@ def serve_call(ctx: ChildContext) -> int:
     os.dup2(2, 1)  # the template's stdout is discarded; the worker's stderr is its log
     if isinstance(sys.stdout, io.TextIOWrapper):
         sys.stdout.reconfigure(line_buffering=True)
-    become_subreaper()  # what a body starts stays below this process, to be killed
     allowance = int(ctx.args["memory_mb"]) * 2**20
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     limit = _data_size() + allowance
     resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
-    sock = socket.socket(fileno=ctx.channel)
+    return serve_confined(socket.socket(fileno=ctx.channel), allowance)
+
+
+def serve_confined(sock: socket.socket, allowance: int, ready: Message | None = None) -> int:
+    """Serve the worker's calls on ``sock`` until it hangs up (the limits are in place).
+
+    With ``ready`` (a sandbox's report) the process warms up, then sends it, then serves.
+    """
+    become_subreaper()  # what a body starts stays below this process, to be killed
     try:
-        asyncio.run(_Child(sock, PRELOADED, allowance).serve())
+        asyncio.run(_Child(sock, PRELOADED, allowance).serve(ready))
     except MemoryError:
         return MEMORY_EXIT
     return 0

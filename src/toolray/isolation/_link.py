@@ -88,6 +88,10 @@ class ProcessLink:
         """Killed on request (the ladder's last step), not died on its own."""
         self.broken: str | None = None
         """How it broke the frame protocol (it was killed for it), in words."""
+        self.workdir: str | None = None
+        """A sandbox's scratch directory (removed once it ended)."""
+        self.report: dict[str, Any] | None = None
+        """A sandbox's confinement, once it said it is ready (``None``: not yet)."""
         self.bound: str | None = None
         """The definition key of the tool it ran a call of (``None``: fresh): it takes
         calls of that tool only."""

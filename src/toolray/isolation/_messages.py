@@ -8,7 +8,9 @@ unpickles anything from it. Only the worker's own records carry pickles to the b
 process: a definition's cloudpickle blob as a frame's raw bytes, an abort's reason.
 
 Worker → body's process: :class:`RunCall`, :class:`AbortCall`, :class:`InterruptCall`,
-:class:`NestedAnswer`. Body's process → worker: :class:`CallDone`, :class:`NestedRequest`.
+:class:`NestedAnswer`. Body's process → worker: :class:`Ready` (a sandbox, confined),
+:class:`CallDone`, :class:`NestedRequest`. (New records join these two sets: each side
+reads only its own, so a record added for one purpose never reaches the other side's code.)
 Each side reads only the other's records (:class:`FrameReader` is made for one sender); a
 frame whose ``op`` is not one of them, or that breaks a bound, is a :class:`ProtocolError`.
 """
@@ -46,6 +48,7 @@ __all__ = (
     "NestedAnswer",
     "NestedRequest",
     "ProtocolError",
+    "Ready",
     "RunCall",
     "Sender",
     "encode",
@@ -122,9 +125,16 @@ class NestedAnswer:
     error: ErrorData | None = None
 
 
-Message = RunCall | AbortCall | InterruptCall | CallDone | NestedRequest | NestedAnswer
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Ready:
+    """A sandbox is confined and takes its call: the layers it got (``missing`` says why not)."""
 
-_FROM_BODY: Final = frozenset({"done", "nested"})
+    confinement: Mapping[str, Any]
+
+
+Message = RunCall | AbortCall | InterruptCall | CallDone | NestedRequest | NestedAnswer | Ready
+
+_FROM_BODY: Final = frozenset({"done", "nested", "ready"})
 _FROM_WORKER: Final = frozenset({"run", "abort", "interrupt", "answer"})
 
 
@@ -168,6 +178,8 @@ def _fields(message: Message) -> dict[str, Any]:
                 return answer | {"error": error_fields(message.error)}
             assert message.result is not None
             return answer | {"result": result_fields(message.result)}
+        case Ready():
+            return {"op": "ready", "confinement": dict(message.confinement)}
     raise TypeError(f"not a message: {message!r}")
 
 
@@ -180,6 +192,8 @@ def _of(fields: Mapping[str, Any], key: str, kind: type) -> Any:
 
 def _from_body(fields: dict[str, Any]) -> Message:
     op = fields["op"]
+    if op == "ready":
+        return Ready(confinement=_of(fields, "confinement", dict))
     if op == "done":
         body_s = fields.get("body_s", 0.0)
         if type(body_s) not in (int, float):

@@ -161,6 +161,13 @@ def _status(message: dict[str, Any]) -> ExitStatus:
     )
 
 
+def _discard(future: concurrent.futures.Future[Child]) -> None:
+    if not future.cancelled() and future.exception() is None:
+        child = future.result()
+        child.kill()
+        child.close()
+
+
 def _close(sock: socket.socket, stderr: int | None) -> None:
     sock.close()
     if stderr is not None:
@@ -319,7 +326,11 @@ class Template:
     ) -> Child:
         """:meth:`fork_nowait`, awaited (cancelling it kills the child once it exists)."""
         future = self.fork_nowait(args, pid_namespace=pid_namespace, capture_stderr=capture_stderr)
-        return await asyncio.wrap_future(future)
+        try:
+            return await asyncio.wrap_future(future)
+        except asyncio.CancelledError:  # a child forked meanwhile has nobody: it goes
+            future.add_done_callback(_discard)
+            raise
 
     def stop(self, timeout: float = _STOP_WAIT_S) -> None:
         """Kill and reap every child, then end the template (idempotent; blocks briefly)."""
