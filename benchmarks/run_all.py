@@ -28,7 +28,14 @@ SCRIPTS = [
     "bench_batch.py",
     "bench_observability.py",
 ]
-QUICK = ("bench_code.py", "bench_ray.py", "bench_perf.py", "rollout.py", "bench_scopes.py")
+QUICK = (
+    "bench_code.py",
+    "bench_ray.py",
+    "bench_perf.py",
+    "bench_sandbox.py",
+    "rollout.py",
+    "bench_scopes.py",
+)
 """The scripts that take ``--quick`` (the Ray benchmarks)."""
 ARGS = {
     "bench_observability.py": ["--ray"],
@@ -122,6 +129,10 @@ HEADLINES = (
              "RESULTS-code.md", "| registry: trivial `run_code`", 2, " ms", 3),
     Headline("Code Mode: trivial run `1 + 1`, warm child, confinement \"auto\", p50 / p95 / p99",
              "RESULTS-code.md", "| trivial run, warm child, \"auto\"", 2, " ms", 3),
+    Headline("Ray: no-op round trip p50, isolation \"sandbox\" / \"call\", warm",
+             "RESULTS-sandbox.md", "| no-op round trip, warm: sandbox / call p50 |", 2, "", 3),
+    Headline("Ray: no-op round trip p50, isolation \"sandbox\", warm",
+             "RESULTS-sandbox.md", "| no-op round trip, warm: sandbox p50 |", 2, "", 3),
     Headline("Ray: 1,000 no-op calls, cap 1000, isolation \"call\": toolray / raw Ray",
              "RESULTS-rollout.md", "| call |", 4, "", 5),
     Headline("Ray: 1,000 no-op calls, cap 1000, isolation \"shared\": toolray / raw Ray",

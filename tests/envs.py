@@ -113,6 +113,26 @@ def hang(*, ctx: ToolRunContext) -> int:
         time.sleep(3600)
 
 
+@tool(environment="counter")
+def spawn(daemon: bool = False, *, ctx: ToolRunContext) -> int:
+    """Start a helper process beside the instance (a shell session, say); its pid.
+
+    With ``daemon`` it double-forks out of the instance's group and session.
+    """
+    import subprocess
+
+    if not daemon:
+        return subprocess.Popen(["sleep", "600"]).pid
+    read_end, write_end = os.pipe()
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            os.write(write_end, str(os.getpid()).encode())
+            os.execvp("sleep", ["sleep", "600"])
+        os._exit(0)
+    return int(os.read(read_end, 64))
+
+
 @tool(environment="fs")
 def fs_write(path: str, text: str, *, ctx: ToolRunContext) -> int:
     """Write ``text`` at ``path``; the number of files."""

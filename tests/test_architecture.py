@@ -202,13 +202,17 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "per-call isolation (on the public API)",
         (
+            "toolray.isolation._reaper",
             "toolray.isolation._outcome",
+            "toolray.isolation._data",
             "toolray.isolation._context",
             "toolray.isolation._bodies",
+            "toolray.isolation._env_messages",
             "toolray.isolation._messages",
             "toolray.isolation._child",
             "toolray.isolation._instance",
             "toolray.isolation._entry",
+            "toolray.isolation._sandbox",
             "toolray.isolation._link",
             "toolray.isolation",
         ),

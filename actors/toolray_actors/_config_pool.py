@@ -57,14 +57,23 @@ class PoolConfig(Strict):
         description="Warm spare workers kept started: a killed or crashed worker is "
         "replaced by a spare at once, not after an actor start.",
     )
-    isolation: Literal["call", "shared"] = Field(
+    isolation: Literal["call", "shared", "sandbox"] = Field(
         default="call",
         description='How far a tool body\'s fault reaches. "call": each call runs alone in a '
         "child process of the worker (forked from a warm template holding the tools' code), "
         "so a crash, a memory blow-up or a kill at the deadline fails that call only. "
+        '"sandbox": each call in a fresh process confined like a Code Mode program (its own '
+        "user, pid, mount, ipc and network namespaces, Landlock, a syscall filter; never "
+        "reused), seeing only the paths and network its placement grants. "
         '"shared": bodies run as threads and tasks of the worker itself (fastest; a fault '
         "fails every call in that worker). A pool with GPUs (num_gpus > 0) that does not set "
         'it explicitly runs "shared", one call at a time per worker.',
+    )
+    confinement: Literal["auto", "strict"] = Field(
+        default="auto",
+        description='With isolation = "sandbox": "auto" uses every layer this host offers; '
+        '"strict" refuses to run a call where a layer is missing (the call fails, naming '
+        "each missing layer and why). RayRuntime.confinement() reports the layers.",
     )
     memory_mb: int = Field(
         default=4096,

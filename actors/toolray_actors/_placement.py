@@ -33,6 +33,13 @@ _FIELDS = (
     "pool",
 )
 _ELASTIC = ("min_size", "max_size", "idle_s")
+_DEFAULTS: dict[str, object] = {
+    "reuse": "tool",
+    "read_paths": (),
+    "write_paths": (),
+    "network": False,
+}
+"""Fields in the key only when not at their default (keys of older placements unchanged)."""
 
 
 def placement_key(placement: Any) -> str:
@@ -47,6 +54,9 @@ def placement_key(placement: Any) -> str:
     for extra in _ELASTIC:  # only when set: the keys of fixed pools stay as they were
         if getattr(placement, extra, None) is not None:
             fields[extra] = getattr(placement, extra)
+    for extra, default in _DEFAULTS.items():
+        if getattr(placement, extra, default) != default:
+            fields[extra] = getattr(placement, extra)
     name = fields.pop("pool")
     if name and not any(v is not None for v in fields.values()):
         return f"named-{name}"
@@ -55,7 +65,9 @@ def placement_key(placement: Any) -> str:
     return "p-" + hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-Isolation = Literal["call", "shared"]
+Isolation = Literal["call", "shared", "sandbox"]
+PROCESS_ISOLATION: tuple[Isolation, ...] = ("call", "sandbox")
+"""The isolations whose bodies run in call processes (the worker kills a call's process)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -71,6 +83,16 @@ class WorkerSettings:
     """``"call"``: idle call processes kept forked ahead of demand."""
     max_bodies: int | None = None
     """Bodies at once (default ``body_limit(threads)``; 1 for a default GPU pool)."""
+    reuse: Literal["tool", "never"] = "tool"
+    """``"call"``: a process takes later calls of its own tool only, or none at all."""
+    read_paths: tuple[str, ...] = ()
+    """``"sandbox"``: what a body may read besides what Python and the tools' code need."""
+    write_paths: tuple[str, ...] = ()
+    """``"sandbox"``: where a body may write besides its scratch directory."""
+    network: bool = False
+    """``"sandbox"``: whether a body may use the network."""
+    confinement: Literal["auto", "strict"] = "auto"
+    """``"sandbox"``: ``"strict"`` refuses calls where a layer of the sandbox is missing."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -149,6 +171,11 @@ def pool_plan(placement: Any, config: RuntimeConfig) -> PoolPlan:
         memory_mb=base.memory_mb,
         warm_children=base.warm_children,
         max_bodies=1 if one_at_a_time else None,
+        reuse=_own(placement, "reuse", "tool"),
+        read_paths=tuple(_own(placement, "read_paths", ())),
+        write_paths=tuple(_own(placement, "write_paths", ())),
+        network=bool(_own(placement, "network", False)),
+        confinement=base.confinement,
     )
     low = _own(placement, "min_size", base.min_size)
     high = _own(placement, "max_size", base.max_size)

@@ -59,6 +59,9 @@ class ChildStats:
     """Call processes ended by the worker: unclean after their call, or idle too long."""
     replacements: int = 0
     """Call processes forked to replace one that was killed, died or was retired."""
+    descendants: int = 0
+    """Processes bodies left behind (a subprocess never waited for, a double-forked
+    daemon), killed when their call ended or their call process was killed."""
     pids: tuple[int, ...] = ()
 
 
@@ -106,6 +109,8 @@ class PoolStats:
     """Call processes that died under their call (``"call"``)."""
     child_replacements: int = 0
     """Call processes forked to replace one that ended (``"call"``)."""
+    child_descendants: int = 0
+    """Processes bodies left behind, killed with their call (``"call"``)."""
     children: int = 0
     """Call processes alive now, across the pool's workers."""
     children_busy: int = 0

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = (
     "ISOLATION_MODES",
     "RESERVED_TOOL_NAME",
+    "REUSE_MODES",
     "Placement",
     "ToolDefinition",
     "ToolOutput",
@@ -39,8 +40,11 @@ __all__ = (
 
 RESERVED_TOOL_NAME = "run_code"
 
-ISOLATION_MODES = ("call", "shared")
-"""How far a body's fault reaches on Ray: its own call only, or every call of its worker."""
+ISOLATION_MODES = ("call", "shared", "sandbox")
+"""How far a body reaches on Ray: its own call only (in a confined process, with
+``"sandbox"``), or every call of its worker."""
+REUSE_MODES = ("tool", "never")
+"""Which later calls a call process takes: its tool's only, or none."""
 
 JsonSchema = dict[str, Any]
 ContentProjector = Callable[["ToolExecution", "ToolExecutionResult"], "list[ContentBlock] | None"]
@@ -75,6 +79,18 @@ class Placement:
     (default 60) make the pool elastic: it adds workers while calls wait for one, up to
     ``max_size``, and retires workers idle for ``idle_s``, down to ``min_size``.
 
+    ``reuse`` (with ``isolation="call"``): a call process whose call ended cleanly takes
+    later calls of the same tool definition only (``"tool"``, the default) — never another
+    tool's, whichever scope it comes from — or none at all (``"never"``: a fresh process
+    per call).
+
+    ``isolation="sandbox"`` runs each call in a fresh process confined like a Code Mode
+    program (its own user, pid, mount, ipc and network namespaces, Landlock, a syscall
+    filter; never reused): the body sees its arguments, its context, what Python and the
+    tools' code need, and only the paths and network granted here — ``read_paths``
+    (absolute, read-only), ``write_paths`` (absolute, read-write; on a root host they must
+    be writable by uid 65534) and ``network`` (``False``: no network at all).
+
     Example:
         >>> Placement(resources={"gpu_slot": 1}, size=2).spare is None
         True
@@ -91,13 +107,23 @@ class Placement:
     min_size: int | None = None
     max_size: int | None = None
     idle_s: float | None = None
-    isolation: Literal["call", "shared"] | None = None
+    isolation: Literal["call", "shared", "sandbox"] | None = None
+    reuse: Literal["tool", "never"] = "tool"
+    read_paths: tuple[str, ...] = ()
+    write_paths: tuple[str, ...] = ()
+    network: bool = False
 
     def __post_init__(self) -> None:
         if self.isolation not in (None, *ISOLATION_MODES):
             raise ValueError(
-                f'Placement.isolation must be "call" or "shared", not {self.isolation!r}'
+                f'Placement.isolation must be "call", "shared" or "sandbox", not {self.isolation!r}'
             )
+        for field in ("read_paths", "write_paths"):
+            object.__setattr__(self, field, _absolute_paths(field, getattr(self, field)))
+        if not isinstance(self.network, bool):
+            raise ValueError(f"Placement.network must be a bool, not {self.network!r}")
+        if self.reuse not in REUSE_MODES:
+            raise ValueError(f'Placement.reuse must be "tool" or "never", not {self.reuse!r}')
         fields = (("size", 1), ("spare", 0), ("max_concurrency", 1), ("min_size", 1))
         for field, least in (*fields, ("max_size", 1)):
             value = getattr(self, field)
@@ -113,6 +139,15 @@ class Placement:
             raise ValueError(
                 f"Placement.min_size ({self.min_size}) must not exceed max_size ({self.max_size})"
             )
+
+
+def _absolute_paths(field: str, paths: object) -> tuple[str, ...]:
+    if isinstance(paths, str) or not isinstance(paths, (tuple, list)):
+        raise ValueError(f"Placement.{field} must be a tuple of absolute paths, not {paths!r}")
+    for path in paths:
+        if not isinstance(path, str) or not path.startswith("/"):
+            raise ValueError(f"Placement.{field} holds {path!r}: an absolute path is expected")
+    return tuple(paths)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,7 +1,7 @@
 """The short chaos campaign (issue 15): random SIGKILLs of call processes, workers,
 executors, pool managers, the registry and token buckets under load from two drivers, with
-the farm controls in every batch; every invariant must hold (fixed seed), no collateral
-damage included."""
+the farm controls in every batch and a hostile tenant attacking from a scope of its own;
+every invariant must hold (fixed seed), no collateral damage included."""
 
 from __future__ import annotations
 
@@ -63,3 +63,14 @@ def test_a_short_chaos_campaign_loses_nothing_and_reruns_nothing(tmp_path: Path)
     assert figures["retried_not_idempotent"] == 0
     assert figures["rate_limited_starts"] > 0
     assert figures["rate_windows_over"] == 0
+    # a hostile tenant attacked the farm meanwhile: no other tenant's value or argument
+    # changed, no smuggled object was unpickled, no daemon of its outlived its call
+    assert figures["hostile_batches"] > 0
+    for key in (
+        "hostile_misordered",
+        "hostile_revivers_ran",
+        "hostile_leaks",
+        "hostile_daemons_alive",
+        "foreign_values",
+    ):
+        assert figures[key] == 0, (key, figures)

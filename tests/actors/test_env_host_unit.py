@@ -20,6 +20,7 @@ import pytest
 from tests import envs
 from toolray import EnvironmentLostError
 from toolray.isolation import EnvDone, EnvOp, NestedAnswer, NestedRequest, Parts, in_parts
+from toolray.procs import ProtocolError
 from toolray_actors.execution._call_code import TemplateCode
 from toolray_actors.execution._env_host import ProcessInstances
 
@@ -64,6 +65,13 @@ def test_parts_join_what_in_parts_cut() -> None:
     small = EnvOp(op="run", data=b"x")
     assert in_parts(small) == [small]
     assert Parts().join(small) is small
+    # an instance that sends parts without end is cut off at the bound, not kept joining
+    first = sum(len(p.data or b"") for p in parts[:-1])
+    bounded = Parts(limit=first)
+    for p in parts[:-1]:
+        assert bounded.join(p) is None
+    with pytest.raises(ProtocolError, match=f"over {first} bytes"):
+        bounded.join(EnvDone(op="snapshot", ok=True, data=b"!", more=True))
 
 
 def test_calls_snapshot_run_and_a_large_state(host: ProcessInstances) -> None:

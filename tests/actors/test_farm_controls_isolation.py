@@ -33,6 +33,7 @@ from toolray import (
     ToolCall,
 )
 from toolray.errors import ResultTooLargeError
+from toolray.isolation import rebuild_error
 from toolray_actors._placement import placement_key
 from toolray_actors._wire import WorkerRequest
 from toolray_actors.execution._worker import ToolWorker
@@ -65,7 +66,8 @@ async def _oversized(worker: ToolWorker) -> None:
     over = await asyncio.wait_for(run, WAIT_S)
     assert over.status == "error"
     assert over.value is None  # the value stayed in its call process
-    assert isinstance(over.error, ResultTooLargeError)
+    assert over.error is not None
+    assert isinstance(rebuild_error(over.error), ResultTooLargeError)  # rebuilt by name
     assert over.error.code == "RESULT_TOO_LARGE"
     fine = await asyncio.wait_for(
         worker.run(WorkerRequest("t2", "k-long", None, {"n": 500}, _ident(1000))), 60

@@ -24,7 +24,7 @@ from toolray import (
     snapshot_json,
 )
 from toolray.errors import ToolWorkerLostError
-from toolray.isolation import CallOutcome
+from toolray.isolation import CallOutcome, error_data, outcomes_bytes, outcomes_of, rebuild_error
 from toolray_actors._wire import (
     Committed,
     LogRecord,
@@ -107,7 +107,9 @@ def test_worker_requests_and_outcomes_round_trip() -> None:
         return Local("boom")
 
     for error in (ToolWorkerLostError("gone"), _ToolsOwnError("own"), local_error()):
-        back = _round_trip(Settled("t", CallOutcome(status="error", error=error)))
-        assert back.outcome.status == "error"
-        assert type(back.outcome.error).__name__ == type(error).__name__
-        assert str(back.outcome.error) == str(error)
+        outcome = CallOutcome(status="error", error=error_data(error))
+        ((token, back),) = outcomes_of(outcomes_bytes([("t", outcome)]))  # as a worker replies
+        assert (token, back) == ("t", outcome)
+        assert back.error is not None
+        assert back.error.name == type(error).__name__
+        assert str(rebuild_error(back.error)) == str(error)

@@ -127,3 +127,37 @@ def loaded(ctx: Any) -> int:
     """Report what the template had loaded when this child was forked, then exit."""
     _send(ctx.channel, json.dumps(LOADED.get("loads", [])).encode())
     return 0
+
+
+def hang_with_daemon(ctx: Any) -> int:
+    """Double-fork a ``setsid`` daemon (out of the child's group), tell the host its pid, block."""
+    read_end, write_end = os.pipe()
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            os.write(write_end, str(os.getpid()).encode())
+            while True:
+                time.sleep(3600)
+        os._exit(0)
+    daemon = int(os.read(read_end, 64))
+    _send(ctx.channel, json.dumps({"op": "pids", "child": os.getpid(), "daemon": daemon}).encode())
+    while True:
+        time.sleep(3600)
+
+
+def fork_a_copy(ctx: Any) -> int:
+    """Fork a copy of itself (its own group), tell the host its pid, leave once the host says.
+
+    The copy outlives this process: re-parented to the template, it blocks until killed.
+    With ``args == "exit"`` it exits at once instead.
+    """
+    if ctx.args == "exit":
+        return 0
+    copy = os.fork()
+    if copy == 0:
+        os.setpgid(0, 0)
+        while True:
+            time.sleep(3600)
+    _send(ctx.channel, json.dumps({"op": "pids", "copy": copy}).encode())
+    os.read(ctx.channel, 1)  # the host has had the template adopt it
+    return 0

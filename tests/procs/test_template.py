@@ -309,3 +309,68 @@ def test_an_importable_entry_with_toolray_preloaded(make_template) -> None:
         child.wait_exit_blocking(WAIT_S)
     finally:
         template.stop()
+
+
+async def test_a_double_forked_daemon_is_killed_when_the_template_adopts_it(
+    make_template,
+) -> None:
+    template = make_template("hang_with_daemon")
+    child = await template.fork_async()
+    try:
+        pids = await asyncio.to_thread(read_frame, child.channel)
+        daemon = psutil.Process(pids["daemon"])
+        assert os.getsid(daemon.pid) != os.getsid(child.pid)  # it left the child's session
+        assert daemon.ppid() == template.pid  # the template, a subreaper, took it in
+        assert daemon.status() != "zombie"  # the control: it runs
+        child.kill()  # its group goes; the daemon is in none of it
+        await child.wait_exit()
+        daemon.wait(WAIT_S)  # killed by the template that adopted it, and reaped
+        assert not psutil.pid_exists(pids["daemon"]) or daemon.status() == "zombie"
+        deadline = asyncio.get_running_loop().time() + WAIT_S
+        while template.statistics().orphans < 1:  # its report follows the kill
+            assert asyncio.get_running_loop().time() < deadline
+            await asyncio.sleep(0.01)
+    finally:
+        child.close()
+
+
+async def test_an_adopted_copy_is_a_child_of_the_template_not_an_orphan(make_template) -> None:
+    template = make_template("fork_a_copy")
+    child = await template.fork_async()
+    ours, theirs = socket.socketpair()
+    try:
+        pids = await asyncio.to_thread(read_frame, child.channel)
+        copy = await template.adopt_async(pids["copy"], ours)
+        assert copy.pid == pids["copy"]
+        child.channel.sendall(b"\1")  # the copy's parent leaves: the template takes it in
+        assert (await child.wait_exit()).code == 0
+        process = psutil.Process(copy.pid)
+        deadline = asyncio.get_running_loop().time() + WAIT_S
+        while process.ppid() != template.pid:
+            assert asyncio.get_running_loop().time() < deadline
+            await asyncio.sleep(0.01)
+        # another child's end makes the template look for orphans: the copy is not one
+        other = await template.fork_async("exit")
+        assert (await other.wait_exit()).code == 0
+        other.close()
+        assert process.status() != "zombie"
+        assert template.statistics().orphans == 0
+        assert template.statistics().alive == 1  # the copy, as a child
+        copy.kill()  # through the template, like a forked child
+        assert (await copy.wait_exit()).signal == signal.SIGKILL
+        copy.close()
+    finally:
+        theirs.close()
+        child.close()
+
+
+async def test_adopting_a_pid_twice_is_refused(make_template) -> None:
+    template = make_template("report")
+    child = await template.fork_async()
+    try:
+        ours, theirs = socket.socketpair()
+        with pytest.raises(TemplateError, match="cannot adopt"):
+            await template.adopt_async(child.pid, ours)  # refused: the channel is closed
+        theirs.close()
+    finally:
+        child.close()

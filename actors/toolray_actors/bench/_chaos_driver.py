@@ -6,6 +6,9 @@ line arrives on stdin. Then each agent submits batches until one fully succeeds 
 recovery time). Every batch is checked as it returns and written to ``--out`` (JSON lines):
 one result per call in model order, or the exception it raised.
 
+With ``--hostile DIR`` it also runs the hostile tenant (``_chaos_hostile``) in a scope of
+its own beside its agents, its files and records in ``DIR``.
+
 Usage: ``python benchmarks/_chaos_driver.py ADDRESS NAMESPACE LEDGER OUT --driver N ...``.
 """
 
@@ -20,6 +23,7 @@ import sqlite3
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,12 +37,15 @@ from toolray import (
     RetryPolicy,
     ToolBatchInput,
     ToolCall,
+    ToolCallResult,
     ToolOutput,
     define_tool,
     text_block,
 )
 from toolray_actors import RayRuntime, RuntimeConfig
+from toolray_actors.bench import _chaos_hostile
 from toolray_actors.bench._chaos_check import RATE
+from toolray_actors.bench._chaos_hostile import HOSTILE_SCOPE, hostile_tools, run_hostile
 
 TOOLS = {"": "ledger", "R": "ledger_retry", "L": "ledger_limited", "E": "ledger_elastic"}
 """The campaign's tools by call-id suffix: plain, idempotent with retries, rate-limited,
@@ -71,8 +78,11 @@ def ledger_tool(path: str, name: str = "ledger", **controls: Any) -> Any:
     )
 
 
-def farm_tools(path: str, toolslot: bool) -> list[Any]:
-    """The ledger tool and its farm-controlled twins (one per suffix of ``TOOLS``)."""
+def farm_tools(path: str, toolslot: bool, boxed: Placement | None = None) -> list[Any]:
+    """The ledger tool and its farm-controlled twins (one per suffix of ``TOOLS``).
+
+    ``boxed``: the sandbox placement (``--isolation sandbox``), its write path the ledger's.
+    """
     elastic = Placement(
         min_size=1,
         max_size=3,
@@ -80,13 +90,36 @@ def farm_tools(path: str, toolslot: bool) -> list[Any]:
         max_concurrency=2,
         spare=0,
         resources={"toolslot": 1} if toolslot else None,
+        isolation=None if boxed is None else "sandbox",
+        write_paths=() if boxed is None else boxed.write_paths,
     )
     return [
-        ledger_tool(path),
-        ledger_tool(path, TOOLS["R"], idempotent=True, retry=RetryPolicy(backoff_ms=20)),
-        ledger_tool(path, TOOLS["L"], rate_limit=RATE),
+        ledger_tool(path, placement=boxed),
+        ledger_tool(
+            path, TOOLS["R"], idempotent=True, retry=RetryPolicy(backoff_ms=20), placement=boxed
+        ),
+        ledger_tool(path, TOOLS["L"], rate_limit=RATE, placement=boxed),
         ledger_tool(path, TOOLS["E"], placement=elastic),
     ]
+
+
+def _boxed(args: argparse.Namespace) -> Placement | None:
+    """``--isolation sandbox``: each tool's calls in sandboxes that may write the work dir."""
+    if args.isolation != "sandbox":
+        return None
+    resources = {"toolslot": 1.0} if args.toolslot else None
+    work = (os.path.dirname(args.ledger),)
+    return Placement(isolation="sandbox", write_paths=work, resources=resources, size=2)
+
+
+def _wrong_values(calls: list[ToolCall], results: Sequence[ToolCallResult]) -> int:
+    """Successes whose value is not their own call's (another tenant's in its place)."""
+    wrong = 0
+    for call, item in zip(calls, results, strict=False):
+        arguments = call.arguments if isinstance(call.arguments, dict) else {}
+        if not item.result.is_error and item.result.value != {"n": arguments.get("n")}:
+            wrong += 1
+    return wrong
 
 
 class Agent:
@@ -139,13 +172,16 @@ class Agent:
                     for r in out.results
                     if r.result.is_error and r.result.error.info is None
                 ],
+                wrong_values=_wrong_values(calls, out.results),
             )
         record["seconds"] = round(time.monotonic() - t0, 4)
         record["end"] = time.time()
         return record
 
 
-async def run(args: argparse.Namespace, stop: threading.Event) -> list[dict[str, Any]]:
+async def run(
+    args: argparse.Namespace, stop: threading.Event, attacks: list[dict[str, object]]
+) -> list[dict[str, Any]]:
     config = RuntimeConfig.model_validate(
         {
             "namespace": args.namespace,
@@ -163,10 +199,16 @@ async def run(args: argparse.Namespace, stop: threading.Event) -> list[dict[str,
         }
     )
     rt = RayRuntime.start(config, address=args.address)
-    for definition in farm_tools(args.ledger, args.toolslot):
+    boxed = _boxed(args)
+    for definition in farm_tools(args.ledger, args.toolslot, boxed):
         rt.registry.register(definition)
     agents = [Agent(args.driver, i, args, rt) for i in range(args.agents)]
     records: list[dict[str, Any]] = []
+    hostile = None
+    if args.hostile:  # a tenant whose bodies attack the farm, in a scope of its own
+        for definition in hostile_tools(args.hostile, boxed):
+            rt.registry.scope(HOSTILE_SCOPE).register(definition)
+        hostile = asyncio.ensure_future(run_hostile(rt, args.isolation, stop.is_set))
     print("READY", flush=True)
 
     async def loop(agent: Agent) -> None:
@@ -183,6 +225,8 @@ async def run(args: argparse.Namespace, stop: threading.Event) -> list[dict[str,
                 return
 
     await asyncio.gather(*(loop(a) for a in agents))
+    if hostile is not None:
+        attacks.extend(await hostile)
     rt.shutdown()
     return records
 
@@ -197,9 +241,11 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--mode", default="per_scope")
     parser.add_argument("--toolslot", action="store_true")
-    parser.add_argument("--isolation", default="call", choices=("call", "shared"))
+    parser.add_argument("--isolation", default="call", choices=("call", "shared", "sandbox"))
+    parser.add_argument("--hostile", default=None, metavar="DIR")
     args = parser.parse_args()
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    cloudpickle.register_pickle_by_value(_chaos_hostile)  # its bodies import nothing of Ray
     stop = threading.Event()
 
     def watch_stdin() -> None:
@@ -209,7 +255,11 @@ def main() -> None:
         stop.set()
 
     threading.Thread(target=watch_stdin, daemon=True).start()
-    records = asyncio.run(run(args, stop))
+    attacks: list[dict[str, object]] = []  # the hostile tenant's batches
+    records = asyncio.run(run(args, stop, attacks))
+    if args.hostile:
+        lines = [json.dumps(rec) + "\n" for rec in attacks]
+        Path(args.hostile, "records.jsonl").write_text("".join(lines), encoding="utf-8")
     with open(args.out, "w", encoding="utf-8") as f:
         for rec in records:
             f.write(json.dumps(rec) + "\n")

@@ -18,7 +18,10 @@ elastic pool (its manager is killed while it grows and shrinks). The invariants,
 the end and printed as a table, are ``_chaos_check``'s: one result per call in model order,
 no call lost, no re-run or retry of a tool that is not idempotent, every retry on the log,
 no collateral damage (a fault fails only the calls of the process that died), rate windows
-within the limit plus one burst, every agent recovered, every log whole.
+within the limit plus one burst, every agent recovered, every log whole. A hostile tenant
+(``--hostile``, on by default: ``_chaos_hostile``) attacks the farm from a scope of its own
+meanwhile; no other tenant's result or argument may change. (With ``--isolation sandbox``
+collateral damage is not measured: a sandboxed body cannot name its host process.)
 
 Usage: ``toolray chaos --seconds 300 --nodes 2`` (the campaign), ``toolray chaos
 --seconds 600 --kinds ""`` (the soak: no faults; RSS, open files and threads of every actor
@@ -45,6 +48,8 @@ from pathlib import Path
 from typing import Any
 
 from toolray_actors.bench._chaos_check import check
+from toolray_actors.bench._chaos_hostile import check_hostile, invariants_held
+from toolray_actors.bench._chaos_soak import drift, percentile, sample
 
 DRIVER = "toolray_actors.bench._chaos_driver"
 KINDS = ("child", "worker", "executor", "pool", "registry", "bucket", "node")
@@ -75,7 +80,7 @@ class Proc:
             if line.startswith(prefix):
                 return line[len(prefix) :].strip()
         err = self.p.stderr.read() if self.p.stderr is not None else ""
-        raise RuntimeError(f"{self.p.args!r} ended before {prefix!r}: {err[-2000:]}")
+        raise RuntimeError(f"{self.p.args!r} ended before {prefix!r}: {err[-8000:]}")
 
 
 def _env() -> dict[str, str]:
@@ -166,57 +171,6 @@ def _below(pids: Iterable[int]) -> set[int]:
     return found
 
 
-def sample(rt: Any) -> dict[str, Any]:
-    """RSS, open files and threads of every live actor of the namespace (same machine)."""
-    import psutil
-
-    row: dict[str, Any] = {"at": time.time(), "actors": {}}
-    try:
-        actors = rt.stats().actors
-    except Exception:
-        return row
-    for a in actors:
-        try:
-            p = psutil.Process(a.pid)
-            row["actors"][f"{a.kind}:{a.name}:{a.pid}"] = (
-                p.memory_info().rss,
-                p.num_fds(),
-                p.num_threads(),
-            )
-        except psutil.Error:
-            continue
-    return row
-
-
-def drift(samples: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per actor alive in the second and the last sample: RSS / fd / thread growth."""
-    if len(samples) < 3:
-        return {}
-    _, second, *_, final = samples
-    first, last = second["actors"], final["actors"]
-    common = sorted(set(first) & set(last))
-    rss, fds, threads = [], [], []
-    for k in common:
-        (rss_a, fds_a, threads_a), (rss_b, fds_b, threads_b) = first[k], last[k]
-        rss.append((rss_b - rss_a) / 2**20)
-        fds.append(fds_b - fds_a)
-        threads.append(threads_b - threads_a)
-    return {
-        "soak_actors": len(common),
-        "soak_max_rss_growth_mb": round(max(rss, default=0.0), 1),
-        "soak_max_fd_growth": max(fds, default=0),
-        "soak_max_thread_growth": max(threads, default=0),
-        "soak_samples": len(samples),
-    }
-
-
-def _pct(values: list[float], q: float) -> float:
-    if not values:
-        return 0.0
-    values = sorted(values)
-    return values[min(len(values) - 1, int(q * len(values)))]
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``toolray chaos``."""
     add = parser.add_argument
@@ -246,8 +200,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add(
         "--isolation",
         default="call",
-        choices=("call", "shared"),
+        choices=("call", "shared", "sandbox"),
         help="isolation of the tool pool (default call: each call alone in a process)",
+    )
+    add(
+        "--hostile",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="a hostile tenant attacks the farm meanwhile (default on; --no-hostile: off)",
     )
     add("--seed", type=int, default=7, help="random seed of the fault plan (default 7)")
     add(
@@ -283,6 +243,9 @@ def run(args: argparse.Namespace) -> int:
     db.execute("CREATE TABLE runs (call_id TEXT, pid INTEGER, at REAL)")
     db.commit()
     db.close()
+    if args.isolation == "sandbox":  # its bodies are uid 65534: the ledger is theirs to write
+        work.chmod(0o777)
+        Path(ledger).chmod(0o666)
     (work / "logs").mkdir()
     namespace = f"chaos-{os.getpid()}"
     host = Proc([sys.executable, "-m", "toolray_actors.testing.cluster_host"], _env())
@@ -303,6 +266,7 @@ def run(args: argparse.Namespace) -> int:
                 *("--seed", str(args.seed), "--mode", args.mode),
                 *("--isolation", args.isolation),
                 *(["--toolslot"] if args.nodes else []),
+                *(["--hostile", str(work / "hostile")] if args.hostile and d == 0 else []),
             ]
             drivers.append(Proc(argv, _env()))
         for proc in drivers:
@@ -352,6 +316,10 @@ def run(args: argparse.Namespace) -> int:
         for line in (work / f"driver{d}.jsonl").read_text().splitlines()
     ]
     out = check(records, ledger, work / "logs", killed)
+    if args.isolation == "sandbox":  # a sandboxed body is pid 1 of its own namespace: the
+        out["collateral"] = None  # ledger cannot say which host process ran it
+    if args.hostile:
+        out.update(check_hostile(work / "hostile", records, args.isolation))
     calm = [r for r in records if r["phase"] == "chaos" and r["end"] < chaos_start]
     wild = [r for r in records if r["phase"] == "chaos" and chaos_start <= r["end"] <= chaos_end]
 
@@ -369,17 +337,17 @@ def run(args: argparse.Namespace) -> int:
         faults_total=sum(faults.values()),
         calls_per_s_calm=round(rate(calm, chaos_start - t_start), 1),
         calls_per_s_chaos=round(rate(wild, chaos_end - chaos_start), 1),
-        p99_batch_s_calm=round(_pct([r["seconds"] for r in calm], 0.99), 3),
-        p99_batch_s_chaos=round(_pct([r["seconds"] for r in wild], 0.99), 3),
-        recovery_p50_s=round(_pct(out["recovery_s"], 0.5), 2),
-        recovery_p99_s=round(_pct(out["recovery_s"], 0.99), 2),
+        p99_batch_s_calm=round(percentile([r["seconds"] for r in calm], 0.99), 3),
+        p99_batch_s_chaos=round(percentile([r["seconds"] for r in wild], 0.99), 3),
+        recovery_p50_s=round(percentile(out["recovery_s"], 0.5), 2),
+        recovery_p99_s=round(percentile(out["recovery_s"], 0.99), 2),
         **drift(samples),
         workdir=str(work),
     )
     ok = (
         out["lost"] == 0
         and out["re_run"] == 0
-        and out["collateral"] == 0
+        and not out["collateral"]
         and out["success_not_exactly_once"] == 0
         and out["log_problems"] == 0
         and out["agents_recovered"] == out["agents"]
@@ -388,6 +356,7 @@ def run(args: argparse.Namespace) -> int:
         and out["rate_windows_over"] == 0
         and out.get("soak_max_rss_growth_mb", 0) <= 20
         and (out["faults_total"] > 0 or not args.kind_list)  # a campaign that injected nothing
+        and invariants_held(out)
     )
     width = max(len(k) for k in out)
     for key, value in out.items():

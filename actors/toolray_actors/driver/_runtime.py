@@ -24,6 +24,9 @@ from typing import Any
 import ray
 import ray.exceptions as rex
 
+from toolray import Placement
+from toolray.code import Confinement
+from toolray.isolation import sandbox_config, sandbox_confinement
 from toolray_actors._config import RuntimeConfig, load_config
 from toolray_actors._errors import RuntimeUnavailableError, is_actor_death, translate
 from toolray_actors._handles import control_options, create_registry
@@ -149,6 +152,24 @@ class RayRuntime:
         if handle is None:
             handle = self._executors[scope] = ExecutorHandle(self._conn, scope)
         return handle
+
+    def confinement(self, placement: Placement | None = None) -> Confinement:
+        """The layers a call's sandbox gets (``isolation="sandbox"``), on this node.
+
+        One sandbox is started here, asked and ended (a fraction of a second), with the
+        paths and network of ``placement`` (none by default); ``mode`` is the default
+        pool's ``confinement`` — ``"strict"`` refuses calls where a layer is missing.
+
+        Example:
+            >>> rt.confinement().missing  # doctest: +SKIP
+            ()
+        """
+        config = sandbox_config(
+            read_paths=getattr(placement, "read_paths", ()),
+            write_paths=getattr(placement, "write_paths", ()),
+            network=bool(getattr(placement, "network", False)),
+        )
+        return sandbox_confinement(config, self.config.pool.confinement)
 
     def stats(self) -> RuntimeStats:
         """A snapshot of every live actor of the namespace, and the runtime's counters."""

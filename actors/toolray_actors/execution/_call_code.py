@@ -5,17 +5,35 @@ template once (``toolray.procs`` ``Template.load``), so every call process forke
 holds it — and the modules it imported. A template that restarted has lost its loads: they
 are sent again before its next fork. The blobs stay here too (least recently used go
 first), for call processes forked before their tool arrived.
+
+With ``isolation="sandbox"`` (a :class:`SandboxSpec`) the template is the sandbox's
+(``toolray.isolation.sandbox_template``: nothing of the worker's environment) and each
+child gets a scratch directory of its own, removed once it ended.
 """
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from collections import OrderedDict
 from collections.abc import Mapping
+from dataclasses import dataclass
 
-from toolray.isolation import call_template
+from toolray.isolation import call_template, sandbox_template
 from toolray.procs import Template
 
-__all__ = ("TemplateCode",)
+__all__ = ("SandboxSpec", "TemplateCode")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SandboxSpec:
+    """``isolation="sandbox"``: what each sandbox is told, and whether a missing layer refuses."""
+
+    config: Mapping[str, object]
+    """``toolray.isolation.sandbox_config(...)``: its layers and paths."""
+    strict: bool = False
+    """Refuse every call where a layer is missing (``confinement="strict"``)."""
+
 
 _MAX_BLOBS = 256
 
@@ -23,8 +41,11 @@ _MAX_BLOBS = 256
 class TemplateCode:
     """The template of one worker, started on first use, and the code it holds."""
 
-    def __init__(self, env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, env: Mapping[str, str] | None = None, sandbox: SandboxSpec | None = None
+    ) -> None:
         self._env = dict(env or {})
+        self.sandbox = sandbox
         self._template: Template | None = None
         self._pid: int | None = None
         self._blobs: OrderedDict[str, bytes] = OrderedDict()
@@ -33,7 +54,8 @@ class TemplateCode:
     def template(self) -> Template:
         """The running template, holding every known definition."""
         if self._template is None:
-            self._template = call_template(self._env)
+            sandbox = self.sandbox is not None
+            self._template = sandbox_template() if sandbox else call_template(self._env)
         template = self._template
         template.start()
         if template.pid != self._pid:  # new, or restarted: it has lost its loads
@@ -71,6 +93,24 @@ class TemplateCode:
     def loaded(self) -> set[str]:
         """The keys the template holds now (a process forked now holds them too)."""
         return set(self._loaded)
+
+    def fork_args(self, memory_mb: int) -> tuple[dict[str, object], str | None]:
+        """A child's arguments, and its scratch directory (a sandbox's; ``None``: none)."""
+        if self.sandbox is None:
+            return {"memory_mb": memory_mb}, None
+        workdir = tempfile.mkdtemp(prefix="toolray-sandbox-")
+        args = {"memory_mb": memory_mb, "sandbox": dict(self.sandbox.config), "workdir": workdir}
+        return args, workdir
+
+    @staticmethod
+    def forget(workdir: str | None) -> None:
+        """Remove an ended sandbox's scratch directory (its files were in its own tmpfs)."""
+        if workdir is not None:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    def orphans(self) -> int:
+        """Processes its template adopted (left behind by a killed call process) and killed."""
+        return 0 if self._template is None else self._template.statistics().orphans
 
     def stop(self) -> None:
         """Stop the template, its processes killed and reaped first (blocks briefly)."""

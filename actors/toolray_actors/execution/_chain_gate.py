@@ -29,14 +29,14 @@ from dataclasses import dataclass, field
 
 from toolray import AbortError
 from toolray.errors import TOOL_ABORTED_BEFORE_DISPATCH
-from toolray.isolation import CallOutcome
+from toolray.isolation import CallOutcome, error_data
 from toolray.lowlevel import Link
 
 __all__ = ("UNSTARTED", "ChainGates", "Places")
 
 UNSTARTED = CallOutcome(
     status="error",
-    error=AbortError("tool call aborted before dispatch", TOOL_ABORTED_BEFORE_DISPATCH),
+    error=error_data(AbortError("tool call aborted before dispatch", TOOL_ABORTED_BEFORE_DISPATCH)),
 )
 """A chained call aborted while it waited for its turn: its body never ran."""
 

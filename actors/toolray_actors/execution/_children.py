@@ -3,7 +3,8 @@
 A :class:`CallProcesses` owns the worker's template and the call processes forked from it.
 A call takes an idle process (or waits for one; more are forked when calls wait, up to
 the worker's body limit) and gets its :class:`CallDone`. A process whose call ended cleanly
-takes the next call; an unclean one is retired. A process that dies under its call fails
+takes later calls of the same tool only (``reuse="tool"``; with ``"never"`` none:
+``_call_idle``); an unclean one is retired. A process that dies under its call fails
 that call only (``lost``, saying how); one killed on request (the ladder's last step) fails
 it as ``killed`` at once, and is never reused. A replacement is forked at once. The worker
 actor never runs a body itself, so it survives all of that.
@@ -15,32 +16,34 @@ lane, another thread). Plain asyncio and sockets, no Ray: nested dispatch is inj
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import threading
 import time
-from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
-from dataclasses import dataclass, field
 
-from toolray.errors import ToolrayError
+from toolray.errors import SandboxUnavailableError, ToolrayError
 from toolray.isolation import (
     MISSING,
     AbortCall,
     CallDone,
     CallOutcome,
+    ErrorData,
     InterruptCall,
     Message,
     NestedAnswer,
     NestedRequest,
     ProcessLink,
+    Ready,
     RunCall,
     aborted,
     describe_exit,
+    error_data,
+    missing_layers,
 )
 from toolray.procs import Child, Template
 from toolray_actors._stats import ChildStats
 
-from ._call_code import TemplateCode
+from ._call_code import SandboxSpec, TemplateCode
+from ._call_idle import IdleProcesses, Reuse, Waiters
+from ._call_orders import KILLED, KILLED_EARLY, Call, CallOrders, settle
 from ._call_sizing import GROW_AFTER_S, Sizing
 
 __all__ = ("CallProcesses", "Nested")
@@ -51,27 +54,6 @@ Nested = Callable[[Ident, NestedRequest], Awaitable[NestedAnswer]]
 
 _EXIT_WAIT_S = 2.0
 """How long a dead process's call waits for the template to say how it ended."""
-_MAX_EARLY = 4096
-_KILL = object()  # among a call's early orders: its kill came first (it never starts)
-_KILLED_EARLY = CallOutcome(status="killed", detail="killed before it started")
-_KILLED = CallOutcome(status="killed", detail="killed on request")
-
-
-@dataclass(eq=False)
-class _Call:
-    token: str
-    key: str
-    arguments: object
-    ident: Mapping[str, object]
-    done: asyncio.Future[CallOutcome]
-    aborts: list[object] = field(default_factory=list)
-    queued: float = 0.0
-    proc: ProcessLink | None = None
-
-
-def _settle(call: _Call, outcome: CallOutcome) -> None:
-    if not call.done.done():
-        call.done.set_result(outcome)
 
 
 class CallProcesses:
@@ -85,29 +67,31 @@ class CallProcesses:
         limit: int,
         nested: Nested,
         env: Mapping[str, str] | None = None,
+        reuse: Reuse = "tool",
+        sandbox: SandboxSpec | None = None,
     ) -> None:
         self._memory_mb = memory_mb
+        self._reuse: Reuse = "never" if sandbox is not None else reuse  # a sandbox: one call
         self._nested = nested
-        self.code = TemplateCode(env)  # environment instances fork from it too
+        self.code = TemplateCode(env, sandbox)  # environment instances fork from it too
+        self._refused: ErrorData | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._lock = threading.Lock()
-        self._calls: dict[str, _Call] = {}
-        self._early: OrderedDict[str, list[object]] = OrderedDict()
+        self._orders = CallOrders(self)
         self._procs: dict[int, ProcessLink] = {}
-        self._idle: deque[ProcessLink] = deque()
-        self._waiters: deque[_Call] = deque()
+        self._idle: IdleProcesses[ProcessLink] = IdleProcesses()
+        self._waiters: Waiters[Call] = Waiters()
         self._forking = 0
         self._grow_at: asyncio.TimerHandle | None = None
         self._sizing = Sizing(warm=warm, limit=max(1, limit))
         self._background: set[asyncio.Task[None]] = set()
         self._closed = False
         self.forks = self.kills = self.deaths = self.retired = self.replacements = 0
-        self.runs = 0
+        self.runs = self.descendants = 0
 
     # ------------------------------------------------------------------ the template
     def _template_now(self) -> Template:
         if self._loop is None:
-            self._loop = asyncio.get_running_loop()
+            self._loop = self._orders.loop = asyncio.get_running_loop()
         return self.code.template()
 
     async def warm_up(self) -> int:
@@ -121,7 +105,7 @@ class CallProcesses:
         """Hold ``key``'s code before its calls come (idle processes without it are replaced)."""
         self._template_now()
         self.code.learn(key, blob)
-        stale = [proc for proc in self._idle if key not in proc.known]
+        stale = self._idle.fresh_without(key)
         for proc in stale:
             self._idle.remove(proc)
             self._retire(proc)
@@ -142,25 +126,43 @@ class CallProcesses:
         return task
 
     async def _forked(self, template: Template, known: set[str]) -> None:
-        try:
-            child = await template.fork_async({"memory_mb": self._memory_mb})
+        args, workdir = self.code.fork_args(self._memory_mb)
+        try:  # a sandbox is pid 1 of a pid namespace of its own
+            child = await template.fork_async(args, pid_namespace=workdir is not None)
         except (OSError, ToolrayError):
+            self.code.forget(workdir)
             self._forking -= 1
             if not self._procs and not self._forking:  # none alive and none coming
-                while self._waiters:
-                    _settle(self._waiters.popleft(), _lost("could not be started"))
+                for waiter in self._waiters.drain():
+                    settle(waiter, _lost("could not be started"))
             return
         self._forking -= 1
         self.forks += 1
-        self._adopt(child, known)
+        self._adopt(child, known, workdir)
 
-    def _adopt(self, child: Child, known: set[str]) -> None:
+    def _adopt(self, child: Child, known: set[str], workdir: str | None) -> None:
         if self._closed:
             child.kill()
             child.close()
+            self.code.forget(workdir)
             return
         proc = ProcessLink(child, known=known, on_message=self._on_message, on_end=self._ended)
+        proc.workdir = workdir
         self._procs[proc.pid] = proc
+        if workdir is None:  # a sandbox takes calls once it says it is confined
+            self._release(proc)
+
+    def _ready(self, proc: ProcessLink, confinement: Mapping[str, object]) -> None:
+        """A sandbox is confined: it takes calls, unless ``strict`` misses a layer in it."""
+        proc.report = dict(confinement)
+        missing = missing_layers(proc.report)
+        sandbox = self.code.sandbox
+        if sandbox is not None and sandbox.strict and missing:  # the host lacks it: all fail
+            self._refused = error_data(SandboxUnavailableError(missing))
+            self._retire(proc)
+            for waiter in self._waiters.drain():
+                settle(waiter, CallOutcome(status="error", error=self._refused))
+            return
         self._release(proc)
 
     # ------------------------------------------------------------------ assignment
@@ -175,34 +177,33 @@ class CallProcesses:
         elif self.code.blob(key) is None:
             return MISSING
         assert self._loop is not None
-        call = _Call(token, key, arguments, ident, self._loop.create_future())
+        if self._refused is not None:  # confinement="strict" on a host that lacks a layer
+            return CallOutcome(status="error", error=self._refused)
+        call = Call(token, key, arguments, ident, self._loop.create_future())
         self.runs += 1
-        with self._lock:
-            call.aborts = self._early.pop(token, [])
-            if _KILL in call.aborts:
-                return _KILLED_EARLY
-            self._calls[token] = call
-        if self._idle:
-            self._start_on(self._idle.pop(), call)
+        if not self._orders.arrive(call):
+            return KILLED_EARLY
+        proc = self._idle.take(key)
+        if proc is not None:
+            self._start_on(proc, call)
         else:
+            other = self._idle.take_other(key)  # bound to another tool: make room
+            if other is not None:
+                self._retire(other)
+                self._fork(replacing=False)
             call.queued = time.monotonic()
-            self._waiters.append(call)
+            self._waiters.add(call)
             if self._grow_at is None:
                 self._grow_at = self._loop.call_later(GROW_AFTER_S, self._grow)
         try:
             return await call.done
         finally:
-            with self._lock:
-                self._calls.pop(token, None)
+            self._orders.leave(token)
 
     def _grow(self) -> None:
         self._grow_at = None
-        while self._waiters:  # drop the head's calls that settled while waiting
-            head = self._waiters.popleft()
-            if not head.done.done():
-                self._waiters.appendleft(head)
-                break
-        since = next((w.queued for w in self._waiters), 0.0)
+        head = self._waiters.head()
+        since = head.queued if head is not None else 0.0
         wanted = self._sizing.forks_wanted(
             time.monotonic(), len(self._waiters), len(self._procs), self._forking, since
         )
@@ -215,34 +216,44 @@ class CallProcesses:
 
     def _release(self, proc: ProcessLink) -> None:
         """``proc`` is free: the longest-waiting call takes it, else it waits idle."""
-        with self._lock:
-            proc.call = None
+        self._orders.running(proc, None)
         self._sizing.released(time.monotonic())
-        while self._waiters:
-            call = self._waiters.popleft()
-            if not call.done.done():
-                self._start_on(proc, call)
+        head = self._waiters.head()
+        if head is not None and proc.bound not in (None, head.key) and not self._forking:
+            # the longest-waiting call is another tool's: a process for it, in place of
+            # this one when the worker has no room for more (calls of this tool may wait)
+            if len(self._procs) >= self._sizing.limit or not self._waiters.has(proc.bound):
+                self._retire(proc)
+                self._fork(replacing=False)
                 return
+            self._fork(replacing=False)
+        call = self._waiters.take_for(proc.bound)  # a process serves one tool only
+        if call is not None:
+            self._start_on(proc, call)
+            return
         proc.idle_since = time.monotonic()
-        self._idle.append(proc)
-        for _ in range(self._sizing.trim(proc.idle_since, [p.idle_since for p in self._idle])):
-            self._retire(self._idle.popleft())
+        self._idle.put(proc)
+        for _ in range(self._sizing.trim(proc.idle_since, self._idle.ages())):
+            self._retire(self._idle.pop_oldest())
 
-    def _start_on(self, proc: ProcessLink, call: _Call) -> None:
+    def _start_on(self, proc: ProcessLink, call: Call) -> None:
         ident = {k: v for k, v in call.ident.items() if k != "home"}
+        assert proc.bound in (None, call.key), "a process serves one tool only"
         blob = None if call.key in proc.known else self.code.blob(call.key)
+        call.coded = blob is not None
         run = RunCall(
             token=call.token, key=call.key, blob=blob, arguments=call.arguments, ident=ident
         )
         try:
             proc.send(run)
         except ValueError as err:  # its arguments cannot cross: its failure, not the process's
-            _settle(call, CallOutcome(status="error", error=RuntimeError(f"the call {err}")))
+            failed = error_data(RuntimeError(f"the call {err}"))
+            settle(call, CallOutcome(status="error", error=failed))
             self._release(proc)
             return
-        with self._lock:
-            proc.call, call.proc = call, proc
+        self._orders.running(proc, call)
         proc.known.add(call.key)
+        proc.bound = call.key
         for reason in call.aborts:
             proc.send(AbortCall(token=call.token, reason=reason))
 
@@ -250,32 +261,37 @@ class CallProcesses:
         call = proc.call
         if isinstance(message, CallDone) and call is not None and message.token == call.token:
             outcome = message.outcome
-            resend = outcome.status == "missing" and self.code.blob(call.key) is not None
-            with self._lock:  # from here on a late kill of this call misses its process
-                if proc.killed:  # its end crossed its kill: the kill's end stands
-                    return
-                if not resend:
-                    proc.call = None
+            resend = outcome.status == "missing" and not call.coded
+            resend = resend and self.code.blob(call.key) is not None
+            if not self._orders.finished(proc, keep=resend):  # the kill's end stands
+                return
             if resend:  # its template could not load the tool: send it the code
                 proc.known.discard(call.key)
                 self._start_on(proc, call)
                 return
             self._sizing.took(message.body_s)
-            _settle(call, outcome)
-            if message.clean:
+            self.descendants += message.left
+            settle(call, outcome)
+            if message.clean and self._reuse == "tool":
                 self._release(proc)
+            elif self._reuse == "never":  # each call a fresh process: after its caller woke
+                assert self._loop is not None
+                self._loop.call_soon(self._renew, proc)
             else:
                 self._retire(proc)
         elif isinstance(message, NestedRequest) and call is not None:
             self._spawn(self._answer(proc, call, message))
+        elif isinstance(message, Ready) and proc.report is None and proc.workdir is not None:
+            self._ready(proc, message.confinement)
 
-    async def _answer(self, proc: ProcessLink, call: _Call, request: NestedRequest) -> None:
+    async def _answer(self, proc: ProcessLink, call: Call, request: NestedRequest) -> None:
         try:
             answer = await self._nested(call.ident, request)
-        except Exception as exc:
-            answer = NestedAnswer(id=request.id, error=exc)
-        if proc.call is call:
-            proc.send(answer)
+            if proc.call is call:
+                proc.send(answer)
+        except Exception as exc:  # the dispatch raised, or its result cannot cross
+            if proc.call is call:
+                proc.send(NestedAnswer(id=request.id, error=error_data(exc)))
 
     # ------------------------------------------------------------------ endings
     def _retire(self, proc: ProcessLink) -> None:
@@ -283,12 +299,17 @@ class CallProcesses:
         self.retired += 1
         proc.kill()
 
+    def _renew(self, proc: ProcessLink) -> None:
+        """A process that served its one call goes; a fresh one is forked in its place."""
+        self._retire(proc)
+        self._fork(replacing=False)
+
     def _ended(self, proc: ProcessLink) -> None:
         """``proc``'s socket closed (once): it died, was killed, or was retired."""
         call = proc.call
         self._procs.pop(proc.pid, None)
-        with contextlib.suppress(ValueError):
-            self._idle.remove(proc)
+        self._idle.remove(proc)
+        self.code.forget(proc.workdir)
         if proc.killed:  # killed on request: _killed_now settles, counts and replaces it
             return
         if call is not None and not call.done.done():
@@ -297,82 +318,47 @@ class CallProcesses:
         if not self._closed and (call is not None or self._waiters):
             self._fork(replacing=True)
 
-    def _killed_now(self, call: _Call) -> None:
+    def killed_now(self, call: Call) -> None:
         """A call whose process was killed on request: it ends now (its replacement first)."""
         self.kills += not call.done.done()
         if not self._closed:
             self._fork(replacing=True)
-        _settle(call, _KILLED)
+        settle(call, KILLED)
 
-    async def _settle_ended(self, proc: ProcessLink, call: _Call) -> None:
+    async def _settle_ended(self, proc: ProcessLink, call: Call) -> None:
         status = await proc.wait_exit(_EXIT_WAIT_S)
-        _settle(call, _lost(describe_exit(status, self._memory_mb)))
+        settle(call, _lost(proc.broken or describe_exit(status, self._memory_mb)))
 
     # ------------------------------------------------------------------ control lane
     def abort(self, token: str, reason: object) -> bool:
         """Forward an abort to the call's process (remembered if the call is not here yet)."""
-        with self._lock:
-            call = self._calls.get(token)
-            if call is None:
-                self._remember(token, reason)
-                return False
-        self._on_loop(self._forward, call, AbortCall(token=token, reason=reason))
-        return True
-
-    def _remember(self, token: str, order: object) -> None:  # the lock is held
-        self._early.setdefault(token, []).append(order)
-        if len(self._early) > _MAX_EARLY:
-            self._early.popitem(last=False)
+        return self._orders.abort(token, reason)
 
     def interrupt(self, token: str) -> str:
         """Forward an interrupt; a call still waiting for a process stops at once."""
-        with self._lock:
-            call = self._calls.get(token)
-        if call is None or call.done.done():
-            return "gone"
-        self._on_loop(self._forward, call, InterruptCall(token=token))
-        return "forwarded"
+        return self._orders.interrupt(token)
 
     def kill(self, token: str) -> bool:
         """Kill the call's process group (its call fails ``killed``); ``False`` if gone."""
-        with self._lock:
-            call = self._calls.get(token)
-            if call is None:  # not here yet (or settled): a later arrival never starts
-                self._remember(token, _KILL)
-                return False
-            proc = call.proc
-            if proc is not None and proc.call is call:
-                proc.killed = True
-                proc.signal_kill()  # final: the call ends now, not at its end of file
-                self._on_loop(self._killed_now, call)
-                return True
-        if proc is not None:
-            return False  # settled already
-        self._on_loop(_settle, call, _KILLED_EARLY)
-        return True
+        return self._orders.kill(token)
 
-    def _on_loop(self, fn: Callable[..., object], *args: object) -> None:
-        if self._loop is not None:
-            with contextlib.suppress(RuntimeError):  # the loop is closed: the worker is going
-                self._loop.call_soon_threadsafe(fn, *args)
-
-    def _forward(self, call: _Call, message: AbortCall | InterruptCall) -> None:
+    def forward(self, call: Call, message: AbortCall | InterruptCall) -> None:
+        """An order of the control lane, on the loop: to the call's process, or its wait."""
         proc = call.proc
         if proc is not None and proc.call is call:
             proc.send(message)
         elif proc is None and isinstance(message, AbortCall):
             call.aborts.append(message.reason)
         elif proc is None:  # interrupted while waiting for a process: it never started
-            with contextlib.suppress(ValueError):
-                self._waiters.remove(call)
+            self._waiters.remove(call)
             stopped = aborted("the worker interrupted the call before it started")
-            _settle(call, CallOutcome(status="error", error=stopped))
+            settle(call, CallOutcome(status="error", error=stopped))
 
     # ------------------------------------------------------------------ statistics
     def stats(self) -> ChildStats:
         """A frozen snapshot of the counters."""
         return ChildStats(
-            in_flight=len(self._calls),
+            in_flight=len(self._orders),
             runs=self.runs,
             live=len(self._procs),
             idle=len(self._idle),
@@ -381,6 +367,7 @@ class CallProcesses:
             deaths=self.deaths,
             retired=self.retired,
             replacements=self.replacements,
+            descendants=self.descendants + self.code.orphans(),
             pids=tuple(self._procs),
         )
 

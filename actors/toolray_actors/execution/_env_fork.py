@@ -1,18 +1,18 @@
 """An instance's process copied by a fork: how the copy reaches its worker.
 
-The copy is a grandchild of the source instance's process, re-parented to the worker's
-template; it has no channel of the template's making. The worker listens on a one-time
-abstract unix socket (a random name only this worker and the instance it sent it to know),
-the copy connects and announces its pid, and the worker takes the connection only when the
-kernel says the peer is that very pid of this user (``SO_PEERCRED``). The copy then becomes
-a ``Child`` whose owner signals its process group directly (its template reaps it
-unannounced).
+The copy is a grandchild of the source instance's process, to be re-parented to the
+worker's template; it has no channel of the template's making. The worker listens on a
+one-time abstract unix socket (a random name only this worker and the instance it sent it
+to know), the copy connects and announces its pid, and the worker takes the connection only
+when the kernel says the peer is that very pid of this user (``SO_PEERCRED``). The template
+then adopts the pid (``Template.adopt_async``: a child like those it forks, reaped, reported
+and killed through it, not killed as an orphan), and only then is the copy let go of its
+intermediate parent.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import secrets
 import socket
@@ -27,23 +27,15 @@ _CONNECT_S = 10.0
 """How long the copy has to connect back."""
 
 
-class _Adopted:
-    """A copy as a ``Child``'s owner: its parent is the template, which reaps it."""
+async def copy_child(
+    fork: Callable[[str], Awaitable[int]],
+    adopt: Callable[[int, socket.socket], Awaitable[Child]],
+) -> Child:
+    """The copy as a ``Child``, once its template has adopted it.
 
-    def __init__(self, parent: int | None) -> None:
-        self._parent = parent
-
-    def signal_child(self, pid: int, signum: int) -> None:
-        with contextlib.suppress(OSError):
-            os.killpg(pid, signum)
-
-    @property
-    def parent_pid(self) -> int | None:
-        return self._parent
-
-
-async def copy_child(fork: Callable[[str], Awaitable[int]], template_pid: int | None) -> Child:
-    """The copy as a ``Child`` (``fork(address)`` asks the source for it, answers its pid)."""
+    ``fork(address)`` asks the source for the copy and answers its pid; ``adopt(pid,
+    connection)`` has the template take it; then the copy is let go of its intermediate.
+    """
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_NONBLOCK)
     address = f"toolray-fork-{secrets.token_hex(16)}"
     try:
@@ -53,7 +45,13 @@ async def copy_child(fork: Callable[[str], Awaitable[int]], template_pid: int | 
         conn = await asyncio.wait_for(_accept(listener, pid), _CONNECT_S)
     finally:
         listener.close()
-    return Child(_Adopted(template_pid), pid, conn, None, None)
+    try:
+        child = await asyncio.wait_for(adopt(pid, conn), _CONNECT_S)
+    except BaseException:
+        conn.close()  # the copy reads no "go": it ends, and its intermediate with it
+        raise
+    conn.sendall(b"\1")  # go: the copy lets its intermediate leave, to be the template's
+    return child
 
 
 async def _accept(listener: socket.socket, pid: int) -> socket.socket:

@@ -35,10 +35,11 @@ from toolray.isolation import (
     ProcessLink,
     RunCall,
     describe_exit,
+    error_data,
     in_parts,
     pack_restore,
 )
-from toolray.procs import Child
+from toolray.procs import Child, ProtocolError
 
 from ._call_code import TemplateCode
 from ._env_fork import copy_child
@@ -202,7 +203,7 @@ class ProcessInstances:
         async def fork(address: str) -> int:
             return (await self._operate(proc, EnvOp(op="fork", address=address))).pid
 
-        child = await copy_child(fork, self._code.template().pid)
+        child = await copy_child(fork, self._code.template().adopt_async)
         self._adopt(new_iid, proc.key, child, set(proc.link.known))
         self.opened += 1
         return child.pid
@@ -253,7 +254,8 @@ class ProcessInstances:
             try:
                 proc.link.send(run)
             except ValueError as err:  # its arguments cannot cross: its failure, not the instance's
-                return CallOutcome(status="error", error=RuntimeError(f"the call {err}"))
+                failed = error_data(RuntimeError(f"the call {err}"))
+                return CallOutcome(status="error", error=failed)
             if code is not None:
                 proc.link.known.add(key)
             return await done
@@ -272,7 +274,11 @@ class ProcessInstances:
                 if done is not None and not done.done():
                     done.set_result(message.outcome)
             case EnvDone():
-                whole = proc.parts.join(message)
+                try:
+                    whole = proc.parts.join(message)
+                except ProtocolError:  # an answer past its bound: the process is done
+                    link.kill()
+                    return
                 if isinstance(whole, EnvDone) and proc.op is not None and not proc.op.done():
                     proc.op.set_result(whole)
             case NestedRequest():
@@ -285,7 +291,7 @@ class ProcessInstances:
         try:
             answer = await self._nested(ident, request)
         except Exception as exc:
-            answer = NestedAnswer(id=request.id, error=exc)
+            answer = NestedAnswer(id=request.id, error=error_data(exc))
         proc.link.send(answer)
 
     def _spawn(self, work: Awaitable[None]) -> None:

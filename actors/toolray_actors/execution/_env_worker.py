@@ -32,18 +32,28 @@ def instance_of(ident: Mapping[str, object]) -> str | None:
     return str(iid) if iid is not None else None
 
 
+_NO_SANDBOX = (
+    'environments do not run on an isolation="sandbox" pool: place the environment on a'
+    ' pool with isolation "call" (its instance in a process of its own) or "shared"'
+)
+
+
 class WorkerEnvironments:
     """The instances of one worker: in processes of their own, or in its memory."""
 
-    def __init__(self, processes: ProcessInstances | None) -> None:
+    def __init__(self, processes: ProcessInstances | None, refusal: str = "") -> None:
         self.processes = processes
         self.shared = SharedInstances() if processes is None else None
+        self.refusal = refusal
+        """Why this worker opens no instance (``""``: it opens them)."""
 
     @classmethod
     def of(cls, procs: CallProcesses | None, memory_mb: int, nested: Nested) -> WorkerEnvironments:
         """For a worker with call processes ``procs`` (``None``: shared isolation)."""
         if procs is None:
             return cls(None)
+        if procs.code.sandbox is not None:
+            return cls(None, _NO_SANDBOX)
         return cls(ProcessInstances(procs.code, memory_mb=memory_mb, nested=nested))
 
     def __len__(self) -> int:
@@ -93,6 +103,8 @@ class WorkerEnvironments:
         self, iid: str, key: str, blob: bytes, config: object, snapshot: bytes | None
     ) -> int:
         """Open (or restore) an instance here; the pid holding it."""
+        if self.refusal:
+            raise ValueError(self.refusal)
         held = self._held()
         return await held.open(iid, key, blob, config, snapshot)
 

@@ -294,6 +294,7 @@ class PoolManager:
             child_kills=sum(c.kills for c in seen),
             child_deaths=sum(c.deaths for c in seen),
             child_replacements=sum(c.replacements for c in seen),
+            child_descendants=sum(c.descendants for c in seen),
             children=sum(c.live for c in now),
             children_busy=sum(c.live - c.idle for c in now),
             child_pids=tuple(pid for c in now for pid in c.pids),

@@ -29,10 +29,11 @@ from collections.abc import Callable
 from typing import Any
 
 from toolray import AbortError, ToolRunContext, ToolWorkerLostError
-from toolray.isolation import CallOutcome
+from toolray.isolation import CallOutcome, rebuild_error
 from toolray.lowlevel import Entry, Link, run_body_inline, thaw_json
 from toolray_actors._errors import is_actor_death, is_cancelled, task_cause, wire_reason
 from toolray_actors._handles import kill
+from toolray_actors._placement import PROCESS_ISOLATION
 from toolray_actors._remote import send
 from toolray_actors._wire import AbortOrder, WorkerRequest
 
@@ -258,7 +259,7 @@ class RayBodyRunner:
                 remove()
         # per-call isolation: the abort carries the ladder, and the worker interrupts and
         # kills the call's process itself (one message instead of three)
-        local = pool.isolation == "call"
+        local = pool.isolation in PROCESS_ISOLATION
         if not result.done():
             self.stats.aborts += 1
             _, aborts = self._lane(slot)
@@ -291,7 +292,7 @@ class RayBodyRunner:
         self, pool: PoolClient, slot: WorkerSlot, token: str, notes: dict[str, Any], echoed: bool
     ) -> str:
         """The ladder's last step; names what it killed (``echoed``: the worker did it)."""
-        if pool.isolation == "call":
+        if pool.isolation in PROCESS_ISOLATION:
             if not echoed:  # the worker's own kill has not answered: order it from here
                 send(slot.handle, ToolWorker.kill_call, token)  # its mates run on
             notes["killed"] = "process"
@@ -375,4 +376,4 @@ def _unpack(outcome: CallOutcome, ctx: ToolRunContext) -> Any:
     if status == "killed":  # the kill step's own error was raised already; a late echo
         raise AbortError("tool call aborted")
     assert outcome.error is not None, outcome
-    raise outcome.error
+    raise rebuild_error(outcome.error)  # toolray's own class, a builtin, or a stand-in

@@ -14,7 +14,9 @@ Where a body runs is the pool's isolation:
   bodies as tasks of the worker's loop, sync bodies in its thread pool. Fastest; a body
   that crashes the process takes every call of the worker with it.
 
-Every call's outcome is a :class:`toolray.isolation.CallOutcome`.
+Every call's outcome is a :class:`toolray.isolation.CallOutcome`; outcomes leave the worker
+as JSON (``toolray.isolation.outcomes_bytes``), which its executor reads as data: a body that
+shares this process chooses nothing the executor unpickles.
 
 For an elastic pool the worker keeps the time of its last call's start or end (``status``
 reports how long it has been idle), and once *drained* it starts no more calls: each is
@@ -35,32 +37,31 @@ from toolray import AbortSignal, ToolRunContext
 from toolray.isolation import (
     BodyHost,
     CallOutcome,
-    NestedAnswer,
-    NestedRequest,
     ToolInterrupted,
     aborted,
     body_limit,
-    shippable_error,
+    error_data,
+    outcomes_bytes,
+    sandbox_config,
 )
 from toolray.lowlevel import Link
 from toolray_actors._env_wire import InstanceInfo
-from toolray_actors._placement import WorkerSettings
+from toolray_actors._placement import PROCESS_ISOLATION, WorkerSettings
 from toolray_actors._remote import node_id
 from toolray_actors._stats import ActorStats, ChildStats, WorkerStatus, actor_stats
 from toolray_actors._wire import (
     AbortOrder,
-    ExecutorHome,
     Settled,
     WorkerRequest,
     decode,
-    encode,
 )
 
+from ._call_code import SandboxSpec
 from ._chain_gate import UNSTARTED, ChainGates
 from ._children import CallProcesses
 from ._env_worker import WorkerEnvironments, instance_of
 from ._lane import LANES, LaneAddress, LaneServer
-from ._nested_remote import RemoteNested, worker_context
+from ._nested_remote import nested_call, worker_context
 
 __all__ = ("ToolInterrupted", "ToolWorker", "WorkerStatus", "body_limit")
 
@@ -85,25 +86,19 @@ def _outcome_of(token: str, task: asyncio.Task[CallOutcome]) -> Settled:
 
 def _faulted(err: BaseException) -> CallOutcome:
     """A call's outcome when the worker itself failed running it."""
-    return CallOutcome(status="error", error=shippable_error(err))
+    return CallOutcome(status="error", error=error_data(err))
 
 
-async def _nested(ident: Mapping[str, Any], request: NestedRequest) -> NestedAnswer:
-    """A call process's ``ctx.dispatch``, asked of the call's executor actor.
-
-    The request names its calling execution by token id, as a body in this process would:
-    the executor accepts only a live execution it issued.
-    """
-    ctx = worker_context(AbortSignal(), {**ident, "token": request.token})
-    home = ExecutorHome.of(ident.get("home"))
-    if home is None:
-        raise ValueError(
-            "this run context cannot dispatch nested calls (a toolray pipeline did not make it)"
-        )
-    result = await RemoteNested(home).dispatch(
-        ctx, request.name, request.arguments, request.call_id
+def _sandbox(settings: WorkerSettings) -> SandboxSpec | None:
+    """``isolation="sandbox"``: what each call's sandbox is told (its paths, its network)."""
+    if settings.isolation != "sandbox":
+        return None
+    config = sandbox_config(
+        read_paths=settings.read_paths,
+        write_paths=settings.write_paths,
+        network=settings.network,
     )
-    return NestedAnswer(id=request.id, result=result)
+    return SandboxSpec(config=config, strict=settings.confinement == "strict")
 
 
 class ToolWorker:
@@ -120,15 +115,17 @@ class ToolWorker:
         limit = self.settings.max_bodies or body_limit(self.settings.threads)
         self._host = BodyHost(self._context, threads=self.settings.threads, max_bodies=limit)
         self._procs: CallProcesses | None = None
-        if self.settings.isolation == "call":
+        if self.settings.isolation in PROCESS_ISOLATION:
             self._procs = CallProcesses(
                 memory_mb=self.settings.memory_mb,
                 warm=self.settings.warm_children,
                 limit=limit,
-                nested=_nested,
+                nested=nested_call,
                 env=env or {},
+                reuse=self.settings.reuse,
+                sandbox=_sandbox(self.settings),
             )
-        self._envs = WorkerEnvironments.of(self._procs, self.settings.memory_mb, _nested)
+        self._envs = WorkerEnvironments.of(self._procs, self.settings.memory_mb, nested_call)
         self._lock = threading.Lock()  # the control lane reads these from another thread
         self._active = 0
         self._last = time.monotonic()  # the last start or end of a call
@@ -221,13 +218,14 @@ class ToolWorker:
                     task.cancel()
 
     async def run_wire(self, request: bytes) -> bytes:
-        """:meth:`run` across Ray: the request and its outcome as ``wire.encode`` bytes."""
-        return encode(await self.run(cast("WorkerRequest", decode(request))))
+        """:meth:`run` across Ray: the request as ``wire.encode`` bytes, its outcome as JSON."""
+        call = cast("WorkerRequest", decode(request))
+        return outcomes_bytes([(call.token, await self.run(call))])
 
     async def run_many_wire(self, requests: bytes) -> AsyncIterator[bytes]:
-        """:meth:`run_many` across Ray: the requests and each chunk as ``wire.encode`` bytes."""
+        """:meth:`run_many` across Ray: the requests as ``wire.encode`` bytes, chunks as JSON."""
         async for chunk in self.run_many(cast("list[WorkerRequest]", decode(requests))):
-            yield encode(chunk)
+            yield _json(chunk)
 
     async def run_lane(self, requests: bytes) -> AsyncIterator[bytes]:
         """:meth:`run_many_wire` for a message on the local lane (a lone call runs directly)."""
@@ -237,10 +235,10 @@ class ToolWorker:
                     outcome = await self.run(request)
                 except Exception as err:  # a fault of the worker itself: this call's failure
                     outcome = _faulted(err)
-                yield encode([Settled(request.token, outcome)])
+                yield outcomes_bytes([(request.token, outcome)])
             case several:
                 async for chunk in self.run_many(several):
-                    yield encode(chunk)
+                    yield _json(chunk)
 
     async def lane(self, node: str) -> LaneAddress | None:
         """The local lane, for an executor on ``node`` (``None``: another node, or none here)."""
@@ -381,6 +379,10 @@ class ToolWorker:
     async def health(self) -> int:
         """The worker's pid (it answers even while bodies run)."""
         return os.getpid()
+
+
+def _json(chunk: list[Settled]) -> bytes:
+    return outcomes_bytes([(item.token, item.outcome) for item in chunk])
 
 
 async def _company(settled: asyncio.Queue[Any], wanted: int) -> None:

@@ -13,12 +13,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
-from typing import Any, cast
+from typing import Any
 
 from toolray import ToolWorkerLostError
-from toolray.isolation import CallOutcome
+from toolray.isolation import outcomes_of
 from toolray_actors._remote import Handle, send, stream
-from toolray_actors._wire import Settled, WorkerRequest, decode, encode
+from toolray_actors._wire import Settled, WorkerRequest, encode
 
 from ._coalesce import Chunk
 from ._lane import LaneClient
@@ -54,7 +54,7 @@ class WorkerTransport:
         handle = self._handle
         match requests:
             case [request]:
-                return _one(send(handle, ToolWorker.run_wire, encode(request)), request.token)
+                return _one(send(handle, ToolWorker.run_wire, encode(request)))
         return _many(stream(handle, ToolWorker.run_many_wire, encode(requests)))
 
     async def _open(self, node: str) -> None:
@@ -74,15 +74,20 @@ class WorkerTransport:
         return ToolWorkerLostError("the worker's local lane closed while the worker lived")
 
 
-async def _one(ref: Any, token: str) -> AsyncIterator[Chunk]:
-    yield [Settled(token, cast("CallOutcome", decode(await ref)))]
+def _settled(blob: bytes) -> Chunk:
+    """A worker's reply, read as data: its bodies may share its process (``"shared"``)."""
+    return [Settled(token, outcome) for token, outcome in outcomes_of(blob)]
+
+
+async def _one(ref: Any) -> AsyncIterator[Chunk]:
+    yield _settled(await ref)
 
 
 async def _many(refs: AsyncIterator[Any]) -> AsyncIterator[Chunk]:
     async for ref in refs:
-        yield cast("Chunk", decode(await ref))
+        yield _settled(await ref)
 
 
 async def _chunks(items: AsyncIterator[bytes]) -> AsyncIterator[Chunk]:
     async for item in items:
-        yield cast("Chunk", decode(item))
+        yield _settled(item)

@@ -23,6 +23,9 @@ EXIT_MEMORY = 86
 EXIT_CPU = 87
 EXIT_EXPIRED = 88
 MAX_OPEN_FILES = 32
+MAX_TASKS = 64
+"""``RLIMIT_NPROC``: the process and its threads (set inside its user namespace, where only
+the child's own tasks count; the syscall filter refuses new processes anyway)."""
 REMOVED_BUILTINS = ("open", "input", "breakpoint", "help", "exit", "quit")
 
 _reserve: bytearray | None = bytearray(1 << 20)
@@ -59,7 +62,7 @@ def confine(*, memory_bytes: int | None, cpu_s: float | None, file_bytes: int) -
     _memory_bytes = memory_bytes
     _limit(resource.RLIMIT_CORE, 0)
     _limit(resource.RLIMIT_NOFILE, MAX_OPEN_FILES)
-    _limit(resource.RLIMIT_NPROC, 0)
+    _limit(resource.RLIMIT_NPROC, MAX_TASKS)
     _limit(resource.RLIMIT_FSIZE, file_bytes)
     _limit(resource.RLIMIT_MEMLOCK, 0)
     _limit(resource.RLIMIT_MSGQUEUE, 0)

@@ -70,11 +70,19 @@ def _add(ruleset: int, path: str, access: int, handled: int) -> None:
         os.close(fd)
 
 
-def restrict(read: Iterable[str], write: Iterable[str], devices: dict[str, int]) -> int:
+def restrict(
+    read: Iterable[str],
+    write: Iterable[str],
+    devices: dict[str, int],
+    *,
+    tcp: bool = False,
+    execute: bool = False,
+) -> int:
     """Enter a Landlock domain (``PR_SET_NO_NEW_PRIVS`` must be set); return its ABI.
 
-    ``read`` paths get reading, ``write`` paths everything but executing and special
-    files, ``devices`` (path → access bits) exactly theirs.
+    ``read`` paths get reading (and executing, with ``execute``), ``write`` paths
+    everything but executing and special files, ``devices`` (path → access bits) exactly
+    theirs. ``tcp``: TCP is not restricted (else no port may be bound or connected to).
 
     Raises:
         OSError: Landlock is unavailable or a rule could not be added.
@@ -85,16 +93,17 @@ def restrict(read: Iterable[str], write: Iterable[str], devices: dict[str, int])
     handled = _handled_fs(version)
     attr = _RulesetAttr(handled, 0, 0)
     size = 8
-    if version >= 4:
+    if version >= 4 and not tcp:
         attr.net, size = 0b11, 16  # TCP bind and connect, with no port allowed
     if version >= 6:
         attr.scoped, size = _SCOPE_ABSTRACT_UNIX | _SCOPE_SIGNAL, 24
+    reading = _READ | _READ_DIR | (_EXECUTE if execute else 0)
     ruleset = _libc.syscall(_CREATE, ctypes.byref(attr), size, 0)
     if ruleset < 0:
         raise _error("create_ruleset")
     try:
         for path in read:
-            _add(ruleset, path, _READ | _READ_DIR, handled)
+            _add(ruleset, path, reading, handled)
         for path in write:
             _add(ruleset, path, _SCRATCH, handled)
         for path, access in devices.items():

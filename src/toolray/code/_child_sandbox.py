@@ -6,13 +6,13 @@ ready, in this order (as root, the template's case here):
 1. (the template made the child pid 1 of a new pid namespace);
 2. new mount, network and ipc namespaces; a new root on a tmpfs of ``scratch_mb``
    holding the read-only binds of the read paths, ``/dev/null``, ``/dev/zero``,
-   ``/dev/urandom``, a fresh ``/proc``, ``/dev/shm`` and the scratch directory (the
-   working directory, at the path the host made); ``pivot_root`` into it;
-3. a user namespace in which the child is uid and gid 65534, with every capability
-   dropped. Outside it the child keeps the host's uid, so the host can still read its
-   limits and ``/proc`` entries, but only where the pid and mount namespaces are in place
-   (nothing outside them is visible or writable); without them it becomes uid 65534
-   outside as well, before entering the user namespace.
+   ``/dev/urandom`` (read-only too: a device's mode and times cannot be changed through
+   them), a fresh read-only ``/proc``, ``/dev/shm`` and the scratch directory (the working
+   directory, at the path the host made); ``pivot_root`` into it; its standard input
+   reopened on the bound ``/dev/null`` (the inherited one is the host's);
+3. uid and gid 65534 (``nobody``) outside, then a user namespace in which the child is
+   65534 too, with every capability dropped: the child owns no host file, so it can change
+   the mode, owner or times of nothing outside its scratch directory (which it owns).
 
 Without root (a host that runs toolray unprivileged) the user namespace comes first and
 owns the others, and there is no pid namespace (the template cannot make one). Each step
@@ -38,8 +38,9 @@ _CLONE_NEWNS, _CLONE_NEWIPC, _CLONE_NEWUSER, _CLONE_NEWNET = (
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_BIND, _MS_REC, _MS_PRIVATE = 2, 4, 8, 4096, 16384, 1 << 18
 _MNT_DETACH, _AT_RECURSIVE = 2, 0x8000
 _ATTR_RDONLY, _ATTR_NOSUID, _ATTR_NODEV = 1, 2, 4
+_MS_RDONLY = 1
 _SYS_PIVOT_ROOT, _SYS_CAPSET, _SYS_MOUNT_SETATTR = 155, 126, 442
-_DEVICES: Final = (("null", True), ("zero", False), ("urandom", False))
+_DEVICES: Final = ("null", "zero", "urandom")
 _NAMESPACES: Final = (
     ("mount_namespace", _CLONE_NEWNS),
     ("network_namespace", _CLONE_NEWNET),
@@ -74,14 +75,14 @@ class _MountAttr(ctypes.Structure):
     )
 
 
-def _read_only(path: str) -> None:
-    attr = _MountAttr(_ATTR_RDONLY | _ATTR_NOSUID | _ATTR_NODEV, 0, 0, 0)
+def _read_only(path: str, *, devices: bool = False) -> None:
+    attr = _MountAttr(_ATTR_RDONLY | _ATTR_NOSUID | (0 if devices else _ATTR_NODEV), 0, 0, 0)
     flags = _AT_RECURSIVE
     result = _libc.syscall(_SYS_MOUNT_SETATTR, -100, path.encode(), flags, ctypes.byref(attr), 32)
     call(result, f"read-only {path}")
 
 
-def _bind(path: str, root: str, *, writable: bool = False) -> None:
+def _bind(path: str, root: str, *, writable: bool = False, device: bool = False) -> None:
     target = root + path
     if os.path.isdir(path):
         os.makedirs(target, exist_ok=True)
@@ -91,7 +92,7 @@ def _bind(path: str, root: str, *, writable: bool = False) -> None:
             pass
     _mount(path, target, None, _MS_BIND | _MS_REC)
     if not writable:
-        _read_only(target)
+        _read_only(target, devices=device)
 
 
 def build_root(root: str, config: dict[str, Any], *, fresh_proc: bool, owner: int) -> None:
@@ -104,19 +105,24 @@ def build_root(root: str, config: dict[str, Any], *, fresh_proc: bool, owner: in
     for hidden in config["hidden_paths"]:  # e.g. the standard library's site-packages
         _mount("tmpfs", root + hidden, "tmpfs", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, "size=4k")
         _read_only(root + hidden)
-    for name, writable in _DEVICES:
-        _bind(f"/dev/{name}", root, writable=writable)
+    for name in _DEVICES:  # usable, but their mode and times are the host's to keep
+        _bind(f"/dev/{name}", root, device=True)
+    for path in config.get("write_paths", ()):
+        _bind(path, root, writable=True)
     for directory, mode in (("/dev/shm", 0o1777), ("/proc", 0o555), (root, 0o700)):
         os.makedirs(root + directory, exist_ok=True)
         os.chmod(root + directory, mode)
     os.chown(root + root, owner, owner)
-    if fresh_proc:
-        _mount("proc", root + "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
+    if fresh_proc:  # read-only: a mode changed there would change for every /proc
+        _mount("proc", root + "/proc", "proc", _MS_RDONLY | _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
     os.mkdir(root + "/.old")
     call(_libc.syscall(_SYS_PIVOT_ROOT, root.encode(), (root + "/.old").encode()), "pivot_root")
     os.chdir("/")
     call(_libc.umount2(b"/.old", _MNT_DETACH), "umount the old root")
     os.rmdir("/.old")
+    null = os.open("/dev/null", os.O_RDWR)  # its own, read-only bind: not the host's
+    os.dup2(null, 0)
+    os.close(null)
 
 
 def _write(dir_fd: int, name: str, text: str) -> None:
@@ -161,6 +167,7 @@ def become_nobody(scratch: str) -> None:
     os.setresgid(NOBODY, NOBODY, NOBODY)
     os.setresuid(NOBODY, NOBODY, NOBODY)
     _libc.prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE: own /proc/<pid> again, to write its maps
+    _libc.prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG SIGKILL again: a new uid cleared it
 
 
 class Layers:
@@ -221,22 +228,16 @@ def build(config: dict[str, Any], scratch: str, pidns_error: str | None) -> Laye
 
 
 def _as_root(layers: Layers, config: dict[str, Any], scratch: str, proc_fd: int) -> None:
-    # Inside its own pid and mount namespaces the child keeps the host's uid outside its user
-    # namespace (uid 65534 inside it, no capability anywhere), so the host can still read its
-    # limits and /proc; wherever either namespace is missing it becomes uid 65534 outside too.
-    keep_uid = layers.active("pid_namespace") and "mount_namespace" in _unshare_each(layers)
-    owner = os.geteuid() if keep_uid else NOBODY
+    # The namespaces and the new root are made as root; then the child becomes uid 65534
+    # outside too, before its user namespace (65534 inside): it owns no host file.
+    _unshare_each(layers)
     if layers.active("mount_namespace"):
         fresh_proc = layers.active("pid_namespace")
         layers.attempt(
-            "mount_namespace", build_root, scratch, config, fresh_proc=fresh_proc, owner=owner
+            "mount_namespace", build_root, scratch, config, fresh_proc=fresh_proc, owner=NOBODY
         )
-    if keep_uid and layers.active("mount_namespace"):
-        os.setgroups([])
-        layers.attempt("user_namespace", enter_user_namespace, proc_fd, NOBODY, owner)
-    else:
-        become_nobody(scratch)
-        layers.attempt("user_namespace", enter_user_namespace, proc_fd, NOBODY, NOBODY)
+    become_nobody(scratch)
+    layers.attempt("user_namespace", enter_user_namespace, proc_fd, NOBODY, NOBODY)
     with contextlib.suppress(OSError):
         drop_capabilities()
 

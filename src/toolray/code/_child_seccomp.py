@@ -8,7 +8,8 @@ new processes and exec, sockets (but a unix ``socketpair``), signals to anything
 process itself, ``ptrace``, ``process_vm_*``, ``pidfd_*``, ``io_uring_*``, ``bpf``,
 ``perf_event_open``, ``userfaultfd``, ``keyctl``, ``open_by_handle_at``,
 ``personality``, ``memfd_create``, ``mount`` and namespaces, ``setuid`` and friends.
-``clone`` is allowed for threads only, ``fcntl`` without ``F_SETOWN*``/``F_SETSIG``/
+``clone`` is allowed for threads only, ``sendto`` without an address (``send``: a socket
+file in a read path cannot be sent to), ``fcntl`` without ``F_SETOWN*``/``F_SETSIG``/
 leases/``F_NOTIFY``, ``ioctl`` for a handful of terminal and descriptor requests,
 ``prctl`` for names and read-only queries. ``clone3`` answers ``ENOSYS`` so the C library
 falls back to the filtered ``clone``.
@@ -34,7 +35,7 @@ ALLOWED: dict[str, int] = {
     "read": 0, "write": 1, "futex": 202, "epoll_wait": 232, "epoll_pwait": 281,
     "epoll_ctl": 233, "mmap": 9, "munmap": 11, "brk": 12, "mprotect": 10, "close": 3,
     "fstat": 5, "newfstatat": 262, "openat": 257, "lseek": 8, "getpid": 39,
-    "clock_gettime": 228, "sendto": 44, "recvfrom": 45, "getrandom": 318,
+    "clock_gettime": 228, "recvfrom": 45, "getrandom": 318,
     "rt_sigaction": 13, "rt_sigprocmask": 14, "rt_sigreturn": 15, "madvise": 28,
     "readv": 19, "writev": 20, "pread64": 17, "pwrite64": 18, "preadv": 295,
     "pwritev": 296, "preadv2": 327, "pwritev2": 328, "close_range": 436, "open": 2,
@@ -59,8 +60,8 @@ ALLOWED: dict[str, int] = {
 }  # fmt: skip
 """Syscalls allowed whatever their arguments (x86_64 numbers)."""
 
-_CLONE, _CLONE3, _FCNTL, _IOCTL, _PRCTL, _TGKILL, _SOCKETPAIR, _PRLIMIT = (
-    56, 435, 72, 16, 157, 234, 53, 302,
+_CLONE, _CLONE3, _FCNTL, _IOCTL, _PRCTL, _TGKILL, _SOCKETPAIR, _PRLIMIT, _SENDTO = (
+    56, 435, 72, 16, 157, 234, 53, 302, 44,
 )  # fmt: skip
 _CLONE_THREAD = 0x10000
 _CLONE_NAMESPACES = 0x7E020080  # NEWNS NEWCGROUP NEWUTS NEWIPC NEWUSER NEWPID NEWNET NEWTIME
@@ -73,6 +74,17 @@ IOCTL_ALLOWED = (0x5401, 0x5413, 0x541B, 0x5421, 0x5450, 0x5451)
 PRCTL_ALLOWED = (3, 15, 16, 21, 23, 39)
 """``PR_GET_DUMPABLE``, ``PR_SET_NAME``, ``PR_GET_NAME``, ``PR_GET_SECCOMP``,
 ``PR_CAPBSET_READ``, ``PR_GET_NO_NEW_PRIVS``."""
+PROCESSES: dict[str, int] = {
+    "fork": 57, "vfork": 58, "execve": 59, "execveat": 322, "wait4": 61, "waitid": 247,
+    "kill": 62, "tkill": 200, "setpgid": 109, "setsid": 112, "pipe": 22, "pipe2": 293,
+}  # fmt: skip
+"""With ``processes`` (a sandboxed tool body): new processes, inside its pid namespace."""
+NETWORK: dict[str, int] = {
+    "socket": 41, "connect": 42, "accept": 43, "sendto": 44, "sendmsg": 46, "recvmsg": 47,
+    "bind": 49, "listen": 50, "setsockopt": 54, "recvmmsg": 299, "accept4": 288,
+    "sendmmsg": 307, "socketpair": 53,
+}  # fmt: skip
+"""With ``network`` (a sandboxed tool body granted the network): sockets of any kind."""
 
 
 def _op(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
@@ -92,10 +104,23 @@ def _one_of(nr: int, arg: int, values: tuple[int, ...]) -> list[bytes]:
     return [_op(_JEQ, nr, 0, len(body)), *body]
 
 
-def _clone() -> list[bytes]:
+def _sendto_without_address() -> list[bytes]:
+    """``sendto`` allowed only with no destination (``dest_addr``, argument 4, is NULL)."""
+    body = [
+        _op(_LD_W_ABS, _arg(4)),
+        _op(_JEQ, 0, 0, 3),
+        _op(_LD_W_ABS, _arg(4) + 4),  # its high 32 bits
+        _op(_JEQ, 0, 0, 1),
+        _op(_RET, _ALLOW),
+        _op(_RET, _ERRNO | errno.EPERM),
+    ]
+    return [_op(_JEQ, _SENDTO, 0, len(body)), *body]
+
+
+def _clone(processes: bool) -> list[bytes]:
     body = [
         _op(_LD_W_ABS, _arg(0)),
-        _op(_JSET, _CLONE_THREAD, 0, 2),  # a thread, or denied
+        _op(_JSET, _CLONE_THREAD, 0, 0 if processes else 2),  # a thread (or a process)
         _op(_JSET, _CLONE_NAMESPACES, 1, 0),  # no namespace flag
         _op(_RET, _ALLOW),
         _op(_RET, _ERRNO | errno.EPERM),
@@ -103,8 +128,12 @@ def _clone() -> list[bytes]:
     return [_op(_JEQ, _CLONE, 0, len(body)), *body]
 
 
-def program(own_pid: int) -> list[bytes]:
-    """The filter's instructions for a process whose pid (in its namespace) is ``own_pid``."""
+def program(own_pid: int, *, processes: bool = False, network: bool = False) -> list[bytes]:
+    """The filter's instructions for a process whose pid (in its namespace) is ``own_pid``.
+
+    ``processes``: it may start processes and signal them (a sandboxed tool body, alone in
+    its pid namespace); ``network``: it may use sockets of any kind.
+    """
     prog = [
         _op(_LD_W_ABS, _ARCH),
         _op(_JEQ, _ARCH_X86_64, 1, 0),
@@ -113,13 +142,17 @@ def program(own_pid: int) -> list[bytes]:
         _op(_JGE, _X32_BIT, 0, 1),
         _op(_RET, _KILL_PROCESS),  # x32 numbers
     ]
-    for nr in ALLOWED.values():
+    extra = {**(PROCESSES if processes else {}), **(NETWORK if network else {})}
+    for nr in (*ALLOWED.values(), *extra.values()):
         prog += [_op(_JEQ, nr, 0, 1), _op(_RET, _ALLOW)]
     prog += [_op(_JEQ, _CLONE3, 0, 1), _op(_RET, _ERRNO | errno.ENOSYS)]
-    prog += _clone()
+    prog += _sendto_without_address()
+    prog += _clone(processes)
     prog += _one_of(_FCNTL, 1, FCNTL_ALLOWED)
     prog += _one_of(_IOCTL, 1, IOCTL_ALLOWED)
     prog += _one_of(_PRCTL, 0, PRCTL_ALLOWED)
+    if processes:  # its pid namespace holds only its own processes
+        prog += [_op(_JEQ, _TGKILL, 0, 1), _op(_RET, _ALLOW)]
     prog += _one_of(_TGKILL, 0, (own_pid,))  # signals to itself (abort(), raise())
     prog += _one_of(_SOCKETPAIR, 0, (1,))  # AF_UNIX: an event loop's self-pipe
     prog += _one_of(_PRLIMIT, 0, (0,))  # its own limits only
@@ -131,15 +164,15 @@ class _SockFprog(ctypes.Structure):
     _fields_ = (("len", ctypes.c_ushort), ("filter", ctypes.c_void_p))
 
 
-def install() -> None:
-    """Install the filter on this process (after ``PR_SET_NO_NEW_PRIVS``).
+def install(*, processes: bool = False, network: bool = False) -> None:
+    """Install the filter on this process (after ``PR_SET_NO_NEW_PRIVS``); see :func:`program`.
 
     Raises:
         OSError: not Linux on x86_64, or the kernel refused the filter.
     """
     if platform.system() != "Linux" or platform.machine() != "x86_64":
         raise OSError(0, f"seccomp: the filter is for Linux x86_64, not {platform.machine()}")
-    prog = program(os.getpid())
+    prog = program(os.getpid(), processes=processes, network=network)
     buffer = ctypes.create_string_buffer(b"".join(prog))
     fprog = _SockFprog(len(prog), ctypes.cast(buffer, ctypes.c_void_p))
     libc = ctypes.CDLL(None, use_errno=True)

@@ -107,7 +107,7 @@ def from_report(
     missing: dict[str, str] = {}
     if mode != "off":
         missing |= {layer: reason for layer, reason in refused.items() if layer in LAYERS}
-        missing |= {str(k): str(v) for k, v in dict(report.get("missing") or {}).items()}
+        missing |= {str(k)[:80]: str(v)[:300] for k, v in dict(report.get("missing") or {}).items()}
         if not cgroup[0]:
             missing["cgroup"] = refused.get("cgroup", cgroup[1])
     flags = {name: report.get(name) is True for name in _WORDS}

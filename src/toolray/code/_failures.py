@@ -1,8 +1,15 @@
-"""How a run ends, in words: the texts of aborts, binding failures and dead children."""
+"""How a run ends, in words: the texts of aborts, binding failures and dead children.
+
+Text a child sent reaches a model only cleaned: lone surrogates (which UTF-8 cannot carry)
+become U+FFFD (:func:`clean`, :func:`cleaned`), and the host's own messages repeat at most
+:data:`ECHO_CHARS` characters of it (:func:`echo`).
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import json
+import re
+from typing import Any, Final
 
 from toolray import HarnessError
 from toolray.errors import AbortError
@@ -10,6 +17,8 @@ from toolray.errors import AbortError
 __all__ = (
     "ECHO_CHARS",
     "abort_error",
+    "clean",
+    "cleaned",
     "echo",
     "failure_message",
     "last_line",
@@ -24,6 +33,28 @@ ECHO_CHARS = 200
 def echo(text: str) -> str:
     """``text`` as the host may repeat it: at most :data:`ECHO_CHARS` characters of it."""
     return text if len(text) <= ECHO_CHARS else text[:ECHO_CHARS] + "…"
+
+
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+def clean(text: str) -> str:
+    r"""``text`` with each lone surrogate replaced by U+FFFD.
+
+    Example:
+        >>> clean("a\ud800b") == "a\ufffdb"
+        True
+    """
+    return _SURROGATE.sub("\ufffd", text)
+
+
+def cleaned(value: Any) -> Any:
+    """A JSON value whose strings (keys too) hold no lone surrogate (``value`` itself if none)."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return json.loads(clean(json.dumps(value, ensure_ascii=False)))
+    return value
 
 
 def abort_error(reason: Any) -> AbortError:

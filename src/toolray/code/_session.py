@@ -24,7 +24,7 @@ from ._channel import (
     noop,
     parameter_names,
 )
-from ._failures import abort_error, echo, failure_message
+from ._failures import abort_error, clean, cleaned, echo, failure_message
 from ._process import CodeChild
 from ._types import (
     KIND_INVALID_OUTPUT,
@@ -243,7 +243,8 @@ class _Run:
         if self.log_bytes > LOG_BUDGET:
             return
         self.log_bytes += len(text.encode("utf-8", "surrogatepass")) + 1
-        self.logs.append(LOG_MARKER if self.log_bytes > LOG_BUDGET + len(LOG_MARKER) else text)
+        over = self.log_bytes > LOG_BUDGET + len(LOG_MARKER)
+        self.logs.append(LOG_MARKER if over else clean(text))
 
     def on_done(self, frame: dict[str, Any]) -> None:
         has_result = field(frame, "has_result", bool)
@@ -254,14 +255,15 @@ class _Run:
             message = f"program completion must be lossless JSON: {err.message}"
             self.fail(code_run_failed(KIND_INVALID_OUTPUT, message, self.logs))
             return
-        outcome = CodeRunOutcome(logs=self.logs, result=result, has_result=has_result)
+        outcome = CodeRunOutcome(logs=self.logs, result=cleaned(result), has_result=has_result)
         self.succeed(outcome)
 
     def on_failed(self, frame: dict[str, Any]) -> None:
         kind = field(frame, "kind", str)
         if kind not in _CHILD_KINDS:
             raise ProtocolError(f'unknown failure kind "{echo(kind)}"')
-        self.fail(code_run_failed(kind, field(frame, "message", str), self.logs))
+        message = echo(clean(field(frame, "message", str)))  # what the child says, cut
+        self.fail(code_run_failed(kind, message, self.logs))
 
     # -- binding calls --------------------------------------------------------------------
     def on_call(self, frame: dict[str, Any]) -> None:

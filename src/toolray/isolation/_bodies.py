@@ -17,7 +17,8 @@ A value is checked against the call's ``max_result_bytes`` (its ``ident``) here,
 body ran: an oversized value fails ``RESULT_TOO_LARGE`` and never travels.
 
 Definitions arrive as cloudpickle blobs with a key and are cached (least recently used
-go first); a call whose key is unknown and carries no blob gets ``missing``.
+go first); a call whose key is unknown and carries no blob gets ``missing``. An error a body
+raises leaves as data (:func:`~._outcome.error_data`), read here, where the body ran.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from toolray import AbortController, AbortSignal, ToolRunContext
 from toolray.farm import oversized
 from toolray.lowlevel import activated, is_json
 
-from ._outcome import MISSING, CallOutcome, ToolInterrupted, aborted, shippable_error
+from ._outcome import MISSING, CallOutcome, ToolInterrupted, aborted, error_data
 
 __all__ = ("BodyHost", "ContextFactory", "HostStats", "body_limit")
 
@@ -136,7 +137,7 @@ class BodyHost:
         try:
             execute = self.resolve(key, blob)
         except Exception as exc:  # a blob that does not load fails its own call only
-            return CallOutcome(status="error", error=shippable_error(exc))
+            return CallOutcome(status="error", error=error_data(exc))
         if execute is None:
             return MISSING
         return await self.run_resolved(token, execute, arguments, ident)
@@ -165,7 +166,7 @@ class BodyHost:
             )
         except Exception as exc:
             contexts, concludes = ctx.collect()
-            error = shippable_error(exc)
+            error = error_data(exc)
             return CallOutcome(status="error", error=error, contexts=contexts, concludes=concludes)
         finally:
             with self._lock:
@@ -177,7 +178,7 @@ class BodyHost:
         too_large = oversized(str(ident.get("name")), value, ident.get("max_result_bytes"))
         if too_large is not None:  # an oversized value never leaves the process it came from
             return CallOutcome(
-                status="error", error=too_large, contexts=contexts, concludes=concludes
+                status="error", error=error_data(too_large), contexts=contexts, concludes=concludes
             )
         return CallOutcome(status="ok", value=value, contexts=contexts, concludes=concludes)
 
@@ -265,6 +266,11 @@ class BodyHost:
             return HostStats(
                 in_flight=len(self._running), runs=self._runs, cached_definitions=len(self._defs)
             )
+
+    def forget_runs(self) -> None:
+        """Count no run so far (a warm-up's is not a call's)."""
+        with self._lock:
+            self._runs = 0
 
     def thread_count(self) -> int:
         """How many body threads the host has (any other thread was started by a body)."""

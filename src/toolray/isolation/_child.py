@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import dataclasses
 import io
 import itertools
 import os
@@ -32,12 +33,12 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Mapping
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
 import cloudpickle
 
 from toolray import AbortSignal, EnvironmentDefinition, ToolExecutionResult, ToolRunContext
-from toolray.lowlevel import InvalidArguments, is_json
+from toolray.lowlevel import is_json
 from toolray.procs import ChildContext
 
 from ._bodies import BodyHost
@@ -53,7 +54,8 @@ from ._messages import (
     RunCall,
     encode,
 )
-from ._outcome import CallOutcome, shippable_error
+from ._outcome import CallOutcome, ErrorData, error_data, rebuild_error
+from ._reaper import become_subreaper, kill_descendants
 
 __all__ = (
     "MEMORY_EXIT",
@@ -61,7 +63,7 @@ __all__ = (
     "Asker",
     "Nested",
     "limit_memory",
-    "portable_arguments",
+    "nested_request",
     "preload",
     "serve_call",
 )
@@ -107,9 +109,9 @@ class Nested:
 
 def _result(answer: NestedAnswer) -> ToolExecutionResult:
     if answer.error is not None:
-        raise answer.error
-    result: ToolExecutionResult = answer.result
-    return result
+        raise rebuild_error(answer.error)
+    assert answer.result is not None
+    return answer.result
 
 
 class _Child:
@@ -118,7 +120,7 @@ class _Child:
     def __init__(self, sock: socket.socket, definitions: Mapping[str, Any], allowance: int):
         self._sock = sock
         self._send_lock = threading.Lock()
-        self._reader = FrameReader()
+        self._reader = FrameReader("worker")
         self._host = BodyHost(self._context, threads=1, max_bodies=1)
         for key, execute in definitions.items():
             self._host.remember(key, execute)
@@ -146,23 +148,37 @@ class _Child:
         answer: concurrent.futures.Future[NestedAnswer] = concurrent.futures.Future()
         ident = next(self._ids)
         self._pending[ident] = answer
-        token = ctx.token.id if ctx.token is not None else ""
-        portable = portable_arguments(arguments)
-        self.send(
-            NestedRequest(id=ident, token=token, name=name, arguments=portable, call_id=call_id)
-        )
+        request = nested_request(ident, ctx, name, arguments, call_id)
+        try:
+            self.send(request)
+        except ValueError as err:  # lossless JSON deeper than a frame may nest, say
+            self._pending.pop(ident, None)
+            raise ValueError(f"the nested call's arguments {err}") from None
         return answer
 
     # ------------------------------------------------------------------ the loop
-    async def serve(self) -> None:
+    async def serve(self, ready: Message | None = None) -> None:
         loop = asyncio.get_running_loop()
         self._main = asyncio.current_task()
         self._ended = loop.create_future()
+        if ready is not None:  # a process that takes one call: its first is its only one
+            await self._warm_up()
+            self.send(ready)
         loop.add_reader(self._sock.fileno(), self._readable)
         try:
             await self._ended
         finally:
             loop.remove_reader(self._sock.fileno())
+
+    async def _warm_up(self) -> None:
+        """Run the machinery of a call once (a thread, the runner, the codec), on nothing.
+
+        A forked process copies each page its parent shares as it first writes it: done
+        here, before the process says it is ready, not on its one call's time.
+        """
+        outcome = await self._host.run_resolved("", _nothing, {}, {"name": ""})
+        encode(CallDone(token="", outcome=outcome, clean=self._clean()))
+        self._host.forget_runs()
 
     def _readable(self) -> None:
         try:
@@ -202,7 +218,7 @@ class _Child:
         try:
             execute = self._host.resolve(call.key, call.blob)  # a first call loads the tool
         except Exception as exc:  # a blob that does not load fails its own call only
-            outcome = CallOutcome(status="error", error=shippable_error(exc))
+            outcome = CallOutcome(status="error", error=error_data(exc))
         else:
             if execute is None:
                 outcome = CallOutcome(status="missing")
@@ -212,14 +228,19 @@ class _Child:
                     call.token, execute, call.arguments, call.ident
                 )
                 body_s = time.perf_counter() - started
-        if isinstance(outcome.error, MemoryError):
+        if _is_memory_error(outcome.error):
             os._exit(MEMORY_EXIT)  # its state is suspect: the worker reports the limit
-        clean = self._clean()
+        left = kill_descendants()  # what the body started dies with its call
+        clean = not left and self._clean()
         try:
-            self.send(CallDone(token=call.token, outcome=outcome, clean=clean, body_s=body_s))
+            self.send(
+                CallDone(token=call.token, outcome=outcome, clean=clean, body_s=body_s, left=left)
+            )
         except ValueError as err:  # its value (or error) cannot leave: that is its failure
-            failed = CallOutcome(status="error", error=RuntimeError(f"the tool's result {err}"))
-            self.send(CallDone(token=call.token, outcome=failed, clean=clean))
+            failed = CallOutcome(
+                status="error", error=error_data(RuntimeError(f"the tool's result {err}"))
+            )
+            self.send(CallDone(token=call.token, outcome=failed, clean=clean, left=left))
 
     def _clean(self) -> bool:
         if self._tainted:
@@ -230,31 +251,32 @@ class _Child:
         if any(t not in tasks for t in asyncio.all_tasks()):
             return False  # so is a task
         if not _no_children():
-            return False  # so is a process it started (retiring this one kills its group)
+            return False  # so is a process it started (one that could not be killed)
         return _max_rss() <= self._memory_ceiling
 
 
-class _NotPortable:
-    """Stands for nested-call arguments that cannot leave this process (not JSON either)."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "<arguments that are not lossless JSON>"
-
-
-def portable_arguments(arguments: Any) -> Any:
-    """What a nested call's arguments become on the way out: the pipeline judges them."""
+def nested_request(
+    ident: int, ctx: ToolRunContext, name: str, arguments: Any, call_id: str | None
+) -> NestedRequest:
+    """A body's nested call as it leaves: its arguments lossless JSON, or marked as not."""
+    token = ctx.token.id if ctx.token is not None else ""
+    request = NestedRequest(
+        id=ident, token=token, name=name, arguments=None, call_id=call_id, not_json=True
+    )
     try:
-        if is_json(arguments):
-            return arguments
+        if is_json(arguments):  # anything else never leaves: the pipeline rejects it
+            request = dataclasses.replace(request, arguments=arguments, not_json=False)
     except Exception as exc:  # inspecting them raised: that error is the call's failure
-        return InvalidArguments(error=cast("Exception", shippable_error(exc)))
-    try:
-        cloudpickle.dumps(arguments)
-    except Exception:
-        return _NotPortable()
-    return arguments
+        request = dataclasses.replace(request, invalid=error_data(exc))
+    return request
+
+
+def _nothing(arguments: object, ctx: object) -> None:
+    """The body of a warm-up."""
+
+
+def _is_memory_error(error: ErrorData | None) -> bool:
+    return error is not None and (error.module, error.name) == ("builtins", "MemoryError")
 
 
 def _no_children() -> bool:
@@ -326,9 +348,17 @@ def serve_call(ctx: ChildContext) -> int:
     (:func:`limit_memory`): a runaway body ends this process with :data:`MEMORY_EXIT`.
     """
     allowance = limit_memory(int(ctx.args["memory_mb"]))
-    sock = socket.socket(fileno=ctx.channel)
+    return serve_confined(socket.socket(fileno=ctx.channel), allowance)
+
+
+def serve_confined(sock: socket.socket, allowance: int, ready: Message | None = None) -> int:
+    """Serve the worker's calls on ``sock`` until it hangs up (the limits are in place).
+
+    With ``ready`` (a sandbox's report) the process warms up, then sends it, then serves.
+    """
+    become_subreaper()  # what a body starts stays below this process, to be killed
     try:
-        asyncio.run(_Child(sock, PRELOADED, allowance).serve())
+        asyncio.run(_Child(sock, PRELOADED, allowance).serve(ready))
     except MemoryError:
         return MEMORY_EXIT
     return 0

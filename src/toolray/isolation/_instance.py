@@ -11,9 +11,10 @@ inside its caller's turn.
 
 ``copy`` runs the definition's fork callable and answers the copy's snapshot; ``fork``
 makes a copy-on-write copy of this process (its state as it is, whatever its
-size): the serve loop stops, the process forks twice (the copy is re-parented to the
-template, which reaps it, and dies with the template), and the copy connects to the
-worker's one-time abstract socket, then serves as an instance of its own. The worker
+size): the serve loop stops, the process forks twice, the copy connects to the worker's
+one-time abstract socket, the worker has the template adopt it, and then the intermediate
+leaves: the copy is re-parented to the template (which reaps it, kills it on request and
+takes it down with itself) and serves as an instance of its own. The worker
 hanging up ends the process; so does ``park`` (after its snapshot) and ``close``.
 """
 
@@ -40,25 +41,21 @@ from toolray.lowlevel import restore_state, snapshot_state
 from toolray.procs import ChildContext
 
 from ._bodies import BodyHost
-from ._child import MEMORY_EXIT, PRELOADED, Nested, limit_memory, portable_arguments
+from ._child import MEMORY_EXIT, PRELOADED, Nested, limit_memory, nested_request
 from ._context import context_from_ident
+from ._env_messages import EnvDone, EnvOp, Parts, in_parts, unpack_restore
 from ._messages import (
     AbortCall,
     CallDone,
-    EnvDone,
-    EnvOp,
     FrameReader,
     InterruptCall,
     Message,
     NestedAnswer,
-    NestedRequest,
-    Parts,
     RunCall,
     encode,
-    in_parts,
-    unpack_restore,
 )
-from ._outcome import CallOutcome, shippable_error
+from ._outcome import CallOutcome, error_data
+from ._reaper import become_subreaper, kill_descendants, stop_subreaping
 
 __all__ = ("serve_instance",)
 
@@ -76,7 +73,7 @@ class _Instance:
     def __init__(self, sock: socket.socket, definitions: Mapping[str, Any]) -> None:
         self.sock = sock
         self._send_lock = threading.Lock()
-        self._reader = FrameReader()
+        self._reader = FrameReader("worker")
         self._backlog: list[Message] = []
         self._parts = Parts()
         self._definitions = dict(definitions)
@@ -114,11 +111,11 @@ class _Instance:
         answer: concurrent.futures.Future[NestedAnswer] = concurrent.futures.Future()
         ident = next(self._ids)
         self._pending[ident] = answer
-        token = ctx.token.id if ctx.token is not None else ""
-        portable = portable_arguments(arguments)
-        self.send(
-            NestedRequest(id=ident, token=token, name=name, arguments=portable, call_id=call_id)
-        )
+        try:
+            self.send(nested_request(ident, ctx, name, arguments, call_id))
+        except ValueError as err:  # lossless JSON deeper than a frame may nest, say
+            self._pending.pop(ident, None)
+            raise ValueError(f"the nested call's arguments {err}") from None
         return answer
 
     # ------------------------------------------------------------------ the loop
@@ -186,7 +183,7 @@ class _Instance:
         try:
             execute = self.host.resolve(call.key, call.blob)
         except Exception as exc:  # a blob that does not load fails its own call only
-            outcome = CallOutcome(status="error", error=shippable_error(exc))
+            outcome = CallOutcome(status="error", error=error_data(exc))
         else:
             if execute is None:
                 outcome = CallOutcome(status="missing")
@@ -198,7 +195,9 @@ class _Instance:
         try:
             self.send(CallDone(token=call.token, outcome=outcome, clean=True, body_s=body_s))
         except ValueError as err:  # its value (or error) cannot leave: that is its failure
-            failed = CallOutcome(status="error", error=RuntimeError(f"the tool's result {err}"))
+            failed = CallOutcome(
+                status="error", error=error_data(RuntimeError(f"the tool's result {err}"))
+            )
             self.send(CallDone(token=call.token, outcome=failed, clean=True))
 
     # ------------------------------------------------------------------ operations
@@ -260,48 +259,64 @@ class _Instance:
     def fork(self, op: EnvOp) -> bool:
         """Between loops: copy this process (``True`` in the copy, which then serves)."""
         template = os.getppid()
+        stop_subreaping()  # the copy goes to the template when its intermediate leaves
         pipe_r, pipe_w = os.pipe()
         first = os.fork()
-        if first == 0:  # the intermediate: fork the copy, say its pid, leave at once
+        if first == 0:  # the intermediate: fork the copy, say its pid, leave when it says
             os.close(pipe_r)
+            hold_r, hold_w = os.pipe()
             copy = os.fork()
             if copy == 0:
                 os.close(pipe_w)
-                return self._become_copy(op, template)
+                os.close(hold_r)
+                return self._become_copy(op, template, hold_w)
+            os.close(hold_w)
             os.write(pipe_w, copy.to_bytes(8, "big"))
+            os.close(pipe_w)
+            with contextlib.suppress(OSError):
+                os.read(hold_r, 1)  # the template has adopted it (or it is gone)
             os._exit(0)
         os.close(pipe_w)
         with os.fdopen(pipe_r, "rb") as pipe:
             raw = pipe.read(8)
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(first, 0)
         pid = int.from_bytes(raw, "big") if len(raw) == 8 else 0
         if pid:
             self.send(EnvDone(op="fork", ok=True, pid=pid))
         else:
             self.send(EnvDone(op="fork", ok=False, error="the copy could not be forked"))
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(first, 0)  # until the worker has had the template adopt the copy
+        become_subreaper()
         return False
 
-    def _become_copy(self, op: EnvOp, template: int) -> bool:
-        """In the copy: a child of the template, its own group, its own socket and bodies."""
+    def _become_copy(self, op: EnvOp, template: int, hold: int) -> bool:
+        """In the copy: a child of the template, its own group, its own socket and bodies.
+
+        It connects to the worker first; once the worker has had the template adopt it
+        (its ``go``), it lets the intermediate leave and waits to be the template's child.
+        """
         try:
             os.setpgid(0, 0)
-            deadline = time.monotonic() + _REPARENT_WAIT_S
-            while os.getppid() != template and time.monotonic() < deadline:
-                time.sleep(0.0005)  # the intermediate is leaving: the template adopts us
-            ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-            if os.getppid() != template:
-                os._exit(1)  # the template is gone: so is the worker
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             sock.connect("\0" + op.address)
             sock.sendall(os.getpid().to_bytes(8, "big"))
+            if sock.recv(1) != b"\1":
+                os._exit(1)  # the worker did not take it
+            os.close(hold)  # the intermediate leaves: the template adopts this process
+            deadline = time.monotonic() + _REPARENT_WAIT_S
+            while os.getppid() != template and time.monotonic() < deadline:
+                time.sleep(0.0005)
+            ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+            if os.getppid() != template:
+                os._exit(1)  # the template is gone: so is the worker
+            become_subreaper()  # what the copy starts is its own (not inherited by a fork)
         except BaseException:
             os._exit(1)
         with contextlib.suppress(OSError):
             self.sock.close()
         self.sock = sock
         self._send_lock = threading.Lock()
-        self._reader = FrameReader()
+        self._reader = FrameReader("worker")
         self._backlog = []
         self._parts = Parts()
         self._pending = {}
@@ -328,8 +343,13 @@ async def _inline(fn: Any, *args: Any) -> Any:
 
 
 def serve_instance(ctx: ChildContext) -> int:
-    """An instance's process (a ``toolray.procs`` child): limits, then its life."""
+    """An instance's process (a ``toolray.procs`` child): limits, then its life.
+
+    It is a child subreaper: what the instance starts (a shell session, a daemon that left
+    its group) stays below it for the instance's life, and is killed when it ends.
+    """
     limit_memory(int(ctx.args["memory_mb"]))
+    become_subreaper()
     instance = _Instance(socket.socket(fileno=ctx.channel), PRELOADED)
     try:
         while True:
@@ -340,3 +360,5 @@ def serve_instance(ctx: ChildContext) -> int:
             instance.renew()
     except MemoryError:
         return MEMORY_EXIT
+    finally:
+        kill_descendants()

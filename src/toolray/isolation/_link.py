@@ -88,6 +88,15 @@ class ProcessLink:
         """The call it runs now (the owner's record), or ``None`` when idle."""
         self.killed = False
         """Killed on request (the ladder's last step), not died on its own."""
+        self.broken: str | None = None
+        """How it broke the frame protocol (it was killed for it), in words."""
+        self.workdir: str | None = None
+        """A sandbox's scratch directory (removed once it ended)."""
+        self.report: dict[str, Any] | None = None
+        """A sandbox's confinement, once it said it is ready (``None``: not yet)."""
+        self.bound: str | None = None
+        """The definition key of the tool it ran a call of (``None``: fresh): it takes
+        calls of that tool only."""
         self.ended = False
         self.idle_since = 0.0
         self._child = child
@@ -141,7 +150,8 @@ class ProcessLink:
             return
         try:
             messages = self._reader.feed(data)
-        except Exception:  # a process that breaks the protocol is done
+        except Exception as err:  # a process that breaks the protocol is done
+            self.broken = f"broke the protocol ({str(err)[:200]})"
             self.kill()
             return
         for message in messages:

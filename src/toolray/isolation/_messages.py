@@ -1,17 +1,21 @@
-"""The records a worker and a call's process exchange, and their frames.
+"""The records a worker and a body's process exchange, and their frames.
 
 Frames are ``toolray.procs``' (a 4-byte big-endian length, then one UTF-8 JSON object
-whose ``op`` names the record, then optional raw bytes). Arguments and values cross as
-lossless JSON; a definition's cloudpickle blob as the frame's raw bytes; what else JSON
-cannot carry — an error, an abort reason, deferred contexts, a nested call's result —
-pickled, base64 inside the JSON.
+whose ``op`` names the record, then optional raw bytes), read within their bounds.
+Whatever a body's process sends is data: values and arguments as lossless JSON, errors,
+deferred contexts and nested results as the JSON of :mod:`._data` — a worker never
+unpickles anything from it. Only the worker's own records carry pickles to the body's
+process: a definition's cloudpickle blob as a frame's raw bytes, an abort's reason.
 
-Worker → call process: :class:`RunCall`, :class:`AbortCall`, :class:`InterruptCall`,
-:class:`NestedAnswer`. Call process → worker: :class:`CallDone`, :class:`NestedRequest`.
-An environment instance's process also takes :class:`EnvOp` (its instance's own
-operations) and answers each with :class:`EnvDone`; their bytes (a snapshot, a definition,
-a pickled function and its value) travel as the frame's raw bytes, their failures as text.
-A frame whose ``op`` is unknown, or that is not JSON, is a :class:`ProtocolError`.
+Worker → body's process: :class:`RunCall`, :class:`AbortCall`, :class:`InterruptCall`,
+:class:`NestedAnswer`. Body's process → worker: :class:`Ready` (a sandbox, confined),
+:class:`CallDone`, :class:`NestedRequest`. (New records join these two sets: each side
+reads only its own, so a record added for one purpose never reaches the other side's code.)
+Each side reads only the other's records (:class:`FrameReader` is made for one sender); a
+frame whose ``op`` is not one of them, or that breaks a bound, is a :class:`ProtocolError`.
+An environment instance's process also takes :class:`EnvOp` and answers :class:`EnvDone`
+(:mod:`._env_messages`): the only records of a body's process with raw bytes, never
+unpickled by the worker.
 """
 
 from __future__ import annotations
@@ -19,36 +23,43 @@ from __future__ import annotations
 import base64
 import pickle
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Final, Literal
 
 import cloudpickle
 
+from toolray import ToolExecutionResult
 from toolray.procs import ATTACHMENT, FrameDecoder, ProtocolError, encode_frame
 
-from ._outcome import CallOutcome
-
-_ECHO = 200
-"""An instance's failure text is cut to this many characters where it is read."""
+from ._data import (
+    BODY_STATUSES,
+    error_fields,
+    error_of,
+    outcome_fields,
+    outcome_of,
+    result_fields,
+    result_of,
+)
+from ._env_messages import EnvDone, EnvOp, env_done_of, env_fields, env_op_of
+from ._outcome import CallOutcome, ErrorData
 
 __all__ = (
     "AbortCall",
     "CallDone",
-    "EnvDone",
-    "EnvOp",
     "FrameReader",
     "InterruptCall",
     "Message",
     "NestedAnswer",
     "NestedRequest",
-    "Parts",
     "ProtocolError",
+    "Ready",
     "RunCall",
+    "Sender",
     "encode",
-    "in_parts",
-    "pack_restore",
-    "unpack_restore",
 )
+
+Sender = Literal["worker", "body"]
+"""Who wrote the frames a :class:`FrameReader` reads: the worker, or a body's process."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -87,17 +98,26 @@ class CallDone:
     body_s: float = 0.0
     """How long the body ran (wall time inside the call process; its tool's loading not
     counted)."""
+    left: int = 0
+    """Processes the body left running, killed at its call's end."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NestedRequest:
-    """A body's ``ctx.dispatch``: the worker asks the call's executor and answers."""
+    """A body's ``ctx.dispatch``: the worker asks the call's executor and answers.
+
+    ``arguments`` are lossless JSON — unless ``not_json`` (they were not: the nested call
+    fails as the pipeline fails such arguments) or ``invalid`` (looking at them raised that
+    error, which is the nested call's failure).
+    """
 
     id: int
     token: str
     name: str
     arguments: Any
     call_id: str | None
+    not_json: bool = False
+    invalid: ErrorData | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -105,130 +125,39 @@ class NestedAnswer:
     """The nested call's result, or the error its dispatch raised."""
 
     id: int
-    result: Any = None
-    error: BaseException | None = None
+    result: ToolExecutionResult | None = None
+    error: ErrorData | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class EnvOp:
-    """An instance's own operation, run where its state lives (one at a time).
+class Ready:
+    """A sandbox is confined and takes its call: the layers it got (``missing`` says why not)."""
 
-    ``op``: ``"open"`` (``create(config)``; ``data`` the definition's blob when the
-    process lacks ``key``), ``"restore"`` (``data``: :func:`pack_restore` of the blob and a
-    snapshot), ``"snapshot"``, ``"run"`` (``data``: a pickled ``(fn, args)``), ``"park"``
-    (snapshot, then end), ``"close"`` (``close(state)``, then end) or ``"fork"`` (a
-    copy-on-write copy of this process connects to the abstract socket ``address``).
-    """
-
-    op: str
-    key: str = ""
-    config: Any = None
-    data: bytes | None = None
-    address: str = ""
-    more: bool = False
-    """Its ``data`` continues in the next frame (a large snapshot crosses in parts)."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class EnvDone:
-    """How an :class:`EnvOp` ended: ``data``, a fork's ``pid``, or ``error`` (in words).
-
-    ``data`` is a snapshot or a pickled value; ``error`` the environment's own failure.
-    """
-
-    op: str
-    ok: bool
-    error: str = ""
-    data: bytes | None = None
-    pid: int = 0
-    more: bool = False
-    """Its ``data`` continues in the next frame (a large snapshot crosses in parts)."""
+    confinement: Mapping[str, Any]
 
 
 Message = (
-    RunCall | AbortCall | InterruptCall | CallDone | NestedRequest | NestedAnswer | EnvOp | EnvDone
+    RunCall
+    | AbortCall
+    | InterruptCall
+    | CallDone
+    | NestedRequest
+    | NestedAnswer
+    | Ready
+    | EnvOp
+    | EnvDone
 )
 
-
-_PART = 8 * 1024 * 1024
-"""Bytes of an environment's data per frame (a frame holds at most 16 MiB)."""
-
-
-def in_parts(message: EnvOp | EnvDone) -> list[EnvOp | EnvDone]:
-    """``message`` as frames of at most :data:`_PART` data bytes (``more`` but on the last)."""
-    data = message.data
-    if data is None or len(data) <= _PART:
-        return [message]
-    cuts = range(0, len(data), _PART)
-    return [
-        replace(message, data=data[at : at + _PART], more=at + _PART < len(data)) for at in cuts
-    ]
-
-
-class Parts:
-    """Joins an environment's data sent :func:`in_parts` (one message at a time)."""
-
-    __slots__ = ("_chunks",)
-
-    def __init__(self) -> None:
-        self._chunks: list[bytes] = []
-
-    def join(self, message: EnvOp | EnvDone) -> EnvOp | EnvDone | None:
-        """The whole message once its last part came (``None`` before)."""
-        if message.more:
-            self._chunks.append(message.data or b"")
-            return None
-        if not self._chunks:
-            return message
-        whole = b"".join([*self._chunks, message.data or b""])
-        self._chunks = []
-        return replace(message, data=whole)
-
-
-def pack_restore(blob: bytes | None, snapshot: bytes) -> bytes:
-    """A restore's bytes: the definition's blob (empty: the process holds it), the snapshot."""
-    head = blob or b""
-    return len(head).to_bytes(4, "big") + head + snapshot
-
-
-def unpack_restore(data: bytes) -> tuple[bytes | None, bytes]:
-    """:func:`pack_restore`'s two parts."""
-    size = int.from_bytes(data[:4], "big")
-    return (data[4 : 4 + size] or None), data[4 + size :]
+_FROM_BODY: Final = frozenset({"done", "nested", "ready", "env_done"})
+_FROM_WORKER: Final = frozenset({"run", "abort", "interrupt", "answer", "env"})
 
 
 def _pickled(value: Any) -> str:
     return base64.b64encode(cloudpickle.dumps(value)).decode("ascii")
 
 
-def _unpickled(text: str) -> Any:
+def _unpickled(text: str) -> Any:  # only ever in a body's process, from its worker
     return cloudpickle.loads(base64.b64decode(text))
-
-
-def _outcome_fields(outcome: CallOutcome) -> dict[str, Any]:
-    fields: dict[str, Any] = {"status": outcome.status}
-    if outcome.value is not None:
-        fields["value"] = outcome.value
-    if outcome.error is not None:
-        fields["error"] = _pickled(outcome.error)
-    if outcome.contexts:
-        fields["contexts"] = _pickled(outcome.contexts)
-    if outcome.concludes:
-        fields["concludes"] = True
-    if outcome.detail:
-        fields["detail"] = outcome.detail
-    return fields
-
-
-def _outcome_of(fields: Mapping[str, Any]) -> CallOutcome:
-    return CallOutcome(
-        status=fields["status"],
-        value=fields.get("value"),
-        error=_unpickled(fields["error"]) if "error" in fields else None,
-        contexts=_unpickled(fields["contexts"]) if "contexts" in fields else (),
-        concludes=bool(fields.get("concludes", False)),
-        detail=str(fields.get("detail", "")),
-    )
 
 
 def _fields(message: Message) -> dict[str, Any]:
@@ -246,43 +175,75 @@ def _fields(message: Message) -> dict[str, Any]:
         case InterruptCall():
             return {"op": "interrupt", "token": message.token}
         case CallDone():
-            fields = _outcome_fields(message.outcome)
+            fields = outcome_fields(message.outcome)
             done = {"op": "done", "token": message.token, "clean": message.clean}
-            return {**done, "body_s": round(message.body_s, 6), **fields}
+            return {**done, "body_s": round(message.body_s, 6), "left": message.left, **fields}
         case NestedRequest():
-            return {
-                "op": "nested",
-                "id": message.id,
-                "token": message.token,
-                "name": message.name,
-                "arguments": _pickled(message.arguments),
-                "call_id": message.call_id,
-            }
+            nested = {"op": "nested", "id": message.id, "token": message.token}
+            nested |= {"name": message.name, "call_id": message.call_id}
+            if message.invalid is not None:
+                return nested | {"invalid": error_fields(message.invalid)}
+            if message.not_json:
+                return nested | {"not_json": True}
+            return nested | {"arguments": message.arguments}
         case NestedAnswer():
-            answer = message.error if message.error is not None else message.result
-            return {
-                "op": "answer",
-                "id": message.id,
-                "failed": message.error is not None,
-                "payload": _pickled(answer),
-            }
-        case EnvOp():
-            return {
-                "op": "env",
-                "env_op": message.op,
-                "key": message.key,
-                "config": message.config,
-                "address": message.address,
-                "more": message.more,
-            }
-        case EnvDone():
-            done = {"op": "env_done", "env_op": message.op, "ok": message.ok}
-            return {**done, "error": message.error, "pid": message.pid, "more": message.more}
+            answer: dict[str, Any] = {"op": "answer", "id": message.id}
+            if message.error is not None:
+                return answer | {"error": error_fields(message.error)}
+            assert message.result is not None
+            return answer | {"result": result_fields(message.result)}
+        case Ready():
+            return {"op": "ready", "confinement": dict(message.confinement)}
+        case EnvOp() | EnvDone():
+            return env_fields(message)
     raise TypeError(f"not a message: {message!r}")
 
 
-def _record(fields: dict[str, Any]) -> Message:
-    op = fields.get("op")
+def _of(fields: Mapping[str, Any], key: str, kind: type) -> Any:
+    value = fields.get(key)
+    if type(value) is not kind:
+        raise ProtocolError(f'a "{str(fields["op"])[:40]}" frame has no {kind.__name__} "{key}"')
+    return value
+
+
+def _from_body(fields: dict[str, Any]) -> Message:
+    op = fields["op"]
+    if op == "env_done":
+        return env_done_of(fields)
+    if fields.get(ATTACHMENT) is not None:  # raw bytes come with an instance's answer only
+        raise ProtocolError(f'a "{str(op)[:40]}" frame carries bytes')
+    if op == "ready":
+        return Ready(confinement=_of(fields, "confinement", dict))
+    if op == "done":
+        body_s = fields.get("body_s", 0.0)
+        if type(body_s) not in (int, float):
+            raise ProtocolError('a "done" frame\'s "body_s" is not a number')
+        return CallDone(
+            token=_of(fields, "token", str),
+            outcome=outcome_of(fields, BODY_STATUSES),
+            clean=_of(fields, "clean", bool),
+            body_s=float(body_s),
+            left=max(0, _of(fields, "left", int)) if "left" in fields else 0,
+        )
+    call_id = fields.get("call_id")
+    if call_id is not None and type(call_id) is not str:
+        raise ProtocolError('a "nested" frame\'s "call_id" is not a string')
+    invalid = fields.get("invalid")
+    return NestedRequest(
+        id=_of(fields, "id", int),
+        token=_of(fields, "token", str),
+        name=_of(fields, "name", str),
+        arguments=fields.get("arguments"),
+        call_id=call_id,
+        not_json=fields.get("not_json") is True,
+        invalid=None if invalid is None else error_of(invalid),
+    )
+
+
+def _from_worker(fields: dict[str, Any]) -> Message:
+    op = fields["op"]
+    if op == "env":
+        return env_op_of(fields)
     if op == "run":
         return RunCall(
             token=fields["token"],
@@ -295,45 +256,9 @@ def _record(fields: dict[str, Any]) -> Message:
         return AbortCall(token=fields["token"], reason=_unpickled(fields["reason"]))
     if op == "interrupt":
         return InterruptCall(token=fields["token"])
-    if op == "done":
-        return CallDone(
-            token=fields["token"],
-            outcome=_outcome_of(fields),
-            clean=fields["clean"],
-            body_s=float(fields.get("body_s", 0.0)),
-        )
-    if op == "nested":
-        return NestedRequest(
-            id=fields["id"],
-            token=fields["token"],
-            name=fields["name"],
-            arguments=_unpickled(fields["arguments"]),
-            call_id=fields["call_id"],
-        )
-    if op == "answer":
-        payload = _unpickled(fields["payload"])
-        if fields["failed"]:
-            return NestedAnswer(id=fields["id"], error=payload)
-        return NestedAnswer(id=fields["id"], result=payload)
-    if op == "env":
-        return EnvOp(
-            op=str(fields["env_op"]),
-            key=str(fields["key"]),
-            config=fields.get("config"),
-            data=fields.get(ATTACHMENT),
-            address=str(fields.get("address", "")),
-            more=bool(fields.get("more", False)),
-        )
-    if op == "env_done":
-        return EnvDone(
-            op=str(fields["env_op"]),
-            ok=bool(fields["ok"]),
-            error=str(fields.get("error", ""))[:_ECHO],
-            data=fields.get(ATTACHMENT),
-            pid=int(fields.get("pid", 0)),
-            more=bool(fields.get("more", False)),
-        )
-    raise ProtocolError(f"unknown frame op {op!r}")
+    if "error" in fields:
+        return NestedAnswer(id=fields["id"], error=error_of(fields["error"]))
+    return NestedAnswer(id=fields["id"], result=result_of(fields["result"]))
 
 
 def encode(message: Message) -> bytes:
@@ -343,40 +268,45 @@ def encode(message: Message) -> bytes:
         ValueError: the frame would be larger than ``toolray.procs.MAX_FRAME_BYTES``, or a
             value in it cannot be encoded (nested deeper than the codec goes, say).
     """
-    blob = _attachment(message)
+    blob = message.blob if isinstance(message, RunCall) else None
+    if isinstance(message, EnvOp | EnvDone):
+        blob = message.data
     try:
         return encode_frame(_fields(message), blob)
     except (RecursionError, TypeError, pickle.PicklingError) as err:
-        raise ValueError(f"cannot be sent to another process: {err}") from None
-
-
-def _attachment(message: Message) -> bytes | None:
-    if isinstance(message, RunCall):
-        return message.blob
-    if isinstance(message, EnvOp | EnvDone):
-        return message.data
-    return None
+        raise ValueError(f"cannot be sent to another process: {str(err)[:200]}") from None
 
 
 class FrameReader:
     """Incremental: feed it bytes as they arrive, get back the complete records.
 
+    ``sender`` is who writes them: a worker reads only a body's records (``"body"``, the
+    default), a body's process only its worker's (``"worker"``).
+
     Example:
-        >>> reader = FrameReader()
+        >>> reader = FrameReader("worker")
         >>> data = encode(InterruptCall(token="t1"))
         >>> reader.feed(data[:3]), reader.feed(data[3:])
         ([], [InterruptCall(token='t1')])
     """
 
-    __slots__ = ("_decoder",)
+    __slots__ = ("_decoder", "_ops", "_read")
 
-    def __init__(self) -> None:
-        self._decoder = FrameDecoder(attachments=True)
+    def __init__(self, sender: Sender = "body") -> None:
+        from_worker = sender == "worker"
+        self._decoder = FrameDecoder(attachments=True)  # a body's: an instance's answer
+        self._ops = _FROM_WORKER if from_worker else _FROM_BODY
+        self._read = _from_worker if from_worker else _from_body
 
     def feed(self, data: bytes) -> list[Message]:
         """Append ``data``; return every record now complete, in order.
 
         Raises:
-            ProtocolError: a frame that is not one of the records.
+            ProtocolError: a frame that is not one of the sender's records, or past a bound.
         """
-        return [_record(fields) for fields in self._decoder.feed(data)]
+        out = []
+        for fields in self._decoder.feed(data):
+            if fields["op"] not in self._ops:
+                raise ProtocolError(f'unknown frame op "{str(fields["op"])[:200]}"')
+            out.append(self._read(fields))
+        return out

@@ -30,9 +30,13 @@ The contract:
   exception exits 1 with its traceback on stderr. What it does with its channel — one
   request or many — is up to it. The child never returns into the template.
 - **Lifecycle.** The template is every child's parent (and a child subreaper, so it also
-  reaps anything a child leaves behind). It reports each child's end — exit code or
-  signal, CPU seconds, peak RSS — which ``child.status`` holds and ``await
-  child.wait_exit()`` / ``child.wait_exit_blocking()`` return (an :class:`ExitStatus`).
+  reaps — and kills — anything a child leaves behind: a process it adopts, a descendant
+  whose parent died, is killed at once and counted in ``statistics().orphans`` — unless
+  the host adopted it first: ``await template.adopt_async(pid, channel)`` makes a copy a
+  child forked of itself, and the host verified, one of its children before it arrives). It
+  reports each child's end — exit code or signal, CPU seconds, peak RSS — which
+  ``child.status`` holds and ``await child.wait_exit()`` / ``child.wait_exit_blocking()``
+  return (an :class:`ExitStatus`).
   ``child.kill()`` signals the child's process group through the template, which never
   signals a pid it has already reaped. Children die with the template (``SIGKILL`` as
   their parent-death signal); a dead template is noticed at once (its socket closes):
@@ -43,6 +47,8 @@ The contract:
   both Code Mode and other users speak on a child's channel: a 4-byte big-endian length,
   then one UTF-8 JSON object with an ``op``; a frame may carry raw bytes after the JSON
   text (``encode_frame(message, attachment)``; ``FrameDecoder(attachments=True)``).
+  Decoding is bounded (:data:`MAX_FRAME_BYTES` bytes, :data:`MAX_ELEMENTS` values,
+  :data:`MAX_DEPTH` levels): a frame past a bound is refused before any value is built.
 
 Example:
     >>> from toolray.procs import Template, TemplateSpec
@@ -58,9 +64,12 @@ from __future__ import annotations
 
 from ._child import Child as Child
 from ._frames import ATTACHMENT as ATTACHMENT
+from ._frames import MAX_DEPTH as MAX_DEPTH
+from ._frames import MAX_ELEMENTS as MAX_ELEMENTS
 from ._frames import MAX_FRAME_BYTES as MAX_FRAME_BYTES
 from ._frames import FrameDecoder as FrameDecoder
 from ._frames import ProtocolError as ProtocolError
+from ._frames import decode_json as decode_json
 from ._frames import encode_frame as encode_frame
 from ._template import Template as Template
 from ._values import ExitStatus as ExitStatus
@@ -73,6 +82,8 @@ from ._zygote import ChildContext as ChildContext
 __all__ = (
     "ATTACHMENT",
     "CHANNEL_FD",
+    "MAX_DEPTH",
+    "MAX_ELEMENTS",
     "MAX_FRAME_BYTES",
     "Child",
     "ChildContext",
@@ -83,5 +94,6 @@ __all__ = (
     "TemplateError",
     "TemplateSpec",
     "TemplateStatistics",
+    "decode_json",
     "encode_frame",
 )

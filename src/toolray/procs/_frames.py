@@ -1,24 +1,50 @@
 """The frame codec: a 4-byte big-endian length, then one UTF-8 JSON object (and its bytes).
 
 A frame's payload is compact JSON text holding one object with a string ``op``. It may carry
-a binary attachment (a pickled payload, say): the JSON text is then followed by one newline
+a binary attachment (a tool's code, say): the JSON text is then followed by one newline
 and the raw bytes, which the decoder hands back under :data:`ATTACHMENT` when it is made with
 ``attachments=True``. Compact JSON text never holds a raw newline, so the split is exact.
+
+The other side may be hostile (a Code Mode program, a tool body), so decoding is bounded:
+a frame holds at most :data:`MAX_FRAME_BYTES` bytes, :data:`MAX_ELEMENTS` values and keys,
+and nests at most :data:`MAX_DEPTH` deep; a frame past a bound is refused before a single
+value of it is built. What a frame costs its reader is then at most a constant times its
+bytes (the counting is a few passes over the bytes at C speed, done only for frames whose
+bytes could break a bound at all).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
+import operator
+import re
 import struct
 from collections.abc import Mapping
 from typing import Any, Final, NoReturn
 
 from toolray.errors import ToolrayError
 
-__all__ = ("ATTACHMENT", "MAX_FRAME_BYTES", "FrameDecoder", "ProtocolError", "encode_frame")
+__all__ = (
+    "ATTACHMENT",
+    "MAX_DEPTH",
+    "MAX_ELEMENTS",
+    "MAX_FRAME_BYTES",
+    "FrameDecoder",
+    "ProtocolError",
+    "check_bounds",
+    "decode_json",
+    "encode_frame",
+)
 
 MAX_FRAME_BYTES: Final = 16 * 1024 * 1024
 """The largest payload either side sends or accepts (a larger one is a protocol failure)."""
+MAX_ELEMENTS: Final = 1 << 20
+"""The most values and keys one frame may hold (counted as its JSON's ``,``, ``:``, ``[``
+and ``{`` outside strings): a frame of 16 MiB of ``{},{},…`` would otherwise become 5.6
+million objects in its reader."""
+MAX_DEPTH: Final = 512
+"""The deepest a frame's JSON may nest."""
 ATTACHMENT: Final = "$bytes"
 """The key under which a decoder made with ``attachments=True`` returns a frame's bytes."""
 
@@ -58,6 +84,51 @@ def _reject_constant(name: str) -> NoReturn:
 
 _DECODER: Final = json.JSONDecoder(parse_constant=_reject_constant)
 """One decoder for every frame (``json.loads`` with an option builds one per call)."""
+_STRING: Final = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_BRACKETS: Final = bytes(set(range(256)) - set(b"[]{}"))
+_OPENS: Final = bytes.maketrans(b"[{]}", b"\x01\x01\x00\x00")
+
+
+def _deepest(skeleton: bytes) -> int:
+    """The deepest nesting of JSON text without strings (linear, at C speed)."""
+    opens = skeleton.translate(None, _NOT_BRACKETS).translate(_OPENS)
+    # after the i-th bracket (from 1) the depth is 2 * (opens so far) - i
+    doubled = map(operator.mul, itertools.accumulate(opens), itertools.repeat(2))
+    return max(map(operator.sub, doubled, itertools.count(1)), default=0)
+
+
+def check_bounds(payload: bytes) -> None:
+    """Refuse JSON text with more than :data:`MAX_ELEMENTS` values or deeper than :data:`MAX_DEPTH`.
+
+    Raises:
+        ProtocolError: naming the bound it breaks.
+    """
+    if len(payload) <= 2 * MAX_DEPTH:  # too short to break either bound
+        return
+    opens = payload.count(b"[") + payload.count(b"{")
+    if opens <= MAX_DEPTH and opens + payload.count(b",") + payload.count(b":") <= MAX_ELEMENTS:
+        return  # the counts with strings included are upper bounds already
+    skeleton = _STRING.sub(b'""', payload)
+    opens = skeleton.count(b"[") + skeleton.count(b"{")
+    elements = opens + skeleton.count(b",") + skeleton.count(b":")
+    if elements > MAX_ELEMENTS:
+        raise ProtocolError(f"a frame of {elements} values exceeds {MAX_ELEMENTS} values")
+    if opens > MAX_DEPTH and (depth := _deepest(skeleton)) > MAX_DEPTH:
+        raise ProtocolError(f"a frame nested {depth} deep exceeds {MAX_DEPTH} levels")
+
+
+def decode_json(payload: bytes) -> Any:
+    """One UTF-8 JSON text, within the bounds (lone surrogates come back as they were sent).
+
+    Raises:
+        ProtocolError: past a bound, or not UTF-8 JSON (NaN and infinities included).
+    """
+    check_bounds(payload)
+    try:
+        text = payload.decode("utf-8", "surrogatepass")  # as encoded: lone surrogates too
+        return _DECODER.decode(text)
+    except (UnicodeDecodeError, ValueError, RecursionError) as err:
+        raise ProtocolError(f"a frame is not UTF-8 JSON ({str(err)[:200]})") from None
 
 
 def _decode(payload: bytes, attachments: bool) -> dict[str, Any]:
@@ -66,11 +137,7 @@ def _decode(payload: bytes, attachments: bool) -> dict[str, Any]:
         cut = payload.find(b"\n")
         if cut >= 0:
             payload, attachment = payload[:cut], payload[cut + 1 :]
-    try:
-        text = payload.decode("utf-8", "surrogatepass")  # as encoded: lone surrogates too
-        message = _DECODER.decode(text)
-    except (UnicodeDecodeError, ValueError, RecursionError) as err:
-        raise ProtocolError(f"a frame is not UTF-8 JSON ({str(err)[:200]})") from None
+    message = decode_json(payload)
     if type(message) is not dict or type(message.get("op")) is not str:
         raise ProtocolError("a frame is not a JSON object with an op")
     if attachment is not None:

@@ -109,6 +109,8 @@ class _Generation:
             _close(sock, stderr)
             if future.set_running_or_notify_cancel():
                 future.set_exception(TemplateError(f"fork failed: {message.get('error')}"))
+        elif op == "orphans":
+            self.counts["orphans"] += int(message.get("killed") or 0)
         elif op == "exited":
             with self.lock:
                 child = self.children.pop(message["pid"], None)
@@ -159,6 +161,13 @@ def _status(message: dict[str, Any]) -> ExitStatus:
     )
 
 
+def _discard(future: concurrent.futures.Future[Child]) -> None:
+    if not future.cancelled() and future.exception() is None:
+        child = future.result()
+        child.kill()
+        child.close()
+
+
 def _close(sock: socket.socket, stderr: int | None) -> None:
     sock.close()
     if stderr is not None:
@@ -187,7 +196,7 @@ class Template:
         self._lock = threading.Lock()
         self._generation: _Generation | None = None
         self._ids = itertools.count(1)
-        self._counts = {"starts": 0, "forks": 0, "exits": 0}
+        self._counts = {"starts": 0, "forks": 0, "exits": 0, "orphans": 0}
 
     @property
     def pid(self) -> int | None:
@@ -317,6 +326,35 @@ class Template:
     ) -> Child:
         """:meth:`fork_nowait`, awaited (cancelling it kills the child once it exists)."""
         future = self.fork_nowait(args, pid_namespace=pid_namespace, capture_stderr=capture_stderr)
+        try:
+            return await asyncio.wrap_future(future)
+        except asyncio.CancelledError:  # a child forked meanwhile has nobody: it goes
+            future.add_done_callback(_discard)
+            raise
+
+    async def adopt_async(self, pid: int, channel: socket.socket) -> Child:
+        """Make ``pid`` a child: a copy a child forked of itself, about to be re-parented here.
+
+        The caller verified who ``pid`` is (``channel`` is its connection, which the child
+        then owns) and lets it leave its parent once this returns: the template reaps,
+        reports and kills it like a forked child, never as an orphan.
+
+        Raises:
+            TemplateError: the template is gone, or refused the pid.
+        """
+        generation = self._current()
+        request_id = next(self._ids)
+        future: concurrent.futures.Future[Child] = concurrent.futures.Future()
+        with generation.lock:
+            if generation.error is not None:
+                raise generation.error
+            generation.pending[request_id] = (future, channel, None)
+        try:
+            generation.send({"op": "adopt", "id": request_id, "pid": pid})
+        except OSError as err:
+            with generation.lock:
+                generation.pending.pop(request_id, None)
+            raise TemplateError(f"the template is gone: {err}") from None
         return await asyncio.wrap_future(future)
 
     def stop(self, timeout: float = _STOP_WAIT_S) -> None:
@@ -343,4 +381,5 @@ class Template:
             forks=self._counts["forks"],
             exits=self._counts["exits"],
             alive=alive,
+            orphans=self._counts["orphans"],
         )

@@ -106,6 +106,8 @@ class TemplateStatistics:
     """Children reported ended (lost ones included)."""
     alive: int
     """Children forked and not yet ended."""
+    orphans: int = 0
+    """Processes the template adopted (a child's descendant whose parent died) and killed."""
 
 
 class TemplateError(ToolrayError):

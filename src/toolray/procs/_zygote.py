@@ -9,7 +9,9 @@ then serves the control socket (``AF_UNIX`` ``SOCK_SEQPACKET``, one JSON object 
 message, descriptors as ``SCM_RIGHTS``) until the host says ``stop`` or goes away (EOF):
 children are then killed, reaped, and the template exits. It is every child's parent and a
 child subreaper, so it reaps everything below it and reports how each child ended; a child's
-process group is killed when the child ends (what it started there does not outlive it).
+process group is killed when the child ends (what it started there does not outlive it), and
+so is every process the template *adopts* — a descendant whose own parent died, a
+double-forked ``setsid`` daemon say — which it reports in an ``orphans`` message.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import select
 import signal
 import socket
 import sys
+import time
 import traceback
 from collections.abc import Callable
 from typing import Any, Final
@@ -35,6 +38,9 @@ CHANNEL_FD: Final = 3
 ROOM_VARIABLE: Final = "TOOLRAY_PROCS_ROOM"
 """Padding in the template's environment: room for a child's :meth:`ChildContext.set_title`."""
 MAX_CONTROL_BYTES: Final = 1 << 16
+_ADOPT_WAIT_S: Final = 30.0
+"""How long an adopted process may take to arrive (then it is reported lost)."""
+_ADOPT_LOOK_MS: Final = 500
 _CLONE_NEWPID: Final = 0x20000000
 _PR_SET_PDEATHSIG: Final = 1
 _PR_SET_CHILD_SUBREAPER: Final = 36
@@ -116,6 +122,7 @@ class Zygote:
         self.entry = entry
         self.loader = loader
         self.children: dict[int, int] = {}  # pid -> request id
+        self.expected: dict[int, float] = {}  # adopted, not yet re-parented here: pid -> until
         self.libc = ctypes.CDLL(None, use_errno=True)
         self.own_pidns = -1
         with contextlib.suppress(OSError):
@@ -135,7 +142,10 @@ class Zygote:
         poller.register(self.control.fileno(), select.POLLIN)
         poller.register(self.wake_r, select.POLLIN)
         while True:
-            for fd, _ in poller.poll():
+            ready = poller.poll(_ADOPT_LOOK_MS if self.expected else None)
+            if self.expected:
+                self.settle_expected(_own_children())
+            for fd, _ in ready:
                 if fd == self.wake_r:
                     with contextlib.suppress(OSError):
                         os.read(self.wake_r, 4096)
@@ -160,6 +170,8 @@ class Zygote:
             self.fork(request, fds)
         elif op == "kill":
             self.kill(request.get("pid"), request.get("signal", signal.SIGKILL))
+        elif op == "adopt":
+            self.adopt(request)
         elif op == "load":
             self.load(request.get("args"), fds[0] if request.get("data") and fds else None)
         for fd in fds:
@@ -186,6 +198,30 @@ class Zygote:
         self.children[pid] = request.get("id", 0)
         reply = {"op": "forked", "id": request.get("id"), "pid": pid}
         self.send(reply | {"pid_namespace_error": pidns_error})
+
+    def adopt(self, request: dict[str, Any]) -> None:
+        """The host's ``adopt``: a process about to become this one's child is one of them.
+
+        A child's double-forked copy of itself (the host verified who it is) is re-parented
+        here once the host lets it go: from now on it is reaped, reported and killed like a
+        forked child, never as an orphan. One that never arrives is reported lost.
+        """
+        pid, ident = request.get("pid"), request.get("id")
+        if type(pid) is not int or pid <= 0 or pid in self.children:
+            self.send({"op": "fork-failed", "id": ident, "error": f"cannot adopt {pid!r}"})
+            return
+        self.children[pid] = ident if type(ident) is int else 0
+        self.expected[pid] = time.monotonic() + _ADOPT_WAIT_S
+        self.send({"op": "forked", "id": ident, "pid": pid})
+
+    def settle_expected(self, own: list[int]) -> None:
+        """Adopted processes now here are children; one overdue is reported lost."""
+        now = time.monotonic()
+        for pid, until in list(self.expected.items()):
+            if pid in own or now > until:
+                del self.expected[pid]
+            if pid not in own and now > until and self.children.pop(pid, None) is not None:
+                self.send({"op": "exited", "pid": pid, "code": None, "signal": int(signal.SIGKILL)})
 
     def load(self, args: Any, fd: int | None) -> None:
         """The host's ``load``: the loader runs here, so later children inherit its work."""
@@ -235,6 +271,8 @@ class Zygote:
     def kill(self, pid: object, signum: object) -> None:
         if type(pid) is not int or pid not in self.children or type(signum) is not int:
             return
+        if pid in self.expected and pid not in _own_children():
+            return  # adopted but not here yet: its pid is not this template's to signal
         with contextlib.suppress(OSError):
             os.killpg(pid, signum)
         with contextlib.suppress(OSError):
@@ -257,11 +295,24 @@ class Zygote:
             _, status, usage = os.wait4(pid, 0)
             if self.children.pop(pid, None) is not None:
                 self.send(exit_report(pid, status, usage))
+            self.kill_orphans()
+
+    def kill_orphans(self) -> None:
+        """SIGKILL every process adopted (a child of the template it never forked or adopted)."""
+        own = _own_children()
+        self.settle_expected(own)
+        orphans = [pid for pid in own if pid not in self.children]
+        for pid in orphans:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        if orphans:  # each is reaped by the loop, once it has died
+            self.send({"op": "orphans", "killed": len(orphans)})
 
     def stop(self) -> None:
         # ``kill`` takes the host's plain ints (``signal.SIGKILL`` is an enum it would refuse)
         for pid in list(self.children):
             self.kill(pid, int(signal.SIGKILL))
+        self.kill_orphans()
         while True:
             try:
                 pid, status, usage = os.wait4(-1, 0)
@@ -269,6 +320,7 @@ class Zygote:
                 break
             if self.children.pop(pid, None) is not None:
                 self.send(exit_report(pid, status, usage))
+            self.kill_orphans()  # what a dying child leaves comes to the template
 
 
 def exit_report(pid: int, status: int, usage: Any) -> dict[str, Any]:
@@ -293,6 +345,16 @@ def _arrange_fds(channel: int, stderr: int | None) -> None:
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
     os.closerange(CHANNEL_FD + 1, 1 << 20)
+
+
+def _own_children() -> list[int]:
+    """This process's children (every thread's), from ``/proc`` (none where it does not say)."""
+    found: list[int] = []
+    with contextlib.suppress(OSError):
+        for tid in os.listdir("/proc/self/task"):
+            with contextlib.suppress(OSError), open(f"/proc/self/task/{tid}/children") as kids:
+                found += [int(pid) for pid in kids.read().split()]
+    return found
 
 
 def _ignore(signum: int, frame: object) -> None:
