@@ -89,7 +89,9 @@ async def test_top_once_json_shows_a_namespace_with_a_running_batch(
     lines = out.strip().splitlines()
     assert len(lines) == 1
     snap = json.loads(lines[0])
-    assert sorted(snap) == ["actors", "namespace", "pools", "scopes", "tools"]
+    assert sorted(snap) == ["actors", "environments", "namespace", "pools", "scopes", "tools"]
+    counts = ["forks", "losses", "lost", "open", "opens", "parked", "parks", "restores"]
+    assert sorted(snap["environments"]) == counts  # the instances' counts by state
     assert snap["namespace"] == rt.config.namespace
     scope = next(s for s in snap["scopes"] if s["scope"] == scope_key)
     assert scope["in_flight"] == 1
