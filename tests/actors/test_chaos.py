@@ -37,7 +37,7 @@ def test_a_short_chaos_campaign_loses_nothing_and_reruns_nothing(tmp_path: Path)
             "--seed",
             "7",
             "--kinds",
-            "child,worker,executor,pool,registry,bucket",
+            "child,instance,worker,executor,pool,registry,bucket",
             "--json",
             out,
         ],
@@ -63,6 +63,12 @@ def test_a_short_chaos_campaign_loses_nothing_and_reruns_nothing(tmp_path: Path)
     assert figures["retried_not_idempotent"] == 0
     assert figures["rate_limited_starts"] > 0
     assert figures["rate_windows_over"] == 0
+    # every agent's environment: each loss heard, never reset or rolled back behind its back,
+    # forks where the tally stood, and every agent's tally going again at the end
+    assert figures["env_ok"] > 0
+    assert figures["env_recovered"] == figures["env_agents"] == 4
+    for key in ("env_silent_resets", "env_lost_updates", "env_forks_wrong", "env_unexpected_codes"):
+        assert figures[key] == 0, (key, figures)
     # a hostile tenant attacked the farm meanwhile: no other tenant's value or argument
     # changed, no smuggled object was unpickled, no daemon of its outlived its call
     assert figures["hostile_batches"] > 0

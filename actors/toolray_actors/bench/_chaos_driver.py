@@ -43,8 +43,9 @@ from toolray import (
     text_block,
 )
 from toolray_actors import RayRuntime, RuntimeConfig
-from toolray_actors.bench import _chaos_hostile
+from toolray_actors.bench import _chaos_env, _chaos_hostile
 from toolray_actors.bench._chaos_check import RATE
+from toolray_actors.bench._chaos_env import Tally, tally_kit
 from toolray_actors.bench._chaos_hostile import HOSTILE_SCOPE, hostile_tools, run_hostile
 
 TOOLS = {"": "ledger", "R": "ledger_retry", "L": "ledger_limited", "E": "ledger_elastic"}
@@ -130,6 +131,7 @@ class Agent:
         self.rng = random.Random(args.seed * 1000 + driver * 100 + index)
         self.batches = 0
         self.log_path = Path(args.logs) / f"{self.name}.jsonl"
+        self.tally = Tally(rt, self.name)  # the agent's environment, bumped after each batch
 
     def _calls(self) -> list[ToolCall]:
         k = self.args.calls
@@ -175,6 +177,7 @@ class Agent:
                 wrong_values=_wrong_values(calls, out.results),
             )
         record["seconds"] = round(time.monotonic() - t0, 4)
+        record["tally"] = await self.tally.step()
         record["end"] = time.time()
         return record
 
@@ -202,6 +205,9 @@ async def run(
     boxed = _boxed(args)
     for definition in farm_tools(args.ledger, args.toolslot, boxed):
         rt.registry.register(definition)
+    tally, bump = tally_kit(boxed is not None)  # identical in every driver: one registration
+    rt.registry.register_environment(tally)
+    rt.registry.register(bump)
     agents = [Agent(args.driver, i, args, rt) for i in range(args.agents)]
     records: list[dict[str, Any]] = []
     hostile = None
@@ -219,7 +225,7 @@ async def run(
             rec = await agent.one("recovery")
             rec["since_stop"] = round(rec["end"] - stopped, 3)
             records.append(rec)
-            if "codes" in rec and not any(rec["codes"]):
+            if "codes" in rec and not any(rec["codes"]) and rec["tally"].get("ok"):
                 return
             if rec["since_stop"] > 120:
                 return
@@ -246,6 +252,7 @@ def main() -> None:
     args = parser.parse_args()
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     cloudpickle.register_pickle_by_value(_chaos_hostile)  # its bodies import nothing of Ray
+    cloudpickle.register_pickle_by_value(_chaos_env)
     stop = threading.Event()
 
     def watch_stdin() -> None:

@@ -6,7 +6,8 @@ run ``--agents`` agents submitting ``--calls``-call batches of a ledger tool (ev
 appends its call id to a SQLite ledger in WAL mode on entry). For ``--seconds`` a fault
 injector SIGKILLs a random process of the namespace every ``--every`` seconds — a call's
 process (``child``: with ``--isolation call``, the default, each call runs alone in one),
-tool workers, executors, pool managers, the registry, token-bucket actors — and, with
+an environment instance's process (``instance``), tool workers, executors, pool managers,
+the registry, token-bucket actors — and, with
 ``--nodes``, removes a worker node (and adds a fresh one). Each kill remembers the pids it
 took (the victim, what ran below it and, for a pool manager, the worker actors it owns: Ray
 ends them with it). Then the faults stop and every agent submits batches until one fully
@@ -18,7 +19,10 @@ elastic pool (its manager is killed while it grows and shrinks). The invariants,
 the end and printed as a table, are ``_chaos_check``'s: one result per call in model order,
 no call lost, no re-run or retry of a tool that is not idempotent, every retry on the log,
 no collateral damage (a fault fails only the calls of the process that died), rate windows
-within the limit plus one burst, every agent recovered, every log whole. A hostile tenant
+within the limit plus one burst, every agent recovered, every log whole. Each agent also
+keeps a tally in an environment of its own (``_chaos_env``: parked, restored and forked
+under the faults, ``instance`` kills its process): no silent reset, no lost update, every
+loss heard. A hostile tenant
 (``--hostile``, on by default: ``_chaos_hostile``) attacks the farm from a scope of its own
 meanwhile; no other tenant's result or argument may change. (With ``--isolation sandbox``
 collateral damage is not measured: a sandboxed body cannot name its host process.)
@@ -48,11 +52,12 @@ from pathlib import Path
 from typing import Any
 
 from toolray_actors.bench._chaos_check import check
+from toolray_actors.bench._chaos_env import check_env, env_held
 from toolray_actors.bench._chaos_hostile import check_hostile, invariants_held
 from toolray_actors.bench._chaos_soak import drift, percentile, sample
 
 DRIVER = "toolray_actors.bench._chaos_driver"
-KINDS = ("child", "worker", "executor", "pool", "registry", "bucket", "node")
+KINDS = ("child", "instance", "worker", "executor", "pool", "registry", "bucket", "node")
 
 
 class Proc:
@@ -129,6 +134,8 @@ def inject(
     else:
         if kind == "child":
             pids = [pid for pool in stats.pools for pid in pool.child_pids]
+        elif kind == "instance":
+            pids = [pid for pool in stats.pools for pid in pool.instance_pids]
         else:
             pids = [a.pid for a in stats.actors if a.kind == kind]
         if not pids:
@@ -137,7 +144,7 @@ def inject(
         killed.update(_below([pid, *_owned_by(stats.actors, pid)]))
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-        name = "a call's process" if kind == "child" else kind
+        name = {"child": "a call's process", "instance": "an instance's process"}.get(kind, kind)
         what = f"SIGKILL {name} (pid {pid})"
     faults[kind] += 1
     return f"{kind}: {what}"
@@ -316,6 +323,7 @@ def run(args: argparse.Namespace) -> int:
         for line in (work / f"driver{d}.jsonl").read_text().splitlines()
     ]
     out = check(records, ledger, work / "logs", killed)
+    out.update(check_env(records))
     if args.isolation == "sandbox":  # a sandboxed body is pid 1 of its own namespace: the
         out["collateral"] = None  # ledger cannot say which host process ran it
     if args.hostile:
@@ -357,6 +365,7 @@ def run(args: argparse.Namespace) -> int:
         and out.get("soak_max_rss_growth_mb", 0) <= 20
         and (out["faults_total"] > 0 or not args.kind_list)  # a campaign that injected nothing
         and invariants_held(out)
+        and env_held(out)
     )
     width = max(len(k) for k in out)
     for key, value in out.items():
