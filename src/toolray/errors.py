@@ -19,9 +19,14 @@ intact (a result crossing a process keeps its error)::
         │   ├── ExecutorLostError             EXECUTOR_LOST
         │   ├── CodeRunFailedError            CODE_RUN_FAILED
         │   ├── RateLimitedError              RATE_LIMITED
-        │   └── ResultTooLargeError           RESULT_TOO_LARGE
+        │   ├── ResultTooLargeError           RESULT_TOO_LARGE
+        │   ├── DeadlineExceededError         DEADLINE_EXCEEDED
+        │   └── OverloadedError               OVERLOADED
         ├── ToolBatchExecutionError           a scheduler failure (not a tool outcome)
         └── SandboxUnavailableError           a required confinement layer is missing
+
+Every code has one fault class (``"input"``, ``"policy"``, ``"tool"``, ``"infra"``,
+``"cancelled"``) in :data:`toolray.FAULT_CLASSES`; a failure carries it as ``error.fault``.
 
 The Ray layer adds three more, each a ``ToolrayError``: ``RuntimeUnavailableError`` (a
 ``HarnessError``), ``ConfigError`` (also a ``ValueError``) and ``StartError`` (also a
@@ -42,11 +47,13 @@ __all__ = (
     "TOOL_TIMEOUT",
     "AbortError",
     "CodeRunFailedError",
+    "DeadlineExceededError",
     "ExecutorLostError",
     "ExecutorUnavailableError",
     "HarnessError",
     "JsonSchemaError",
     "NotJsonError",
+    "OverloadedError",
     "RateLimitedError",
     "ResultTooLargeError",
     "SandboxUnavailableError",
@@ -211,6 +218,21 @@ class ResultTooLargeError(HarnessError):
     """A body's value is larger than ``max_result_bytes`` as lossless JSON text."""
 
     default_code = "RESULT_TOO_LARGE"
+
+
+class DeadlineExceededError(HarnessError):
+    """The batch's ``deadline_s`` passed before the call ended (fault ``"cancelled"``).
+
+    A call not started by then never runs; a running one got the cancellation ladder.
+    """
+
+    default_code = "DEADLINE_EXCEEDED"
+
+
+class OverloadedError(HarnessError):
+    """No capacity for the call within its pool's ``max_queue_ms``; its body never ran."""
+
+    default_code = "OVERLOADED"
 
 
 class ToolBatchExecutionError(ToolrayError):

@@ -43,6 +43,9 @@ class Call:
     """A chained call whose stage was over, where it ran, before an abort arrived there:
     stage by stage it would have committed before the next stage started, so an abort
     leaves its success alone."""
+    in_time: bool = False
+    """Its dispatch stage settled before the caller's signal fired: a batch deadline that
+    passes while it waits for its commit leaves its success alone (an abort does not)."""
     observed: Observation | None = None
     """Its observers' handles (``None``: nobody observes it); ``observed.trace`` is the span
     its body runs in."""
