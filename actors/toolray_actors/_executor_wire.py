@@ -1,4 +1,4 @@
-"""The executor actor's wire records: a batch as it crosses to it, a snapshot of it."""
+"""The executor actor's wire records: a batch, a snapshot, a worker's word on a call."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from toolray import ToolCall
 
 from ._farm_stats import ScopeSample, ToolSample
 
-__all__ = ("BatchSpec", "ExecutorStats")
+__all__ = ("BatchSpec", "CallWait", "ExecutorStats")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -30,6 +30,23 @@ class BatchSpec:
     """The driver reads the results at the end only (``execute_batch``): after a chunk, the
     next leaves no sooner than a short pace later, unless the batch ends first (far fewer
     stream items when calls commit one by one; ``stream_batch`` gets every commit at once)."""
+    deadline_s: float | None = None
+    """The batch's deadline budget (the driver keeps it too, from the submission)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CallWait:
+    """A worker's word on a call it could not start at once (in its outcome stream).
+
+    ``waiting=True``: the call waits for capacity (a call process, a body slot) — it is
+    not running; ``False``: its body starts now. A call that starts at once has neither.
+    """
+
+    token: str
+    waiting: bool
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (CallWait, (self.token, self.waiting))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -71,6 +71,10 @@ class WorkerSettings:
     """``"call"``: idle call processes kept forked ahead of demand."""
     max_bodies: int | None = None
     """Bodies at once (default ``body_limit(threads)``; 1 for a default GPU pool)."""
+    call_processes: int | None = None
+    """``"call"``: call processes at once (default: ``max_bodies``'s, or derived)."""
+    derive_processes: bool = False
+    """``"call"``: derive the call-process limit from the worker's node (CPUs, memory)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -89,6 +93,8 @@ class PoolPlan:
     """The most workers (0: ``size``, a fixed pool)."""
     idle_s: float = 60.0
     """How long a worker of an elastic pool may stay idle before it is retired."""
+    max_queue_ms: float | None = None
+    """How long a call may wait for capacity before it fails ``OVERLOADED`` (no bound)."""
 
     @property
     def isolation(self) -> Isolation:
@@ -143,12 +149,17 @@ def pool_plan(placement: Any, config: RuntimeConfig) -> PoolPlan:
     isolation, one_at_a_time = _isolation(placement, base, options)
     if one_at_a_time:
         conc = 1
+    chosen = "max_concurrency" in base.model_fields_set or (
+        placement is not None and getattr(placement, "max_concurrency", None) is not None
+    )
     worker = WorkerSettings(
         threads=conc,
         isolation=isolation,
         memory_mb=base.memory_mb,
         warm_children=base.warm_children,
         max_bodies=1 if one_at_a_time else None,
+        call_processes=base.max_call_processes,
+        derive_processes=base.max_call_processes is None and not chosen,
     )
     low = _own(placement, "min_size", base.min_size)
     high = _own(placement, "max_size", base.max_size)
@@ -164,6 +175,7 @@ def pool_plan(placement: Any, config: RuntimeConfig) -> PoolPlan:
         min_size=low,
         max_size=high,
         idle_s=float(_own(placement, "idle_s", base.idle_s)),
+        max_queue_ms=base.max_queue_ms,
     )
 
 

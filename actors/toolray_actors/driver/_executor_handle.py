@@ -36,7 +36,6 @@ from toolray import (
     ToolExecutionInput,
     ToolExecutionResult,
 )
-from toolray_actors._arguments import shippable_calls
 from toolray_actors._config import RuntimeConfig
 from toolray_actors._errors import is_actor_death, translate, wire_reason
 from toolray_actors._handles import control_options, create_executor, get_named
@@ -47,6 +46,7 @@ from toolray_actors._tracing import DriverTrace
 from toolray_actors._wire import CallSpec, StreamChunk, StreamEnd, unknown
 from toolray_actors.execution._executor_actor import BatchSpec, ExecutorActor, ExecutorStats
 
+from ._batch_spec import bounded_batch, bounded_input, spec_of
 from ._batch_stream import Accumulator
 from ._connection import Connection
 from ._submissions import Inbox
@@ -180,29 +180,11 @@ class ExecutorHandle:
         if scope != self.scope:
             raise ValueError(f"scope {scope!r} is not this executor's {self.scope!r}")
 
-    def _spec(self, batch: ToolBatchInput, batch_id: str, *, paced: bool = False) -> BatchSpec:
-        if not isinstance(batch, ToolBatchInput):
-            raise TypeError(f"execute_batch() takes a ToolBatchInput, not {type(batch).__name__}")
-        if batch.scope is not None and batch.scope != self.scope:
-            raise ValueError(f"batch scope {batch.scope!r} is not this executor's {self.scope!r}")
-        log = batch.log
-        return BatchSpec(
-            batch_id=batch_id,
-            calls=shippable_calls(batch.calls),
-            scope=self.scope,  # a scope-less batch runs in this executor's scope
-            max_parallel_tool_calls=batch.max_parallel_tool_calls,
-            log=(log.turn, log.step) if log is not None else None,
-            aborted=batch.signal.aborted,
-            reason=wire_reason(batch.signal.reason) if batch.signal.aborted else None,
-            tool_set=wire_tool_set(batch.tool_set),
-            paced=paced and log is None,  # a log's records still leave as they commit
-        )
-
     async def _entries(
         self, batch: ToolBatchInput, acc: Accumulator, *, paced: bool = False
     ) -> AsyncIterator[tuple[int, ToolCallResult]]:
         batch_id = uuid.uuid4().hex
-        spec = self._spec(batch, batch_id, paced=paced)  # misuse raises before anything runs
+        spec = spec_of(batch, self.scope, batch_id, paced=paced)  # misuse raises here
         traced = DriverTrace.start(self.scope, spec.calls)
         if traced is not None:
             spec = dataclasses.replace(spec, trace=str(traced.parent))
@@ -283,18 +265,26 @@ class ExecutorHandle:
 
     async def execute_batch(self, batch: ToolBatchInput) -> ToolBatchResult:
         """Run ``batch``: one result per call, in model order, whatever happens."""
-        acc = Accumulator(batch, scope=self.scope)
-        async for _ in self._entries(batch, acc, paced=True):  # only the end is read
-            pass
+        batch, deadline = bounded_batch(batch, self.config.kill_grace_ms)
+        try:
+            acc = Accumulator(batch, scope=self.scope)
+            async for _ in self._entries(batch, acc, paced=True):  # only the end is read
+                pass
+        finally:
+            deadline.release()
         return acc.result()
 
     async def stream_batch(
         self, batch: ToolBatchInput
     ) -> AsyncIterator[tuple[int, ToolCallResult]]:
         """Yield ``(index, ToolCallResult)`` as each result commits (model order)."""
-        acc = Accumulator(batch, scope=self.scope)
-        async for item in self._entries(batch, acc):
-            yield item
+        batch, deadline = bounded_batch(batch, self.config.kill_grace_ms)
+        try:
+            acc = Accumulator(batch, scope=self.scope)
+            async for item in self._entries(batch, acc):
+                yield item
+        finally:
+            deadline.release()
 
     def execute_batch_sync(self, batch: ToolBatchInput) -> ToolBatchResult:
         """``execute_batch`` from a script or from inside a running loop (Jupyter)."""
@@ -330,16 +320,26 @@ class ExecutorHandle:
         finally:
             stop()
 
-    async def execute(self, inp: ToolExecutionInput) -> ToolExecutionResult:
+    async def execute(
+        self, inp: ToolExecutionInput, *, deadline_s: float | None = None
+    ) -> ToolExecutionResult:
         """One call through the executor actor's pipeline, with the core's fidelity.
 
         Arguments travel as they are when lossless JSON, else as the P-ARGS-4 failure;
         ``root_call_id``, ``schema``, ``tool_set`` and ``parent`` (by token id: the
         executor accepts only a live execution it issued) travel; aborts are forwarded.
+        ``deadline_s`` bounds the call as a batch's deadline does (``DEADLINE_EXCEEDED``).
         """
         if not isinstance(inp, ToolExecutionInput):
             raise TypeError(f"execute() takes a ToolExecutionInput, not {type(inp).__name__}")
         self._check_scope(inp.scope)
+        inp, deadline = bounded_input(inp, deadline_s, self.config.kill_grace_ms)
+        try:
+            return await self._execute(inp)
+        finally:
+            deadline.release()
+
+    async def _execute(self, inp: ToolExecutionInput) -> ToolExecutionResult:
         key = uuid.uuid4().hex
         spec = CallSpec.of(inp, key, wire_tool_set(inp.tool_set))
         try:
@@ -369,9 +369,11 @@ class ExecutorHandle:
         _raise_if_aborted(signal)  # aborted while the answer came back: publish nothing
         return RemoteToolSet(context.scope, ids, self._conn)
 
-    def execute_sync(self, inp: ToolExecutionInput) -> ToolExecutionResult:
+    def execute_sync(
+        self, inp: ToolExecutionInput, *, deadline_s: float | None = None
+    ) -> ToolExecutionResult:
         """``execute`` from a script or from inside a running loop."""
-        return self._conn.portal.run(self.execute(inp))
+        return self._conn.portal.run(self.execute(inp, deadline_s=deadline_s))
 
     async def statistics(self) -> ExecutorStats:
         """The executor actor's ``ExecutorStats`` (the actor starts if it is not running)."""

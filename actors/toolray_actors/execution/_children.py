@@ -34,13 +34,13 @@ from toolray.isolation import (
     NestedRequest,
     ProcessLink,
     RunCall,
-    aborted,
     describe_exit,
 )
 from toolray.procs import Child, Template
 from toolray_actors._stats import ChildStats
 
 from ._call_code import TemplateCode
+from ._call_queue import CallQueue, Notify, lost, never_started, queue_budget, settle
 from ._call_sizing import GROW_AFTER_S, Sizing
 
 __all__ = ("CallProcesses", "Nested")
@@ -67,11 +67,8 @@ class _Call:
     aborts: list[object] = field(default_factory=list)
     queued: float = 0.0
     proc: ProcessLink | None = None
-
-
-def _settle(call: _Call, outcome: CallOutcome) -> None:
-    if not call.done.done():
-        call.done.set_result(outcome)
+    notify: Notify | None = None  # tells its executor when it waits and when it starts
+    expiry: asyncio.TimerHandle | None = None  # its max_queue_ms, while it waits
 
 
 class CallProcesses:
@@ -95,7 +92,7 @@ class CallProcesses:
         self._early: OrderedDict[str, list[object]] = OrderedDict()
         self._procs: dict[int, ProcessLink] = {}
         self._idle: deque[ProcessLink] = deque()
-        self._waiters: deque[_Call] = deque()
+        self._waiters = CallQueue()
         self._forking = 0
         self._grow_at: asyncio.TimerHandle | None = None
         self._sizing = Sizing(warm=warm, limit=max(1, limit))
@@ -147,8 +144,7 @@ class CallProcesses:
         except (OSError, ToolrayError):
             self._forking -= 1
             if not self._procs and not self._forking:  # none alive and none coming
-                while self._waiters:
-                    _settle(self._waiters.popleft(), _lost("could not be started"))
+                self._waiters.fail_all(lost("could not be started"))
             return
         self._forking -= 1
         self.forks += 1
@@ -165,9 +161,18 @@ class CallProcesses:
 
     # ------------------------------------------------------------------ assignment
     async def run(
-        self, token: str, key: str, blob: bytes | None, arguments: object, ident: Ident
+        self,
+        token: str,
+        key: str,
+        blob: bytes | None,
+        arguments: object,
+        ident: Ident,
+        notify: Notify | None = None,
     ) -> CallOutcome:
-        """Run one call in a process of its own; never raises for the body's faults."""
+        """Run one call in a process of its own; never raises for the body's faults.
+
+        Without an idle process it waits, ``notify`` told (see ``_call_queue``).
+        """
         if self._loop is None:
             self._template_now()
         if blob is not None:
@@ -175,18 +180,19 @@ class CallProcesses:
         elif self._code.blob(key) is None:
             return MISSING
         assert self._loop is not None
-        call = _Call(token, key, arguments, ident, self._loop.create_future())
+        call = _Call(token, key, arguments, ident, self._loop.create_future(), notify=notify)
         self.runs += 1
         with self._lock:
             call.aborts = self._early.pop(token, [])
             if _KILL in call.aborts:
                 return _KILLED_EARLY
+            if call.aborts and not self._idle:  # aborted, and it would wait: it never starts
+                return never_started("the call was aborted before it reached its worker")
             self._calls[token] = call
         if self._idle:
-            self._start_on(self._idle.pop(), call)
+            self._start_on(self._idle.pop(), call)  # an early abort follows it there
         else:
-            call.queued = time.monotonic()
-            self._waiters.append(call)
+            self._waiters.wait(call, queue_budget(ident))
             if self._grow_at is None:
                 self._grow_at = self._loop.call_later(GROW_AFTER_S, self._grow)
         try:
@@ -197,12 +203,8 @@ class CallProcesses:
 
     def _grow(self) -> None:
         self._grow_at = None
-        while self._waiters:  # drop the head's calls that settled while waiting
-            head = self._waiters.popleft()
-            if not head.done.done():
-                self._waiters.appendleft(head)
-                break
-        since = next((w.queued for w in self._waiters), 0.0)
+        self._waiters.prune()  # drop the head's calls that settled while waiting
+        since = self._waiters.oldest()
         wanted = self._sizing.forks_wanted(
             time.monotonic(), len(self._waiters), len(self._procs), self._forking, since
         )
@@ -218,11 +220,11 @@ class CallProcesses:
         with self._lock:
             proc.call = None
         self._sizing.released(time.monotonic())
-        while self._waiters:
-            call = self._waiters.popleft()
-            if not call.done.done():
-                self._start_on(proc, call)
-                return
+        waiting = self._waiters.take()
+        if waiting is not None:
+            assert isinstance(waiting, _Call)
+            self._start_on(proc, waiting)
+            return
         proc.idle_since = time.monotonic()
         self._idle.append(proc)
         for _ in range(self._sizing.trim(proc.idle_since, [p.idle_since for p in self._idle])):
@@ -237,11 +239,13 @@ class CallProcesses:
         try:
             proc.send(run)
         except ValueError as err:  # its arguments cannot cross: its failure, not the process's
-            _settle(call, CallOutcome(status="error", error=RuntimeError(f"the call {err}")))
+            settle(call, CallOutcome(status="error", error=RuntimeError(f"the call {err}")))
             self._release(proc)
             return
         with self._lock:
             proc.call, call.proc = call, proc
+        if call.queued and call.notify is not None:
+            call.notify(False)  # it waited: its body starts now
         proc.known.add(call.key)
         for reason in call.aborts:
             proc.send(AbortCall(token=call.token, reason=reason))
@@ -261,7 +265,7 @@ class CallProcesses:
                 self._start_on(proc, call)
                 return
             self._sizing.took(message.body_s)
-            _settle(call, outcome)
+            settle(call, outcome)
             if message.clean:
                 self._release(proc)
             else:
@@ -302,11 +306,11 @@ class CallProcesses:
         self.kills += not call.done.done()
         if not self._closed:
             self._fork(replacing=True)
-        _settle(call, _KILLED)
+        settle(call, _KILLED)
 
     async def _settle_ended(self, proc: ProcessLink, call: _Call) -> None:
         status = await proc.wait_exit(_EXIT_WAIT_S)
-        _settle(call, _lost(describe_exit(status, self._memory_mb)))
+        settle(call, lost(describe_exit(status, self._memory_mb)))
 
     # ------------------------------------------------------------------ control lane
     def abort(self, token: str, reason: object) -> bool:
@@ -348,7 +352,7 @@ class CallProcesses:
                 return True
         if proc is not None:
             return False  # settled already
-        self._on_loop(_settle, call, _KILLED_EARLY)
+        self._on_loop(settle, call, _KILLED_EARLY)
         return True
 
     def _on_loop(self, fn: Callable[..., object], *args: object) -> None:
@@ -360,15 +364,17 @@ class CallProcesses:
         proc = call.proc
         if proc is not None and proc.call is call:
             proc.send(message)
+        elif proc is None and self._waiters.remove(call):  # it waits: it never starts now
+            what = "aborted" if isinstance(message, AbortCall) else "interrupted"
+            settle(call, never_started(f"the call was {what} while it waited for a process"))
         elif proc is None and isinstance(message, AbortCall):
             call.aborts.append(message.reason)
-        elif proc is None:  # interrupted while waiting for a process: it never started
-            with contextlib.suppress(ValueError):
-                self._waiters.remove(call)
-            stopped = aborted("the worker interrupted the call before it started")
-            _settle(call, CallOutcome(status="error", error=stopped))
 
     # ------------------------------------------------------------------ statistics
+    def full(self) -> bool:
+        """Whether a call arriving now would wait for a process (none is idle)."""
+        return not self._idle
+
     def stats(self) -> ChildStats:
         """A frozen snapshot of the counters."""
         return ChildStats(
@@ -390,7 +396,3 @@ class CallProcesses:
         for proc in list(self._procs.values()):
             proc.kill()
         self._code.stop()
-
-
-def _lost(how: str) -> CallOutcome:
-    return CallOutcome(status="lost", detail=f"the call's process {how}")

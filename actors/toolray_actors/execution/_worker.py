@@ -43,6 +43,7 @@ from toolray.isolation import (
     shippable_error,
 )
 from toolray.lowlevel import Link
+from toolray_actors._executor_wire import CallWait
 from toolray_actors._placement import WorkerSettings
 from toolray_actors._remote import node_id
 from toolray_actors._stats import ActorStats, ChildStats, WorkerStatus, actor_stats
@@ -55,6 +56,8 @@ from toolray_actors._wire import (
     encode,
 )
 
+from ._call_queue import Notify
+from ._call_sizing import node_limit
 from ._chain_gate import UNSTARTED, ChainGates
 from ._children import CallProcesses
 from ._lane import LANES, LaneAddress, LaneServer
@@ -69,6 +72,11 @@ _MANY = 8
 _CHUNK_STEP_S = 0.002
 _CHUNK_STEPS = 10
 """A chunk of a wide message waits at most this many steps for an eighth of its mates."""
+
+
+def _entry(item: tuple[str, asyncio.Task[CallOutcome]] | CallWait) -> Settled | CallWait:
+    """What travels for a queued item: a call's word as it is, a settled task's outcome."""
+    return item if isinstance(item, CallWait) else _outcome_of(*item)
 
 
 def _outcome_of(token: str, task: asyncio.Task[CallOutcome]) -> Settled:
@@ -119,14 +127,16 @@ class ToolWorker:
         env: Mapping[str, str] | None = None,
     ) -> None:
         self.settings = settings or WorkerSettings(threads=threads, isolation="shared")
-        limit = self.settings.max_bodies or body_limit(self.settings.threads)
-        self._host = BodyHost(_context, threads=self.settings.threads, max_bodies=limit)
+        settings = self.settings
+        limit = settings.max_bodies or body_limit(settings.threads)
+        self._host = BodyHost(_context, threads=settings.threads, max_bodies=limit)
         self._procs: CallProcesses | None = None
-        if self.settings.isolation == "call":
+        if settings.isolation == "call":
+            derived = node_limit() if settings.derive_processes else limit
             self._procs = CallProcesses(
-                memory_mb=self.settings.memory_mb,
-                warm=self.settings.warm_children,
-                limit=limit,
+                memory_mb=settings.memory_mb,
+                warm=settings.warm_children,
+                limit=settings.call_processes or derived,
                 nested=_nested,
                 env=env or {},
             )
@@ -152,12 +162,13 @@ class ToolWorker:
             self._last = time.monotonic()
 
     # ------------------------------------------------------------------ default lane
-    async def run(self, request: WorkerRequest) -> CallOutcome:
+    async def run(self, request: WorkerRequest, notify: Notify | None = None) -> CallOutcome:
         """Run one body; never raises for the body's own faults.
 
         ``request`` is one record (one serialized value per call is measurably cheaper for
         the executor than five arguments). The definition is resolved before the first
-        await, so the calls of a message start in request order.
+        await, so the calls of a message start in request order. A call that must wait
+        for capacity says so through ``notify`` (``_call_queue``).
         """
         if not self._enter():
             return _RETIRED
@@ -169,7 +180,12 @@ class ToolWorker:
             ended = True
             try:
                 outcome = await run(
-                    request.token, request.key, request.blob, request.arguments, request.ident
+                    request.token,
+                    request.key,
+                    request.blob,
+                    request.arguments,
+                    request.ident,
+                    notify,
                 )
                 ended = outcome.status not in ("missing", "retired")
                 return outcome
@@ -179,24 +195,29 @@ class ToolWorker:
         finally:
             self._leave()
 
-    async def run_many(self, requests: list[WorkerRequest]) -> AsyncIterator[list[Settled]]:
+    async def run_many(
+        self, requests: list[WorkerRequest]
+    ) -> AsyncIterator[list[Settled | CallWait]]:
         """Run a coalesced message: each call in its own task; outcomes as they settle.
 
         Yields lists of :class:`Settled`: the outcomes that settled in the same loop
-        tick travel together. The first request of a key carries its blob for its mates
-        (started in request order). Each call stays addressable on the control lane by its
-        token (abort, interrupt, kill) without touching its mates.
+        tick travel together, with the :class:`CallWait` words of calls that had to wait.
+        The first request of a key carries its blob for its mates (started in request
+        order). Each call stays addressable on the control lane by its token (abort,
+        interrupt, kill) without touching its mates.
         """
-        settled: asyncio.Queue[tuple[str, asyncio.Task[CallOutcome]]] = asyncio.Queue()
+        settled: asyncio.Queue[tuple[str, asyncio.Task[CallOutcome]] | CallWait]
+        settled = asyncio.Queue()
         tasks = []
         for request in requests:
-            task = asyncio.ensure_future(self.run(request))
+            notify = functools.partial(_word, settled, request.token)
+            task = asyncio.ensure_future(self.run(request, notify))
             task.add_done_callback(functools.partial(_settle, settled, request.token))
             tasks.append(task)
         left = len(tasks)
         try:
             while left:
-                chunk = [_outcome_of(*await settled.get())]
+                chunk = [_entry(await settled.get())]
                 await asyncio.sleep(0)  # outcomes settling in this tick join the chunk
                 running = left - 1 - settled.qsize() - self._chains.held
                 if self._procs is not None and running >= _MANY:
@@ -204,8 +225,8 @@ class ToolWorker:
                     # makes far fewer (costly) stream items of a wide message
                     await _company(settled, max(_MANY, left // 8))
                 while not settled.empty():
-                    chunk.append(_outcome_of(*settled.get_nowait()))
-                left -= len(chunk)
+                    chunk.append(_entry(settled.get_nowait()))
+                left -= sum(1 for entry in chunk if isinstance(entry, Settled))
                 yield chunk
         finally:
             for task in tasks:  # the message was abandoned (its caller is gone)
@@ -224,7 +245,7 @@ class ToolWorker:
     async def run_lane(self, requests: bytes) -> AsyncIterator[bytes]:
         """:meth:`run_many_wire` for a message on the local lane (a lone call runs directly)."""
         match cast("list[WorkerRequest]", decode(requests)):
-            case [request]:
+            case [request] if not self._full():  # it starts at once: nothing to say first
                 try:
                     outcome = await self.run(request)
                 except Exception as err:  # a fault of the worker itself: this call's failure
@@ -233,6 +254,10 @@ class ToolWorker:
             case several:
                 async for chunk in self.run_many(several):
                     yield encode(chunk)
+
+    def _full(self) -> bool:
+        """Whether a call arriving now would wait for capacity (and say so)."""
+        return self._procs.full() if self._procs is not None else self._host.full()
 
     async def lane(self, node: str) -> LaneAddress | None:
         """The local lane, for an executor on ``node`` (``None``: another node, or none here)."""
@@ -350,3 +375,7 @@ async def _company(settled: asyncio.Queue[Any], wanted: int) -> None:
 
 def _settle(settled: Any, token: str, task: asyncio.Task[Any]) -> None:
     settled.put_nowait((token, task))
+
+
+def _word(settled: Any, token: str, waiting: bool) -> None:
+    settled.put_nowait(CallWait(token, waiting))
