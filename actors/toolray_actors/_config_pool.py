@@ -86,8 +86,8 @@ class PoolConfig(Strict):
         le=4096,
         description='With isolation = "call": the most call processes one worker runs at once '
         "(more are forked while calls wait for one and bodies run long, as I/O-bound bodies "
-        "do). Unset: max_concurrency + 8 when max_concurrency is set, else derived from the "
-        "worker's node: min(256 per CPU, available memory / 32 MiB, 1024), at least 72.",
+        "do). Unset: derived from the worker's node, min(64 per CPU, available memory / 32 "
+        "MiB, 1024), and never below max_concurrency + 8.",
     )
     max_queue_ms: float | None = Field(
         default=None,

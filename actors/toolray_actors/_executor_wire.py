@@ -9,7 +9,7 @@ from toolray import ToolCall
 
 from ._farm_stats import ScopeSample, ToolSample
 
-__all__ = ("BatchSpec", "CallWait", "ExecutorStats")
+__all__ = ("BatchSpec", "CallOverdue", "ExecutorStats")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -35,18 +35,19 @@ class BatchSpec:
 
 
 @dataclass(frozen=True, slots=True)
-class CallWait:
-    """A worker's word on a call it could not start at once (in its outcome stream).
+class CallOverdue:
+    """A worker's word, in a call's outcome stream: its body ran its whole timeout budget.
 
-    ``waiting=True``: the call waits for capacity (a call process, a body slot) — it is
-    not running; ``False``: its body starts now. A call that starts at once has neither.
+    A call that carries a budget (its identity's ``timeout_s``) has it counted on its
+    worker, from the moment its body starts; past it the worker says so and the executor
+    fires the call's ``TimeoutPolicy`` deadline (the ladder follows). Waiting for a call
+    process or a body slot never counts.
     """
 
     token: str
-    waiting: bool
 
     def __reduce__(self) -> tuple[object, ...]:
-        return (CallWait, (self.token, self.waiting))
+        return (CallOverdue, (self.token,))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

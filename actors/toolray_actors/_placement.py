@@ -74,7 +74,8 @@ class WorkerSettings:
     call_processes: int | None = None
     """``"call"``: call processes at once (default: ``max_bodies``'s, or derived)."""
     derive_processes: bool = False
-    """``"call"``: derive the call-process limit from the worker's node (CPUs, memory)."""
+    """``"call"``: derive the call-process limit from the worker's node (CPUs, memory),
+    never below ``max_bodies``'s."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -149,9 +150,6 @@ def pool_plan(placement: Any, config: RuntimeConfig) -> PoolPlan:
     isolation, one_at_a_time = _isolation(placement, base, options)
     if one_at_a_time:
         conc = 1
-    chosen = "max_concurrency" in base.model_fields_set or (
-        placement is not None and getattr(placement, "max_concurrency", None) is not None
-    )
     worker = WorkerSettings(
         threads=conc,
         isolation=isolation,
@@ -159,7 +157,7 @@ def pool_plan(placement: Any, config: RuntimeConfig) -> PoolPlan:
         warm_children=base.warm_children,
         max_bodies=1 if one_at_a_time else None,
         call_processes=base.max_call_processes,
-        derive_processes=base.max_call_processes is None and not chosen,
+        derive_processes=base.max_call_processes is None,
     )
     low = _own(placement, "min_size", base.min_size)
     high = _own(placement, "max_size", base.max_size)

@@ -4,9 +4,12 @@
 inside it and the body (P-TIME-12). A runtime that queues calls for capacity — a worker
 slot, a call process — would count that wait too, and a call that only waited would end
 ``TOOL_TIMEOUT`` although its body never ran late. So the policy's deadline is a
-:class:`BodyTimer`, registered under the call's execution token, which a runner pauses
-while the call waits for capacity and starts again, with the whole budget, when the body
-starts (:func:`body_timers`). In-process nothing waits for capacity, and nothing pauses.
+:class:`BodyTimer`, registered under the call's execution token (:func:`body_timers`),
+which a runner may pause while the call waits for capacity and start again, with the
+whole budget, when the body starts — or hand over: pause it and have the budget counted
+where the body runs, from its start, then :meth:`~BodyTimer.fire` it if the body overran
+(a Ray executor does that: its worker counts). In-process nothing waits for capacity, and
+nothing pauses.
 
 A running timer fires with its reason ``seconds`` after its latest start; a paused one
 does not fire until started again.
@@ -48,6 +51,16 @@ class BodyTimer:
     def running(self) -> bool:
         """Whether the timer is counting now."""
         return self._stop is not None
+
+    @property
+    def seconds(self) -> float:
+        """The whole budget."""
+        return self._seconds
+
+    def fire(self) -> None:
+        """Fire now: the budget ran out where the body runs (a runner measured it there)."""
+        self.pause()
+        self._ctrl.abort(self._reason)
 
     def start(self) -> None:
         """Count the whole budget from now (a no-op while counting, or once fired)."""

@@ -1,12 +1,16 @@
-"""One call's waits for capacity, as its executor sees them: waiting is not running.
+"""One call's budgets as its executor sees them: waiting is not running.
 
-A call may wait for capacity twice: in its executor, for a pool member with room (an
-elastic pool), then on its worker, for a call process or a body slot (the worker says so:
-``CallWait``). While it waits, its ``timeout_ms`` clock — the ``TimeoutPolicy`` deadlines
-of its execution (``toolray.policies.body_timers``) — is paused; when its body starts,
-the clock starts again with the whole budget. The waits together are bounded by the
-pool's ``max_queue_ms``: the executor gives up at it (``OVERLOADED``), and the worker gets
-what is left of it (the call's ``max_queue_s``).
+A call may wait for capacity in its executor (for a pool member with room, in an elastic
+pool) and then on its worker (for a call process or a body slot). Neither wait counts
+against its ``timeout_ms``: the ``TimeoutPolicy`` deadlines of its execution
+(``toolray.policies.body_timers``) pause while it waits here, and when it leaves for its
+worker they are *handed over* — paused, their budget sent with the call (``timeout_s``) —
+so the worker counts the body's time from the moment the body starts, free of any queue
+or loop delay on the way. A body that runs past it is reported (``CallOverdue``) and its
+deadline fires here (:meth:`CallClock.overdue`): ``TOOL_TIMEOUT``, then the ladder.
+
+The waits together are bounded by the pool's ``max_queue_ms``: the executor gives up at
+it (``OVERLOADED``) and the worker gets what is left of it (``max_queue_s``).
 """
 
 from __future__ import annotations
@@ -30,23 +34,25 @@ class CallClock:
         self._since: float | None = None  # when the call first waited
 
     def waits(self) -> None:
-        """The call waits for capacity: its clock stops (its queue budget runs)."""
+        """The call waits for capacity here: its deadlines pause (its queue budget runs)."""
         if self._since is None:
             self._since = time.monotonic()
         for timer in self._timers:
             timer.pause()
 
-    def starts(self) -> None:
-        """Its body starts (or may start at once): its clock runs again, whole."""
-        for timer in self._timers:
-            timer.start()
+    def hand_over(self) -> float | None:
+        """The call leaves for its worker: pause its deadlines; the budget the worker counts.
 
-    def on_worker(self, waiting: bool) -> None:
-        """The worker's word: the call waits there (``True``) or its body starts."""
-        if waiting:
-            self.waits()
-        else:
-            self.starts()
+        ``None``: the call has no deadline.
+        """
+        for timer in self._timers:
+            timer.pause()
+        return min((t.seconds for t in self._timers), default=None)
+
+    def overdue(self) -> None:
+        """The worker says the body ran its whole budget: the tightest deadline fires."""
+        if self._timers:
+            min(self._timers, key=lambda t: t.seconds).fire()
 
     def left(self) -> float | None:
         """What is left of the queue budget (``None``: unbounded)."""

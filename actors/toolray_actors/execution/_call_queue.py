@@ -1,13 +1,19 @@
-"""The calls of one worker that wait for capacity — and why waiting is not running.
+"""A worker's side of a call's two budgets: its wait for capacity and its body's time.
 
-A call that cannot start at once (every call process busy, or every body slot taken)
-waits here, in arrival order. Such a call is not running, so the worker says so in its
-outcome stream (:class:`~toolray_actors._executor_wire.CallWait`): its executor pauses the
-call's ``timeout_ms`` clock while it waits, and starts it again when the body starts. The
-wait itself is bounded by the pool's ``max_queue_ms`` (the call's ``max_queue_s`` left when
-it arrived): past it the call ends ``OVERLOADED`` without running. A call aborted while it
-waits never starts either (``ABORTED_BEFORE_DISPATCH``; a batch deadline makes it
-``DEADLINE_EXCEEDED``).
+**Waiting.** A call that cannot start at once (every call process busy) waits here, in
+arrival order. Its wait is bounded by the pool's ``max_queue_ms`` (the call's
+``max_queue_s`` left when it arrived): past it the call ends ``OVERLOADED`` without
+running. A call aborted while it waits never starts (``ABORTED_BEFORE_DISPATCH``; a batch
+deadline makes it ``DEADLINE_EXCEEDED``).
+
+**Running.** A call whose tool has a ``timeout_ms`` carries it (its ``timeout_s``), counted
+from the moment the body starts — waiting is not running — where the body runs: in the
+call's process, which says when it ran out (``CallOverdue``; in ``"shared"`` isolation the
+worker's body host counts). The worker passes the word on to the call's executor
+(:class:`~toolray_actors._executor_wire.CallOverdue`), which fires the call's deadline
+(``TOOL_TIMEOUT``) and runs the cancellation ladder. The worker keeps a backstop of its
+own — a body that blocks its process's loop cannot say it — :func:`backstop_s` after it
+sent the call.
 
 Plain asyncio, no Ray, all on the worker's loop.
 """
@@ -18,43 +24,63 @@ import asyncio
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
-from typing import Protocol
+from dataclasses import dataclass, field
 
 from toolray import AbortError
 from toolray.errors import TOOL_ABORTED_BEFORE_DISPATCH, OverloadedError
-from toolray.isolation import CallOutcome
+from toolray.isolation import CallOutcome, ProcessLink
 
 __all__ = (
     "CallQueue",
-    "Notify",
-    "Waiter",
+    "Overdue",
+    "WorkerCall",
+    "backstop_s",
+    "body_budget",
+    "count_body",
     "lost",
     "never_started",
     "overloaded",
+    "pass_on_overdue",
     "queue_budget",
     "settle",
+    "stop_expiry",
 )
 
-Notify = Callable[[bool], None]
-"""Tells the call's executor: ``True`` — it waits; ``False`` — its body starts now."""
+Overdue = Callable[[], None]
+"""Tells the call's executor that its body ran its whole timeout budget."""
 
 
-class Waiter(Protocol):
-    """A call as the queue sees it."""
+@dataclass(eq=False)
+class WorkerCall:
+    """One call on its worker (``isolation="call"``), from its arrival to its end."""
 
     token: str
+    key: str
+    arguments: object
+    ident: Mapping[str, object]
     done: asyncio.Future[CallOutcome]
-    notify: Notify | None
-    queued: float
-    expiry: asyncio.TimerHandle | None
+    aborts: list[object] = field(default_factory=list)
+    queued: float = 0.0
+    proc: ProcessLink | None = None
+    overdue: Overdue | None = None  # tells its executor its body ran its whole budget
+    expiry: asyncio.TimerHandle | None = None  # its max_queue_ms, then its body's budget
+
+
+def _seconds(ident: Mapping[str, object], key: str) -> float | None:
+    value = ident.get(key)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return max(0.0, float(value))
+    return None
 
 
 def queue_budget(ident: Mapping[str, object]) -> float | None:
     """How long the call may wait for capacity here (its identity's ``max_queue_s``)."""
-    value = ident.get("max_queue_s")
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return max(0.0, float(value))
-    return None
+    return _seconds(ident, "max_queue_s")
+
+
+def body_budget(ident: Mapping[str, object]) -> float | None:
+    """How long the call's body may run, from its start (its identity's ``timeout_s``)."""
+    return _seconds(ident, "timeout_s")
 
 
 def lost(how: str) -> CallOutcome:
@@ -82,30 +108,28 @@ class CallQueue:
     """The waiting calls of one worker, oldest first."""
 
     def __init__(self) -> None:
-        self._calls: deque[Waiter] = deque()
+        self._calls: deque[WorkerCall] = deque()
 
     def __len__(self) -> int:
         return len(self._calls)
 
-    def __iter__(self) -> Iterator[Waiter]:
+    def __iter__(self) -> Iterator[WorkerCall]:
         return iter(self._calls)
 
-    def wait(self, call: Waiter, budget_s: float | None) -> None:
-        """``call`` waits (its executor is told); past ``budget_s`` it ends ``OVERLOADED``."""
+    def wait(self, call: WorkerCall, budget_s: float | None) -> None:
+        """``call`` waits; past ``budget_s`` it ends ``OVERLOADED``."""
         call.queued = time.monotonic()
         self._calls.append(call)
-        if call.notify is not None:
-            call.notify(True)
         if budget_s is not None:
             loop = asyncio.get_running_loop()
             call.expiry = loop.call_later(budget_s, self._overdue, call, budget_s)
 
-    def take(self) -> Waiter | None:
+    def take(self) -> WorkerCall | None:
         """The longest-waiting call still open, out of the queue (``None``: none)."""
         while self._calls:
             call = self._calls.popleft()
             if not call.done.done():
-                _stop_expiry(call)
+                stop_expiry(call)
                 return call
         return None
 
@@ -121,35 +145,62 @@ class CallQueue:
         """When the oldest waiting call began to wait (0 when none waits)."""
         return next((call.queued for call in self._calls), 0.0)
 
-    def remove(self, call: Waiter) -> bool:
+    def remove(self, call: WorkerCall) -> bool:
         """Take ``call`` out (``False``: it was not waiting)."""
         try:
             self._calls.remove(call)
         except ValueError:
             return False
-        _stop_expiry(call)
+        stop_expiry(call)
         return True
 
     def fail_all(self, outcome: CallOutcome) -> None:
         """Every waiting call ends with ``outcome`` (no process can come)."""
         while self._calls:
             call = self._calls.popleft()
-            _stop_expiry(call)
+            stop_expiry(call)
             settle(call, outcome)
 
-    def _overdue(self, call: Waiter, budget_s: float) -> None:
+    def _overdue(self, call: WorkerCall, budget_s: float) -> None:
         call.expiry = None
         if self.remove(call):
             settle(call, overloaded(budget_s))
 
 
-def _stop_expiry(call: Waiter) -> None:
+def backstop_s(budget_s: float) -> float:
+    """When the worker calls a body overdue itself: its budget plus half (at least 0.25 s)."""
+    return budget_s + max(0.25, budget_s / 2)
+
+
+def count_body(call: WorkerCall) -> None:
+    """The call leaves for its process: the worker's backstop counts from now."""
+    budget = body_budget(call.ident)
+    if call.overdue is not None and budget is not None:
+        backstop = backstop_s(budget)
+        call.expiry = asyncio.get_running_loop().call_later(backstop, _overdue, call)
+
+
+def pass_on_overdue(call: WorkerCall, token: str) -> None:
+    """The call's process says its body ran its whole budget: tell the executor (once)."""
+    if token == call.token and call.expiry is not None:
+        stop_expiry(call)  # the backstop is no longer needed
+        _overdue(call)
+
+
+def _overdue(call: WorkerCall) -> None:
+    call.expiry = None
+    if call.overdue is not None and not call.done.done():
+        call.overdue()
+
+
+def stop_expiry(call: WorkerCall) -> None:
+    """Stop the call's pending expiry (its queue budget, or its body's)."""
     if call.expiry is not None:
         call.expiry.cancel()
         call.expiry = None
 
 
-def settle(call: Waiter, outcome: CallOutcome) -> None:
+def settle(call: WorkerCall, outcome: CallOutcome) -> None:
     """``call`` ends with ``outcome`` (unless it ended already)."""
     if not call.done.done():
         call.done.set_result(outcome)

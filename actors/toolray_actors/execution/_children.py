@@ -20,7 +20,6 @@ import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
-from dataclasses import dataclass, field
 
 from toolray.errors import ToolrayError
 from toolray.isolation import (
@@ -28,6 +27,7 @@ from toolray.isolation import (
     AbortCall,
     CallDone,
     CallOutcome,
+    CallOverdue,
     InterruptCall,
     Message,
     NestedAnswer,
@@ -39,8 +39,8 @@ from toolray.isolation import (
 from toolray.procs import Child, Template
 from toolray_actors._stats import ChildStats
 
+from . import _call_queue as calls
 from ._call_code import TemplateCode
-from ._call_queue import CallQueue, Notify, lost, never_started, queue_budget, settle
 from ._call_sizing import GROW_AFTER_S, Sizing
 
 __all__ = ("CallProcesses", "Nested")
@@ -55,20 +55,6 @@ _MAX_EARLY = 4096
 _KILL = object()  # among a call's early orders: its kill came first (it never starts)
 _KILLED_EARLY = CallOutcome(status="killed", detail="killed before it started")
 _KILLED = CallOutcome(status="killed", detail="killed on request")
-
-
-@dataclass(eq=False)
-class _Call:
-    token: str
-    key: str
-    arguments: object
-    ident: Mapping[str, object]
-    done: asyncio.Future[CallOutcome]
-    aborts: list[object] = field(default_factory=list)
-    queued: float = 0.0
-    proc: ProcessLink | None = None
-    notify: Notify | None = None  # tells its executor when it waits and when it starts
-    expiry: asyncio.TimerHandle | None = None  # its max_queue_ms, while it waits
 
 
 class CallProcesses:
@@ -88,11 +74,11 @@ class CallProcesses:
         self._code = TemplateCode(env)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock = threading.Lock()
-        self._calls: dict[str, _Call] = {}
+        self._calls: dict[str, calls.WorkerCall] = {}
         self._early: OrderedDict[str, list[object]] = OrderedDict()
         self._procs: dict[int, ProcessLink] = {}
         self._idle: deque[ProcessLink] = deque()
-        self._waiters = CallQueue()
+        self._waiters = calls.CallQueue()
         self._forking = 0
         self._grow_at: asyncio.TimerHandle | None = None
         self._sizing = Sizing(warm=warm, limit=max(1, limit))
@@ -144,7 +130,7 @@ class CallProcesses:
         except (OSError, ToolrayError):
             self._forking -= 1
             if not self._procs and not self._forking:  # none alive and none coming
-                self._waiters.fail_all(lost("could not be started"))
+                self._waiters.fail_all(calls.lost("could not be started"))
             return
         self._forking -= 1
         self.forks += 1
@@ -167,11 +153,12 @@ class CallProcesses:
         blob: bytes | None,
         arguments: object,
         ident: Ident,
-        notify: Notify | None = None,
+        overdue: calls.Overdue | None = None,
     ) -> CallOutcome:
         """Run one call in a process of its own; never raises for the body's faults.
 
-        Without an idle process it waits, ``notify`` told (see ``_call_queue``).
+        Without an idle process it waits; its body's budget counts from its start, and
+        ``overdue()`` is told when it ran out (``_call_queue``).
         """
         if self._loop is None:
             self._template_now()
@@ -180,24 +167,27 @@ class CallProcesses:
         elif self._code.blob(key) is None:
             return MISSING
         assert self._loop is not None
-        call = _Call(token, key, arguments, ident, self._loop.create_future(), notify=notify)
+        call = calls.WorkerCall(
+            token, key, arguments, ident, self._loop.create_future(), overdue=overdue
+        )
         self.runs += 1
         with self._lock:
             call.aborts = self._early.pop(token, [])
             if _KILL in call.aborts:
                 return _KILLED_EARLY
             if call.aborts and not self._idle:  # aborted, and it would wait: it never starts
-                return never_started("the call was aborted before it reached its worker")
+                return calls.never_started("the call was aborted before it reached its worker")
             self._calls[token] = call
         if self._idle:
             self._start_on(self._idle.pop(), call)  # an early abort follows it there
         else:
-            self._waiters.wait(call, queue_budget(ident))
+            self._waiters.wait(call, calls.queue_budget(ident))
             if self._grow_at is None:
                 self._grow_at = self._loop.call_later(GROW_AFTER_S, self._grow)
         try:
             return await call.done
         finally:
+            calls.stop_expiry(call)
             with self._lock:
                 self._calls.pop(token, None)
 
@@ -222,7 +212,6 @@ class CallProcesses:
         self._sizing.released(time.monotonic())
         waiting = self._waiters.take()
         if waiting is not None:
-            assert isinstance(waiting, _Call)
             self._start_on(proc, waiting)
             return
         proc.idle_since = time.monotonic()
@@ -230,7 +219,7 @@ class CallProcesses:
         for _ in range(self._sizing.trim(proc.idle_since, [p.idle_since for p in self._idle])):
             self._retire(self._idle.popleft())
 
-    def _start_on(self, proc: ProcessLink, call: _Call) -> None:
+    def _start_on(self, proc: ProcessLink, call: calls.WorkerCall) -> None:
         ident = {k: v for k, v in call.ident.items() if k != "home"}
         blob = None if call.key in proc.known else self._code.blob(call.key)
         run = RunCall(
@@ -239,13 +228,12 @@ class CallProcesses:
         try:
             proc.send(run)
         except ValueError as err:  # its arguments cannot cross: its failure, not the process's
-            settle(call, CallOutcome(status="error", error=RuntimeError(f"the call {err}")))
+            calls.settle(call, CallOutcome(status="error", error=RuntimeError(f"the call {err}")))
             self._release(proc)
             return
         with self._lock:
             proc.call, call.proc = call, proc
-        if call.queued and call.notify is not None:
-            call.notify(False)  # it waited: its body starts now
+        calls.count_body(call)  # its body's budget counts from now
         proc.known.add(call.key)
         for reason in call.aborts:
             proc.send(AbortCall(token=call.token, reason=reason))
@@ -265,15 +253,19 @@ class CallProcesses:
                 self._start_on(proc, call)
                 return
             self._sizing.took(message.body_s)
-            settle(call, outcome)
+            calls.settle(call, outcome)
             if message.clean:
                 self._release(proc)
             else:
                 self._retire(proc)
         elif isinstance(message, NestedRequest) and call is not None:
             self._spawn(self._answer(proc, call, message))
+        elif isinstance(message, CallOverdue) and call is not None:
+            calls.pass_on_overdue(call, message.token)  # measured where its body runs
 
-    async def _answer(self, proc: ProcessLink, call: _Call, request: NestedRequest) -> None:
+    async def _answer(
+        self, proc: ProcessLink, call: calls.WorkerCall, request: NestedRequest
+    ) -> None:
         try:
             answer = await self._nested(call.ident, request)
         except Exception as exc:
@@ -301,16 +293,16 @@ class CallProcesses:
         if not self._closed and (call is not None or self._waiters):
             self._fork(replacing=True)
 
-    def _killed_now(self, call: _Call) -> None:
+    def _killed_now(self, call: calls.WorkerCall) -> None:
         """A call whose process was killed on request: it ends now (its replacement first)."""
         self.kills += not call.done.done()
         if not self._closed:
             self._fork(replacing=True)
-        settle(call, _KILLED)
+        calls.settle(call, _KILLED)
 
-    async def _settle_ended(self, proc: ProcessLink, call: _Call) -> None:
+    async def _settle_ended(self, proc: ProcessLink, call: calls.WorkerCall) -> None:
         status = await proc.wait_exit(_EXIT_WAIT_S)
-        settle(call, lost(describe_exit(status, self._memory_mb)))
+        calls.settle(call, calls.lost(describe_exit(status, self._memory_mb)))
 
     # ------------------------------------------------------------------ control lane
     def abort(self, token: str, reason: object) -> bool:
@@ -352,7 +344,7 @@ class CallProcesses:
                 return True
         if proc is not None:
             return False  # settled already
-        self._on_loop(settle, call, _KILLED_EARLY)
+        self._on_loop(calls.settle, call, _KILLED_EARLY)
         return True
 
     def _on_loop(self, fn: Callable[..., object], *args: object) -> None:
@@ -360,21 +352,19 @@ class CallProcesses:
             with contextlib.suppress(RuntimeError):  # the loop is closed: the worker is going
                 self._loop.call_soon_threadsafe(fn, *args)
 
-    def _forward(self, call: _Call, message: AbortCall | InterruptCall) -> None:
+    def _forward(self, call: calls.WorkerCall, message: AbortCall | InterruptCall) -> None:
         proc = call.proc
         if proc is not None and proc.call is call:
             proc.send(message)
         elif proc is None and self._waiters.remove(call):  # it waits: it never starts now
             what = "aborted" if isinstance(message, AbortCall) else "interrupted"
-            settle(call, never_started(f"the call was {what} while it waited for a process"))
+            calls.settle(
+                call, calls.never_started(f"the call was {what} while it waited for a process")
+            )
         elif proc is None and isinstance(message, AbortCall):
             call.aborts.append(message.reason)
 
     # ------------------------------------------------------------------ statistics
-    def full(self) -> bool:
-        """Whether a call arriving now would wait for a process (none is idle)."""
-        return not self._idle
-
     def stats(self) -> ChildStats:
         """A frozen snapshot of the counters."""
         return ChildStats(

@@ -9,8 +9,8 @@ tick — a batch's scheduler starts a wide fan-out 16 calls per tick — the flu
 The message's reply is a stream of outcome chunks ``[(token, outcome), …]`` — the worker
 sends the outcomes that settle together in one chunk — and each request's future resolves
 as soon as its own outcome arrives, so a slow call never holds back its mates. A chunk
-also carries the worker's word on a call that had to wait for capacity (``CallWait``),
-which goes to that request's ``on_wait`` callback.
+may also carry the worker's word that a call's body ran its whole timeout budget
+(``CallOverdue``), which goes to that request's ``on_overdue`` callback.
 
 Per-call semantics stay per call:
 
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from toolray.isolation import CallOutcome
-from toolray_actors._executor_wire import CallWait
+from toolray_actors._executor_wire import CallOverdue
 from toolray_actors._wire import AbortOrder, Settled, WorkerRequest, unknown
 
 __all__ = (
@@ -47,11 +47,11 @@ __all__ = (
 Outcome = CallOutcome
 """What the worker returns for one request."""
 
-Chunk = Sequence[Settled | CallWait]
-"""Outcomes that settled together, and the words of calls that had to wait."""
+Chunk = Sequence[Settled | CallOverdue]
+"""Outcomes that settled together (and the words of calls whose bodies overran)."""
 
-OnWait = Callable[[bool], None]
-"""Told when a call waits for capacity on its worker (``True``) and when it starts."""
+OnOverdue = Callable[[], None]
+"""Told when the worker says the call's body ran its whole timeout budget."""
 
 _MAX_BATCH = 1024
 """A message never carries more requests than this (a flush happens at once when full)."""
@@ -103,7 +103,7 @@ class Outbox:
     def __init__(self, send: Transport, *, max_batch: int = _MAX_BATCH) -> None:
         self._send = send
         self._max_batch = max(1, max_batch)
-        self._pending: list[tuple[WorkerRequest, asyncio.Future[Outcome], OnWait | None]] = []
+        self._pending: list[tuple[WorkerRequest, asyncio.Future[Outcome], OnOverdue | None]] = []
         self._scheduled = False
         self._seen = 0
         self._deferred = 0
@@ -112,13 +112,13 @@ class Outbox:
         self.requests = 0
 
     def submit(
-        self, request: WorkerRequest, on_wait: OnWait | None = None
+        self, request: WorkerRequest, on_overdue: OnOverdue | None = None
     ) -> asyncio.Future[Outcome]:
         """Queue ``request`` for this tick's message; the future gets its outcome."""
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[Outcome] = loop.create_future()
         fut.add_done_callback(_retrieved)
-        self._pending.append((request, fut, on_wait))
+        self._pending.append((request, fut, on_overdue))
         if len(self._pending) >= self._max_batch:
             self.flush()
         elif not self._scheduled:
@@ -145,7 +145,7 @@ class Outbox:
             return
         batch, self._pending = self._pending, []
         futures = {request.token: fut for request, fut, _ in batch}
-        words = {request.token: on_wait for request, _, on_wait in batch if on_wait is not None}
+        words = {request.token: told for request, _, told in batch if told is not None}
         self.messages += 1
         self.requests += len(batch)
         try:
@@ -161,7 +161,7 @@ class Outbox:
         self,
         stream: AsyncIterator[Chunk],
         futures: dict[str, asyncio.Future[Outcome]],
-        words: dict[str, OnWait],
+        words: dict[str, OnOverdue],
     ) -> None:
         try:
             async for chunk in stream:
@@ -172,9 +172,9 @@ class Outbox:
                             fut = futures.pop(token, None)
                             if fut is not None and not fut.done():
                                 fut.set_result(outcome)
-                        case CallWait(token, waiting):
-                            if (on_wait := words.get(token)) is not None:
-                                on_wait(waiting)
+                        case CallOverdue(token):
+                            if (on_overdue := words.get(token)) is not None:
+                                on_overdue()
                         case _:
                             unknown(entry, "a worker's reply")
         except asyncio.CancelledError:

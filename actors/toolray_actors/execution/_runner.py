@@ -15,7 +15,8 @@ cause (``ABORTED``; the timeout policy makes it ``TOOL_TIMEOUT``), ``info.reason
 what was terminated; a process that dies on its own gives ``WORKER_LOST``. Nothing is re-run
 here (the pipeline retries by a retry policy). A value is checked against
 ``max_result_bytes`` where the body ran (``RESULT_TOO_LARGE``). A call that waits for
-capacity is not running: its ``timeout_ms`` clock pauses meanwhile (``_call_clock``).
+capacity is not running: its ``timeout_ms`` counts on its worker from the body's start
+(``_call_clock``).
 """
 
 from __future__ import annotations
@@ -209,9 +210,10 @@ class RayBodyRunner:
                         await self._chains.turn(link, ctx.signal)
                         link = None
                     slot = await pick()
-                clock.starts()  # it leaves for its worker (which says so if it must wait)
                 if (left := clock.left()) is not None:
                     ident["max_queue_s"] = left
+                if (budget := clock.hand_over()) is not None:  # its worker counts it
+                    ident["timeout_s"] = budget
                 call.notes["worker"] = slot.wid
                 counted = link is not None
                 try:
@@ -255,7 +257,7 @@ class RayBodyRunner:
         token, key = request.token, request.key
         outbox, _ = self._lane(slot)
         sent = request.without_code() if key in slot.sent else request
-        result = outbox.submit(sent, clock.on_worker)
+        result = outbox.submit(sent, clock.overdue)
         slot.sent.add(key)
         slot.in_flight += 1
         self.stats.in_flight += 1

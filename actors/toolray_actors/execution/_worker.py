@@ -43,7 +43,7 @@ from toolray.isolation import (
     shippable_error,
 )
 from toolray.lowlevel import Link
-from toolray_actors._executor_wire import CallWait
+from toolray_actors._executor_wire import CallOverdue
 from toolray_actors._placement import WorkerSettings
 from toolray_actors._remote import node_id
 from toolray_actors._stats import ActorStats, ChildStats, WorkerStatus, actor_stats
@@ -56,7 +56,7 @@ from toolray_actors._wire import (
     encode,
 )
 
-from ._call_queue import Notify
+from ._call_queue import Overdue, body_budget
 from ._call_sizing import node_limit
 from ._chain_gate import UNSTARTED, ChainGates
 from ._children import CallProcesses
@@ -74,9 +74,9 @@ _CHUNK_STEPS = 10
 """A chunk of a wide message waits at most this many steps for an eighth of its mates."""
 
 
-def _entry(item: tuple[str, asyncio.Task[CallOutcome]] | CallWait) -> Settled | CallWait:
+def _entry(item: tuple[str, asyncio.Task[CallOutcome]] | CallOverdue) -> Settled | CallOverdue:
     """What travels for a queued item: a call's word as it is, a settled task's outcome."""
-    return item if isinstance(item, CallWait) else _outcome_of(*item)
+    return item if isinstance(item, CallOverdue) else _outcome_of(*item)
 
 
 def _outcome_of(token: str, task: asyncio.Task[CallOutcome]) -> Settled:
@@ -132,7 +132,7 @@ class ToolWorker:
         self._host = BodyHost(_context, threads=settings.threads, max_bodies=limit)
         self._procs: CallProcesses | None = None
         if settings.isolation == "call":
-            derived = node_limit() if settings.derive_processes else limit
+            derived = max(limit, node_limit()) if settings.derive_processes else limit
             self._procs = CallProcesses(
                 memory_mb=settings.memory_mb,
                 warm=settings.warm_children,
@@ -162,13 +162,14 @@ class ToolWorker:
             self._last = time.monotonic()
 
     # ------------------------------------------------------------------ default lane
-    async def run(self, request: WorkerRequest, notify: Notify | None = None) -> CallOutcome:
+    async def run(self, request: WorkerRequest, overdue: Overdue | None = None) -> CallOutcome:
         """Run one body; never raises for the body's own faults.
 
         ``request`` is one record (one serialized value per call is measurably cheaper for
         the executor than five arguments). The definition is resolved before the first
-        await, so the calls of a message start in request order. A call that must wait
-        for capacity says so through ``notify`` (``_call_queue``).
+        await, so the calls of a message start in request order. A call with a timeout
+        budget has it counted from its body's start; ``overdue()`` is told when it ran out
+        (``_call_queue``).
         """
         if not self._enter():
             return _RETIRED
@@ -185,7 +186,7 @@ class ToolWorker:
                     request.blob,
                     request.arguments,
                     request.ident,
-                    notify,
+                    overdue,
                 )
                 ended = outcome.status not in ("missing", "retired")
                 return outcome
@@ -197,21 +198,21 @@ class ToolWorker:
 
     async def run_many(
         self, requests: list[WorkerRequest]
-    ) -> AsyncIterator[list[Settled | CallWait]]:
+    ) -> AsyncIterator[list[Settled | CallOverdue]]:
         """Run a coalesced message: each call in its own task; outcomes as they settle.
 
         Yields lists of :class:`Settled`: the outcomes that settled in the same loop
-        tick travel together, with the :class:`CallWait` words of calls that had to wait.
+        tick travel together, with a :class:`CallOverdue` for a call whose body overran.
         The first request of a key carries its blob for its mates (started in request
         order). Each call stays addressable on the control lane by its token (abort,
         interrupt, kill) without touching its mates.
         """
-        settled: asyncio.Queue[tuple[str, asyncio.Task[CallOutcome]] | CallWait]
+        settled: asyncio.Queue[tuple[str, asyncio.Task[CallOutcome]] | CallOverdue]
         settled = asyncio.Queue()
         tasks = []
         for request in requests:
-            notify = functools.partial(_word, settled, request.token)
-            task = asyncio.ensure_future(self.run(request, notify))
+            overdue = functools.partial(settled.put_nowait, CallOverdue(request.token))
+            task = asyncio.ensure_future(self.run(request, overdue))
             task.add_done_callback(functools.partial(_settle, settled, request.token))
             tasks.append(task)
         left = len(tasks)
@@ -245,7 +246,7 @@ class ToolWorker:
     async def run_lane(self, requests: bytes) -> AsyncIterator[bytes]:
         """:meth:`run_many_wire` for a message on the local lane (a lone call runs directly)."""
         match cast("list[WorkerRequest]", decode(requests)):
-            case [request] if not self._full():  # it starts at once: nothing to say first
+            case [request] if body_budget(request.ident) is None:  # nothing to say meanwhile
                 try:
                     outcome = await self.run(request)
                 except Exception as err:  # a fault of the worker itself: this call's failure
@@ -254,10 +255,6 @@ class ToolWorker:
             case several:
                 async for chunk in self.run_many(several):
                     yield encode(chunk)
-
-    def _full(self) -> bool:
-        """Whether a call arriving now would wait for capacity (and say so)."""
-        return self._procs.full() if self._procs is not None else self._host.full()
 
     async def lane(self, node: str) -> LaneAddress | None:
         """The local lane, for an executor on ``node`` (``None``: another node, or none here)."""
@@ -375,7 +372,3 @@ async def _company(settled: asyncio.Queue[Any], wanted: int) -> None:
 
 def _settle(settled: Any, token: str, task: asyncio.Task[Any]) -> None:
     settled.put_nowait((token, task))
-
-
-def _word(settled: Any, token: str, waiting: bool) -> None:
-    settled.put_nowait(CallWait(token, waiting))

@@ -13,7 +13,7 @@ which is also what runs the one body inside a call process.
 - :class:`CallOutcome` is what one call comes to; errors travel pickled
   (:func:`shippable_error`).
 - The records a worker and a call process exchange (:class:`RunCall`, :class:`AbortCall`,
-  :class:`InterruptCall`, :class:`CallDone`, :class:`NestedRequest`,
+  :class:`InterruptCall`, :class:`CallDone`, :class:`CallOverdue`, :class:`NestedRequest`,
   :class:`NestedAnswer`) cross as length-prefixed JSON frames (:func:`encode`,
   :class:`FrameReader`).
 - :func:`call_template` makes the ``toolray.procs`` template call processes are forked
@@ -35,6 +35,7 @@ from ._link import call_template as call_template
 from ._link import describe_exit as describe_exit
 from ._messages import AbortCall as AbortCall
 from ._messages import CallDone as CallDone
+from ._messages import CallOverdue as CallOverdue
 from ._messages import FrameReader as FrameReader
 from ._messages import InterruptCall as InterruptCall
 from ._messages import Message as Message
@@ -58,6 +59,7 @@ __all__ = (
     "BodyHost",
     "CallDone",
     "CallOutcome",
+    "CallOverdue",
     "ContextFactory",
     "FrameReader",
     "HostStats",

@@ -129,13 +129,13 @@ class BodyHost:
         blob: bytes | None,
         arguments: Any,
         ident: Mapping[str, Any],
-        notify: Callable[[bool], None] | None = None,
+        overdue: Callable[[], None] | None = None,
     ) -> CallOutcome:
         """Run one body; never raises for the body's own faults.
 
-        A call that finds every body slot taken waits: ``notify(True)``, then
-        ``notify(False)`` as its body starts. Its wait is bounded by its identity's
-        ``max_queue_s`` (``OVERLOADED``); aborted meanwhile, it never starts.
+        A call that finds every body slot taken waits, at most its identity's
+        ``max_queue_s`` (then ``OVERLOADED``); aborted meanwhile, it never starts. Its
+        ``timeout_s`` counts from its body's start: past it ``overdue()`` is told.
         """
         try:
             execute = self.resolve(key, blob)
@@ -143,11 +143,7 @@ class BodyHost:
             return CallOutcome(status="error", error=shippable_error(exc))
         if execute is None:
             return MISSING
-        return await self.run_resolved(token, execute, arguments, ident, notify)
-
-    def full(self) -> bool:
-        """Whether a call arriving now would wait for a body slot."""
-        return self._slots.locked()
+        return await self.run_resolved(token, execute, arguments, ident, overdue)
 
     async def run_resolved(
         self,
@@ -155,7 +151,7 @@ class BodyHost:
         execute: Any,
         arguments: Any,
         ident: Mapping[str, Any],
-        notify: Callable[[bool], None] | None = None,
+        overdue: Callable[[], None] | None = None,
     ) -> CallOutcome:
         """:meth:`run` with the body already resolved."""
         running = _Running(AbortController(), asyncio.get_running_loop(), asyncio.current_task())
@@ -167,13 +163,19 @@ class BodyHost:
             running.controller.abort(early)
         ctx = self._context(running.controller.signal, ident)
         try:
-            unstarted = await self._slot(running, ident, notify)
+            unstarted = await self._slot(running, ident)
             if unstarted is not None:
                 return unstarted
+            budget = _seconds(ident.get("timeout_s"))  # the body's own, from its start
+            expiry = None
+            if overdue is not None and budget is not None:
+                expiry = running.loop.call_later(budget, overdue)
             try:
                 with activated(ident.get("traceparent")):  # the body runs in its call's span
                     value = await self._body(running, execute, arguments, ctx)
             finally:
+                if expiry is not None:
+                    expiry.cancel()
                 self._slots.release()
         except asyncio.CancelledError:
             if not running.started:
@@ -201,18 +203,12 @@ class BodyHost:
             )
         return CallOutcome(status="ok", value=value, contexts=contexts, concludes=concludes)
 
-    async def _slot(
-        self, running: _Running, ident: Mapping[str, Any], notify: Callable[[bool], None] | None
-    ) -> CallOutcome | None:
+    async def _slot(self, running: _Running, ident: Mapping[str, Any]) -> CallOutcome | None:
         """Take a body slot (``None``); a call that waited and may not start: its outcome."""
         if not self._slots.locked():
             await self._slots.acquire()  # free: no wait
         else:
-            if notify is not None:
-                notify(True)
-            budget = ident.get("max_queue_s")
-            if not isinstance(budget, int | float) or isinstance(budget, bool):
-                budget = None
+            budget = _seconds(ident.get("max_queue_s"))
             try:
                 await asyncio.wait_for(self._slots.acquire(), budget)
             except TimeoutError:
@@ -224,8 +220,6 @@ class BodyHost:
             if running.controller.signal.aborted:
                 self._slots.release()
                 return _unstarted("the call was aborted while it waited for a body slot")
-            if notify is not None:
-                notify(False)
         running.started = True
         return None
 
@@ -327,3 +321,9 @@ def _unstarted(why: str) -> CallOutcome:
     err = AbortError("tool call aborted before dispatch", TOOL_ABORTED_BEFORE_DISPATCH)
     err.reason = why
     return CallOutcome(status="error", error=err)
+
+
+def _seconds(value: Any) -> float | None:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return max(0.0, float(value))
+    return None

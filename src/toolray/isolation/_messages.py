@@ -7,7 +7,8 @@ cannot carry — an error, an abort reason, deferred contexts, a nested call's r
 pickled, base64 inside the JSON.
 
 Worker → call process: :class:`RunCall`, :class:`AbortCall`, :class:`InterruptCall`,
-:class:`NestedAnswer`. Call process → worker: :class:`CallDone`, :class:`NestedRequest`.
+:class:`NestedAnswer`. Call process → worker: :class:`CallDone`, :class:`NestedRequest`,
+:class:`CallOverdue`.
 A frame whose ``op`` is unknown, or that is not JSON, is a :class:`ProtocolError`.
 """
 
@@ -28,6 +29,7 @@ from ._outcome import CallOutcome
 __all__ = (
     "AbortCall",
     "CallDone",
+    "CallOverdue",
     "FrameReader",
     "InterruptCall",
     "Message",
@@ -78,6 +80,13 @@ class CallDone:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class CallOverdue:
+    """The body has run its whole timeout budget (its ``timeout_s``, from its start)."""
+
+    token: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class NestedRequest:
     """A body's ``ctx.dispatch``: the worker asks the call's executor and answers."""
 
@@ -97,7 +106,9 @@ class NestedAnswer:
     error: BaseException | None = None
 
 
-Message = RunCall | AbortCall | InterruptCall | CallDone | NestedRequest | NestedAnswer
+Message = (
+    RunCall | AbortCall | InterruptCall | CallDone | CallOverdue | NestedRequest | NestedAnswer
+)
 
 
 def _pickled(value: Any) -> str:
@@ -152,6 +163,8 @@ def _fields(message: Message) -> dict[str, Any]:
             fields = _outcome_fields(message.outcome)
             done = {"op": "done", "token": message.token, "clean": message.clean}
             return {**done, "body_s": round(message.body_s, 6), **fields}
+        case CallOverdue():
+            return {"op": "overdue", "token": message.token}
         case NestedRequest():
             return {
                 "op": "nested",
@@ -193,6 +206,8 @@ def _record(fields: dict[str, Any]) -> Message:
             clean=fields["clean"],
             body_s=float(fields.get("body_s", 0.0)),
         )
+    if op == "overdue":
+        return CallOverdue(token=fields["token"])
     if op == "nested":
         return NestedRequest(
             id=fields["id"],
