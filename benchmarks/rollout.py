@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import os
 import sys
 import time
@@ -120,6 +121,7 @@ def main() -> None:
     m = machine()
     checks = verdict(reports, plan, rows)
     trainer_checks = verdict(trained, trainer, [])
+    trained = [dataclasses.replace(r, backend=f"{r.backend} (trainer)") for r in trained]
     body = f"""# Per-call isolation: the rollout plan and no-op throughput
 
 `benchmarks/rollout.py`{" --quick" if args.quick else ""} — one run, {seconds:.0f} s in all, a

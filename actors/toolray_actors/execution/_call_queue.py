@@ -8,8 +8,8 @@ deadline makes it ``DEADLINE_EXCEEDED``).
 
 **Running.** A call whose tool has a ``timeout_ms`` carries it (its ``timeout_s``), counted
 from the moment the body starts — waiting is not running — where the body runs: in the
-call's process, which says when it ran out (``CallOverdue``; in ``"shared"`` isolation the
-worker's body host counts). The worker passes the word on to the call's executor
+call's process, which says when it ran out (``CallOverdue``). The worker passes the word on
+to the call's executor
 (:class:`~toolray_actors._executor_wire.CallOverdue`), which fires the call's deadline
 (``TOOL_TIMEOUT``) and runs the cancellation ladder. The worker keeps a backstop of its
 own — a body that blocks its process's loop cannot say it — :func:`backstop_s` after it

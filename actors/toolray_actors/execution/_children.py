@@ -289,6 +289,7 @@ class CallProcesses:
             return
         if call is not None and not call.done.done():
             self.deaths += 1
+            calls.stop_expiry(call)  # its body is over: it ends lost, never overdue
             self._spawn(self._settle_ended(proc, call))
         if not self._closed and (call is not None or self._waiters):
             self._fork(replacing=True)

@@ -212,7 +212,7 @@ class RayBodyRunner:
                     slot = await pick()
                 if (left := clock.left()) is not None:
                     ident["max_queue_s"] = left
-                if (budget := clock.hand_over()) is not None:  # its worker counts it
+                if (budget := clock.leaves(pool.isolation)) is not None:  # its worker counts
                     ident["timeout_s"] = budget
                 call.notes["worker"] = slot.wid
                 counted = link is not None
