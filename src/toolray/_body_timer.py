@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, final
 
-from ._clock import Clock
+from ._clock import Clock, SystemClock
 from ._signals import AbortController, AbortSignal
 
 __all__ = ("BodyTimer", "body_timers", "register_body_timer", "unregister_body_timer")
@@ -67,7 +67,7 @@ class BodyTimer:
         if self._stop is not None or self._ctrl.signal.aborted:
             return
         loop = asyncio.get_running_loop()
-        if self._clock is None:
+        if self._clock is None or isinstance(self._clock, SystemClock):  # the loop's timer
             self._stop = loop.call_later(self._seconds, self._fire)
         else:
             self._stop = loop.create_task(self._after(self._clock))

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, final
 
-from ._clock import Clock
+from ._clock import Clock, SystemClock
 from ._disposer import Disposer
 from ._latch import Latch
 from .errors import TOOL_TIMEOUT, AbortError
@@ -179,7 +179,7 @@ def fire_after(seconds: float, reason: Any, *, clock: Clock | None = None) -> Ab
         timer.daemon = True
         timer.start()
         ctrl.signal._detach.append(timer.cancel)
-    elif clock is None:
+    elif clock is None or isinstance(clock, SystemClock):  # the loop's own timer is it
         handle = loop.call_later(seconds, ctrl.abort, reason)
         ctrl.signal._detach.append(handle.cancel)
     else:
