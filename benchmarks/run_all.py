@@ -23,7 +23,14 @@ SCRIPTS = [
     "bench_batch.py",
     "bench_observability.py",
 ]
-QUICK = ("bench_code.py", "bench_ray.py", "bench_perf.py", "rollout.py", "bench_scopes.py")
+QUICK = (
+    "bench_code.py",
+    "bench_ray.py",
+    "bench_perf.py",
+    "rollout.py",
+    "deadlines.py",
+    "bench_scopes.py",
+)
 """The scripts that take ``--quick`` (the Ray benchmarks)."""
 ARGS = {
     "bench_observability.py": ["--ray"],
@@ -130,6 +137,12 @@ HEADLINES = (
              "RESULTS-rollout.md", "| toolray (trainer) |", 7, "", "≥ the gather pattern's"),
     Headline("rollout 200 × 4 × 4 (800 calls in flight), the gather pattern: calls/s",
              "RESULTS-rollout.md", "| gather (trainer) |", 7, "", "reference"),
+    Headline("batch deadline 0.5 s, a hung body: back after the deadline, in-process",
+             "RESULTS-deadlines.md", "| in-process |", 5, "", 6),
+    Headline("batch deadline 0.5 s, a hung body: back after the deadline, Ray \"call\"",
+             "RESULTS-deadlines.md", "| Ray, isolation \"call\" |", 5, "", 6),
+    Headline("batch deadline 0.5 s, a hung body: back after the deadline, Ray \"shared\"",
+             "RESULTS-deadlines.md", "| Ray, isolation \"shared\" |", 5, "", 6),
     Headline("tracing off: the observer seam per call (nobody observing)",
              "RESULTS-observability.md", "| the seam alone", 2, " µs", "≤ 2 % of a call"),
     Headline("tracing on / off: in-process `execute()` of a no-op tool",

@@ -86,7 +86,7 @@ class PoolConfig(Strict):
         le=4096,
         description='With isolation = "call": the most call processes one worker runs at once '
         "(more are forked while calls wait for one and bodies run long, as I/O-bound bodies "
-        "do). Unset: derived from the worker's node, min(32 per CPU, available memory / 32 "
+        "do). Unset: derived from the worker's node, min(64 per CPU, available memory / 32 "
         "MiB, 1024), and never below max_concurrency + 8.",
     )
     max_queue_ms: float | None = Field(
