@@ -112,8 +112,10 @@ def main() -> None:
     owner = RayRuntime.start(cfg, address=cfg.address or "local")
     try:
         rows = asyncio.run(throughput(owner, reps))
-        reports = asyncio.run(run_rollout(cfg, plan, BACKENDS))
+        # the trainer's plan before the default one: raw Ray's force-cancelled tasks leave
+        # worker processes restarting behind them, which the next run would pay for
         trained = asyncio.run(run_rollout(cfg, trainer, TRAINER_BACKENDS))
+        reports = asyncio.run(run_rollout(cfg, plan, BACKENDS))
     finally:
         owner.shutdown()
     seconds = time.perf_counter() - started
