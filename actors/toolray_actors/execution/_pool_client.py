@@ -132,25 +132,25 @@ class PoolClient:
         """The started worker with the fewest of this executor's calls in flight.
 
         With none (the pool is starting, its resources are absent, or every member was
-        just retired) — or, in an elastic pool, none with room — the call waits here:
-        ``on_wait()`` is told once; ``signal`` firing meanwhile raises ``AbortError``
-        (``ABORTED_BEFORE_DISPATCH``: nothing was sent to any worker), and a wait past
-        ``max_wait_s`` raises ``OverloadedError``.
+        just retired) — or, in an elastic pool, none with room — the call waits here;
+        ``signal`` firing meanwhile raises ``AbortError`` (``ABORTED_BEFORE_DISPATCH``:
+        nothing was sent to any worker), and a wait past ``max_wait_s`` raises
+        ``OverloadedError``. ``on_wait()`` is told once the call waits for busy members
+        (not while the pool has none: a pool that cannot start its workers is not busy).
         """
         delay = 0.01
         until = None if max_wait_s is None else asyncio.get_running_loop().time() + max_wait_s
         while True:
             if signal is not None and signal.aborted:
                 raise AbortError("tool call aborted before dispatch", TOOL_ABORTED_BEFORE_DISPATCH)
+            _check_overdue(until, max_wait_s)
             if self.slots:
                 slot = min(self.slots.values(), key=lambda s: s.in_flight)
                 if not self.elastic or slot.in_flight < self.per_worker:
                     return slot
-            if on_wait is not None:
-                on_wait()
-                on_wait = None
-            _check_overdue(until, max_wait_s)
-            if self.slots:
+                if on_wait is not None:  # busy members: the call waits for capacity
+                    on_wait()
+                    on_wait = None
                 await self._wait_for_room(signal, until)  # every member is full: grow the pool
                 continue
             poll = self._poll()
