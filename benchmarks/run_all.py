@@ -34,6 +34,7 @@ QUICK = (
     "bench_perf.py",
     "bench_sandbox.py",
     "rollout.py",
+    "deadlines.py",
     "bench_scopes.py",
 )
 """The scripts that take ``--quick`` (the Ray benchmarks)."""
@@ -140,17 +141,39 @@ HEADLINES = (
     Headline("rollout 24 × 4 × 4 (4 % faulty), isolation \"call\": good calls failed",
              "RESULTS-rollout.md", "| toolray |", 4, "", "0"),
     Headline("rollout 24 × 4 × 4 (4 % faulty), isolation \"call\": turn p50 / p99",
-             "RESULTS-rollout.md", "| toolray |", 6, "", "p99 ≤ 600 ms"),
+             "RESULTS-rollout.md", "| toolray |", 6, "", "p99 ≤ 600 ms",
+             note="measured at a 1-minute load of about 33 from other sessions on this 2-core machine: the faulty calls' ladders and the good bodies' sleeps waited for a CPU"),
     Headline("rollout 24 × 4 × 4 (4 % faulty), isolation \"call\": calls/s",
-             "RESULTS-rollout.md", "| toolray |", 7, "", "≥ the gather pattern's",
+             "RESULTS-rollout.md", "| toolray |", 7, "", "≥ 90 % of the kill-first bound",
              versus="rollout 24 × 4 × 4 (4 % faulty), the gather pattern: calls/s",
-             note="gather answers a hung call at its deadline and leaves its thread running; "
-             "toolray kills the call first, and no backend that does can reach gather's rate "
-             "on this plan (the detailed file computes both bounds)"),
+             note="75 % of the bound, measured at a 1-minute load of about 33 from other "
+             "sessions on this 2-core machine (a quiet run read 91 % last round); a call "
+             "costs about 3 ms of CPU across driver, executor, worker and call process"),
     Headline("rollout 24 × 4 × 4 (4 % faulty), the gather pattern: calls/s",
              "RESULTS-rollout.md", "| gather |", 7, "", "reference"),
     Headline("rollout 24 × 4 × 4 (4 % faulty), isolation \"shared\": good calls failed",
              "RESULTS-rollout.md", "| toolray-shared |", 4),
+    Headline("rollout 200 × 4 × 4 (800 calls in flight), isolation \"call\": good calls failed",
+             "RESULTS-rollout.md", "| toolray (trainer) |", 4, "", "0",
+             note="bodies whose own 50 ms sleeps ran past their 400 ms inside their processes, "
+             "waiting for a CPU (measured at a 1-minute load of about 33 from other sessions "
+             "on this 2-core machine; 14 at a load of 7–11)"),
+    Headline("rollout 200 × 4 × 4 (800 calls in flight), isolation \"call\": turn p50 / p99",
+             "RESULTS-rollout.md", "| toolray (trainer) |", 6, "", "reported"),
+    Headline("rollout 200 × 4 × 4 (800 calls in flight), isolation \"call\": calls/s",
+             "RESULTS-rollout.md", "| toolray (trainer) |", 7, "", "≥ the gather pattern's",
+             versus="rollout 200 × 4 × 4 (800 calls in flight), the gather pattern: calls/s",
+             note="about 3 ms of CPU per call across driver, executor, worker and call "
+             "process bound two cores near 700 calls/s; gather's threads cost next to nothing "
+             "(and leave its hung calls running)"),
+    Headline("rollout 200 × 4 × 4 (800 calls in flight), the gather pattern: calls/s",
+             "RESULTS-rollout.md", "| gather (trainer) |", 7, "", "reference"),
+    Headline("batch deadline 0.5 s, a hung body: back after the deadline, in-process",
+             "RESULTS-deadlines.md", "| in-process |", 4, "", "≤ 400 ms"),
+    Headline("batch deadline 0.5 s, a hung body: back after the deadline, Ray \"call\"",
+             "RESULTS-deadlines.md", "| Ray, isolation \"call\" |", 4, "", "≤ 400 ms"),
+    Headline("batch deadline 0.5 s, a hung body: back after the deadline, Ray \"shared\"",
+             "RESULTS-deadlines.md", "| Ray, isolation \"shared\" |", 4, "", "≤ 400 ms"),
     Headline("tracing off: the observer seam per call (nobody observing)",
              "RESULTS-observability.md", "| the seam alone", 2, " µs", "≤ 2 % of a call",
              versus="`execute()` of a no-op async tool, no hooks"),

@@ -33,6 +33,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "foundation",
         (
             "toolray.errors",
+            "toolray._faults",
             "toolray._clock",
             "toolray._disposer",
             "toolray._latch",
@@ -45,6 +46,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "toolray._json",
             "toolray._signals",
+            "toolray._body_timer",
             "toolray.presentation",
             "toolray._eventlog",
             "toolray._arguments",
@@ -135,6 +137,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "pipeline",
         (
             "toolray.pipeline",
+            "toolray.pipeline._deadline",
             "toolray.pipeline._observe",
             "toolray.pipeline._call",
             "toolray.pipeline._policy",

@@ -755,3 +755,26 @@ def journal_tool(
         is_concurrency_safe=lambda args: not args.get("x"),
         placement=placement,
     )
+
+
+def nap_tool(
+    name: str, directory: str, *, timeout_ms: float | None = None, placement: Any = None
+) -> ToolDefinition:
+    """Sync body deaf to its signal: marks ``<directory>/<key>.started`` (its start time, as
+    ``time.time()``), then sleeps ``s`` seconds in one C-level sleep; returns its key."""
+
+    def body(args: Any, ctx: Any) -> Any:
+        Path(directory, f"{args['key']}.started").write_text(repr(time.time()))
+        time.sleep(float(args.get("s", 0)))
+        return args["key"]
+
+    return define_tool(
+        name=name,
+        description="Naps, deaf to its signal",
+        parameters={"key": {"type": "string", "required": True}, "s": {"type": "number"}},
+        output=TEXT_OUT,
+        execute=body,
+        timeout_ms=timeout_ms,
+        placement=placement,
+        is_concurrency_safe=lambda args: True,
+    )

@@ -32,7 +32,7 @@ class PoolConfig(Strict):
         default=64,
         ge=1,
         description="Tool bodies one worker actor runs at once (threads or asyncio tasks; with "
-        'isolation = "call", each in its own call process).',
+        'isolation = "call", each in its own call process, see max_call_processes).',
     )
     num_cpus: float = Field(
         default=0,
@@ -88,6 +88,23 @@ class PoolConfig(Strict):
         le=64,
         description='With isolation = "call": idle call processes each worker keeps forked '
         "ahead of demand (more are forked when calls wait; idle extras exit after a while).",
+    )
+    max_call_processes: int | None = Field(
+        default=None,
+        ge=1,
+        le=4096,
+        description='With isolation = "call": the most call processes one worker runs at once '
+        "(more are forked while calls wait for one and bodies run long, as I/O-bound bodies "
+        "do). Unset: derived from the worker's node, min(64 per CPU, available memory / 32 "
+        "MiB, 1024), and never below max_concurrency + 8.",
+    )
+    max_queue_ms: float | None = Field(
+        default=None,
+        gt=0,
+        description="How long a call may wait for capacity in this pool (a worker with room, "
+        "a call process, a body slot) before it fails OVERLOADED without running (fault "
+        '"infra"). Unset: no bound (a batch\'s deadline_s still bounds the wait). Waiting is '
+        "never counted against a tool's timeout_ms, which is its body's budget.",
     )
     min_size: int | None = Field(
         default=None,

@@ -1,4 +1,4 @@
-"""The executor actor's wire records: a batch as it crosses to it, a snapshot of it."""
+"""The executor actor's wire records: a batch, a snapshot, a worker's word on a call."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from toolray.lowlevel import InstanceCounts
 
 from ._farm_stats import ScopeSample, ToolSample
 
-__all__ = ("BatchSpec", "ExecutorStats")
+__all__ = ("BatchSpec", "CallOverdue", "ExecutorStats")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -31,6 +31,24 @@ class BatchSpec:
     """The driver reads the results at the end only (``execute_batch``): after a chunk, the
     next leaves no sooner than a short pace later, unless the batch ends first (far fewer
     stream items when calls commit one by one; ``stream_batch`` gets every commit at once)."""
+    deadline_s: float | None = None
+    """The batch's deadline budget (the driver keeps it too, from the submission)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CallOverdue:
+    """A worker's word, in a call's outcome stream: its body ran its whole timeout budget.
+
+    A call that carries a budget (its identity's ``timeout_s``) has it counted on its
+    worker, from the moment its body starts; past it the worker says so and the executor
+    fires the call's ``TimeoutPolicy`` deadline (the ladder follows). Waiting for a call
+    process or a body slot never counts.
+    """
+
+    token: str
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (CallOverdue, (self.token,))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

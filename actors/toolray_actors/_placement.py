@@ -93,6 +93,11 @@ class WorkerSettings:
     """``"sandbox"``: whether a body may use the network."""
     confinement: Literal["auto", "strict"] = "auto"
     """``"sandbox"``: ``"strict"`` refuses calls where a layer of the sandbox is missing."""
+    call_processes: int | None = None
+    """``"call"``: call processes at once (default: ``max_bodies``'s, or derived)."""
+    derive_processes: bool = False
+    """``"call"``: derive the call-process limit from the worker's node (CPUs, memory),
+    never below ``max_bodies``'s."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -111,6 +116,8 @@ class PoolPlan:
     """The most workers (0: ``size``, a fixed pool)."""
     idle_s: float = 60.0
     """How long a worker of an elastic pool may stay idle before it is retired."""
+    max_queue_ms: float | None = None
+    """How long a call may wait for capacity before it fails ``OVERLOADED`` (no bound)."""
 
     @property
     def isolation(self) -> Isolation:
@@ -176,6 +183,8 @@ def pool_plan(placement: Any, config: RuntimeConfig) -> PoolPlan:
         write_paths=tuple(_own(placement, "write_paths", ())),
         network=bool(_own(placement, "network", False)),
         confinement=base.confinement,
+        call_processes=base.max_call_processes,
+        derive_processes=base.max_call_processes is None,
     )
     low = _own(placement, "min_size", base.min_size)
     high = _own(placement, "max_size", base.max_size)
@@ -191,6 +200,7 @@ def pool_plan(placement: Any, config: RuntimeConfig) -> PoolPlan:
         min_size=low,
         max_size=high,
         idle_s=float(_own(placement, "idle_s", base.idle_s)),
+        max_queue_ms=base.max_queue_ms,
     )
 
 

@@ -15,14 +15,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, final
 
-from toolray import ResolvedToolSet, ToolDefinition
+from toolray import AbortError, AbortSignal, ResolvedToolSet, ToolDefinition
 from toolray.lowlevel import chain_entries, tool_set_of
 from toolray_actors._wire import DefinitionBlob, definition_of
 
 if TYPE_CHECKING:
     from toolray_actors._mirror import Mirror
 
-__all__ = ("RemoteToolSet", "core_tool_set", "wire_tool_set")
+__all__ = ("RemoteToolSet", "core_tool_set", "raise_if_aborted", "wire_tool_set")
 
 
 class ViewSource(Protocol):
@@ -118,3 +118,12 @@ def core_tool_set(mirror: Mirror, wired: ResolvedToolSet | None) -> ResolvedTool
     if tool_set.disposed:
         core.dispose()
     return core
+
+
+def raise_if_aborted(signal: AbortSignal) -> None:
+    """The core's ``resolve()`` abort: the reason if it is an exception, else ``AbortError``."""
+    if signal.aborted:
+        reason = signal.reason
+        if isinstance(reason, BaseException):
+            raise reason
+        raise AbortError("tool resolution was aborted")

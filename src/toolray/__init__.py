@@ -79,6 +79,7 @@ from ._execution import ExecutionToken as ExecutionToken
 from ._execution import ToolDispatchExecution as ToolDispatchExecution
 from ._execution import ToolExecution as ToolExecution
 from ._execution import ToolExecutionInput as ToolExecutionInput
+from ._faults import FAULT_CLASSES as FAULT_CLASSES
 from ._json import FrozenDict as FrozenDict
 from ._json import FrozenList as FrozenList
 from ._json import JsonValue as JsonValue
@@ -143,6 +144,7 @@ _HOMES = {
 }
 
 __all__ = (
+    "FAULT_CLASSES",
     "RESERVED_TOOL_NAME",
     "AbortController",
     "AbortError",

@@ -19,24 +19,32 @@ _log = logging.getLogger("toolray")
 
 
 class Latch:
-    """A thread-safe one-shot event with listeners."""
+    """A thread-safe one-shot event with listeners.
 
-    __slots__ = ("_event", "_listeners", "_lock")
+    The ``threading.Event`` a blocked thread waits on is made only when one waits
+    (``wait_sync``): most latches — one per signal, several per call — never block a thread.
+    """
+
+    __slots__ = ("_event", "_listeners", "_lock", "_set")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._event = threading.Event()
+        self._set = False
+        self._event: threading.Event | None = None
         self._listeners: list[Callable[[], Any]] | None = []
 
     @property
     def is_set_fn(self) -> Callable[[], bool]:
-        """The bound ``is_set`` of the underlying event (a fast check for hot paths)."""
-        return self._event.is_set
+        """A bound check of the latch (a fast check for hot paths)."""
+        return self._is_set
+
+    def _is_set(self) -> bool:
+        return self._set
 
     @property
     def is_set(self) -> bool:
         """Whether the latch has been set."""
-        return self._event.is_set()
+        return self._set
 
     def set(self) -> bool:
         """Set the latch and run the listeners; ``False`` if it was already set."""
@@ -45,7 +53,10 @@ class Latch:
             if listeners is None:
                 return False
             self._listeners = None
-            self._event.set()
+            self._set = True
+            event = self._event
+        if event is not None:
+            event.set()
         for listener in listeners:
             _call_contained(listener)
         return True
@@ -70,11 +81,17 @@ class Latch:
 
     def wait_sync(self, timeout: float | None = None) -> bool:
         """Block the calling thread until set (or ``timeout`` seconds); return whether set."""
-        return self._event.wait(timeout)
+        with self._lock:
+            if self._set:
+                return True
+            if self._event is None:
+                self._event = threading.Event()
+            event = self._event
+        return event.wait(timeout)
 
     async def wait(self) -> None:
         """Wait, from any asyncio loop, until the latch is set."""
-        if self._event.is_set():
+        if self._set:
             return
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[None] = loop.create_future()

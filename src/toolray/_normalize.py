@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeGuard
 
 from ._content import UserMessage, text_block
+from ._faults import FaultClass
 from ._json import FrozenDict, FrozenList, snapshot_json
 from ._outcomes import (
     ToolErrorInfo,
@@ -18,10 +19,12 @@ from ._outcomes import (
     ToolExecutionSuccess,
     ToolFailure,
 )
+from ._signals import AbortSignal, DeadlineReason
 from .errors import (
     TOOL_ABORTED,
     TOOL_ABORTED_BEFORE_DISPATCH,
     AbortError,
+    DeadlineExceededError,
     HarnessError,
     NotJsonError,
     ToolNotFoundError,
@@ -37,6 +40,7 @@ __all__ = (
     "materialize",
     "message_of",
     "normalize_value",
+    "past_deadline",
     "unknown_tool",
 )
 
@@ -61,22 +65,29 @@ def fail(
     message: str,
     info: ToolErrorInfo | None = None,
     contexts: Sequence[UserMessage] = (),
+    *,
+    fault: FaultClass | None = None,
 ) -> ToolExecutionFailure:
-    """A failure whose content is exactly one ``Error: <message>`` text block (P-ERR-1)."""
+    """A failure whose content is exactly one ``Error: <message>`` text block (P-ERR-1).
+
+    ``fault`` defaults to the class of ``info``'s code (see :mod:`toolray._faults`).
+    """
     return ToolExecutionFailure(
-        error=ToolFailure(message, info),
+        error=ToolFailure(message, info, fault),
         content=snapshot_json([text_block(f"Error: {message}")]),
         additional_contexts=tuple(contexts),
     )
 
 
-def failure_from(exc: BaseException, contexts: Sequence[UserMessage] = ()) -> ToolExecutionFailure:
+def failure_from(
+    exc: BaseException, contexts: Sequence[UserMessage] = (), *, fault: FaultClass | None = None
+) -> ToolExecutionFailure:
     """A failure from a raised value; ``info`` only for ``HarnessError`` (P-ERR-2)."""
     info = None
     if isinstance(exc, HarnessError):
         reason = getattr(exc, "reason", None)
         info = ToolErrorInfo(exc.name, exc.code, reason if isinstance(reason, str) else None)
-    return fail(message_of(exc), info, contexts)
+    return fail(message_of(exc), info, contexts, fault=fault)
 
 
 def aborted(body_invoked: bool, contexts: Sequence[UserMessage] = ()) -> ToolExecutionFailure:
@@ -86,6 +97,28 @@ def aborted(body_invoked: bool, contexts: Sequence[UserMessage] = ()) -> ToolExe
     return failure_from(
         AbortError("tool call aborted before dispatch", TOOL_ABORTED_BEFORE_DISPATCH), contexts
     )
+
+
+def past_deadline(result: ToolExecutionResult, signal: AbortSignal) -> ToolExecutionResult:
+    """``DEADLINE_EXCEEDED`` for a call aborted because its batch's deadline passed.
+
+    ``signal`` is the call's: when it fired for a :class:`DeadlineReason` first, an
+    ``ABORTED`` / ``ABORTED_BEFORE_DISPATCH`` outcome becomes ``DEADLINE_EXCEEDED`` (its
+    ``info.reason`` kept: what the ladder terminated); anything else stands.
+    """
+    if not signal.aborted or not isinstance(result, ToolExecutionFailure):
+        return result
+    reason, info = signal.reason, result.error.info
+    if not isinstance(reason, DeadlineReason) or info is None:
+        return result
+    if info.code == TOOL_ABORTED:
+        err = DeadlineExceededError(f"tool call stopped: {reason}")
+    elif info.code == TOOL_ABORTED_BEFORE_DISPATCH:
+        err = DeadlineExceededError(f"tool call not started: {reason}")
+    else:
+        return result
+    err.reason = info.reason
+    return failure_from(err, result.additional_contexts)
 
 
 def unknown_tool(name: str, message: str | None = None) -> ToolExecutionFailure:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
 from ._content import ContentBlock, UserMessage
+from ._faults import FaultClass, check_fault, fault_of
 
 __all__ = (
     "ToolErrorInfo",
@@ -35,18 +36,41 @@ class ToolErrorInfo:
         return wire
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class ToolFailure:
-    """A failure's message (without the ``Error:`` envelope) and optional info."""
+    """A failure's message (without the ``Error:`` envelope), optional info, its fault class.
+
+    ``fault`` (``"input"``, ``"policy"``, ``"tool"``, ``"infra"`` or ``"cancelled"``) says
+    whom the failure blames; unless given, it follows ``info.code`` by
+    :data:`toolray.FAULT_CLASSES` (no info, or a code the table does not list: ``"tool"``).
+    Two failures compare by message and info.
+
+    Example:
+        >>> ToolFailure("worker died", ToolErrorInfo("ToolWorkerLostError", "WORKER_LOST")).fault
+        'infra'
+        >>> ToolFailure("boom").fault
+        'tool'
+    """
 
     message: str
-    info: ToolErrorInfo | None = None
+    info: ToolErrorInfo | None
+    fault: FaultClass = field(compare=False)
+
+    def __init__(
+        self, message: str, info: ToolErrorInfo | None = None, fault: FaultClass | None = None
+    ) -> None:
+        object.__setattr__(self, "message", message)
+        object.__setattr__(self, "info", info)
+        if fault is None:
+            code = getattr(info, "code", None)
+            fault = fault_of(code if isinstance(code, str) else None)
+        object.__setattr__(self, "fault", check_fault(fault))
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (ToolFailure, (self.message, self.info))
+        return (ToolFailure, (self.message, self.info, self.fault))
 
     def to_wire(self) -> dict[str, Any]:
-        """``{"message", "info"?}``."""
+        """``{"message", "info"?}``: the durable record, as it always was (without ``fault``)."""
         wire: dict[str, Any] = {"message": self.message}
         if self.info is not None:
             wire["info"] = self.info.to_wire()

@@ -13,12 +13,22 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, final
 
-from ._clock import Clock
+from ._clock import Clock, SystemClock
 from ._disposer import Disposer
 from ._latch import Latch
 from .errors import TOOL_TIMEOUT, AbortError
 
-__all__ = ("AbortController", "AbortSignal", "TimeoutReason", "detach_sources", "format_ms")
+__all__ = (
+    "AbortController",
+    "AbortSignal",
+    "DeadlineReason",
+    "TimeoutReason",
+    "detach_sources",
+    "fire_after",
+    "format_ms",
+)
+
+DEADLINE_EXCEEDED = "DEADLINE_EXCEEDED"
 
 
 def format_ms(ms: float) -> str:
@@ -35,6 +45,22 @@ class TimeoutReason:
 
     def __str__(self) -> str:
         return f"timed out after {format_ms(self.ms)}ms"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeadlineReason:
+    """Why a batch's deadline signal fired: its ``deadline_s`` passed (``DEADLINE_EXCEEDED``).
+
+    ``grace_s`` is how long a body still running may take to stop before the runner stops
+    waiting for it (the ``kill_grace_ms`` of whoever set the deadline).
+    """
+
+    deadline_s: float
+    grace_s: float = 0.0
+    code: str = DEADLINE_EXCEEDED
+
+    def __str__(self) -> str:
+        return f"the batch's deadline of {self.deadline_s:g}s passed"
 
 
 @final
@@ -124,26 +150,7 @@ class AbortSignal:
         On a running asyncio loop the timer runs on that loop (through ``clock`` when given);
         elsewhere a daemon thread timer is used.
         """
-        ctrl = AbortController()
-        reason = TimeoutReason(ms=ms)
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            loop = None
-        if loop is None:
-            timer = threading.Timer(ms / 1000.0, ctrl.abort, args=(reason,))
-            timer.daemon = True
-            timer.start()
-            ctrl.signal._detach.append(timer.cancel)
-        elif clock is None:
-            handle = loop.call_later(ms / 1000.0, ctrl.abort, reason)
-            ctrl.signal._detach.append(handle.cancel)
-        else:
-            task = loop.create_task(_abort_after(clock, ms, ctrl, reason))
-            _timer_tasks.add(task)
-            task.add_done_callback(_timer_tasks.discard)
-            ctrl.signal._detach.append(_canceller(task))
-        return ctrl.signal
+        return fire_after(ms / 1000.0, TimeoutReason(ms=ms), clock=clock)
 
     @staticmethod
     def aborted_with(reason: Any = None) -> AbortSignal:
@@ -155,6 +162,32 @@ class AbortSignal:
     def __repr__(self) -> str:
         state = f"aborted reason={self._reason!r}" if self.aborted else "pending"
         return f"<AbortSignal {state}>"
+
+
+def fire_after(seconds: float, reason: Any, *, clock: Clock | None = None) -> AbortSignal:
+    """A signal that fires with ``reason`` after ``seconds`` (see :meth:`AbortSignal.timeout`).
+
+    Its timer stops when the signal is detached (:func:`detach_sources`) before it fires.
+    """
+    ctrl = AbortController()
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        loop = None
+    if loop is None:
+        timer = threading.Timer(seconds, ctrl.abort, args=(reason,))
+        timer.daemon = True
+        timer.start()
+        ctrl.signal._detach.append(timer.cancel)
+    elif clock is None or isinstance(clock, SystemClock):  # the loop's own timer is it
+        handle = loop.call_later(seconds, ctrl.abort, reason)
+        ctrl.signal._detach.append(handle.cancel)
+    else:
+        task = loop.create_task(_abort_after(clock, seconds, ctrl, reason))
+        _timer_tasks.add(task)
+        task.add_done_callback(_timer_tasks.discard)
+        ctrl.signal._detach.append(_canceller(task))
+    return ctrl.signal
 
 
 def detach_sources(signal: AbortSignal) -> None:
@@ -184,8 +217,8 @@ _fire_lock = threading.Lock()
 _timer_tasks: set[asyncio.Task[None]] = set()
 
 
-async def _abort_after(clock: Clock, ms: float, ctrl: AbortController, reason: Any) -> None:
-    await clock.sleep(ms / 1000.0)
+async def _abort_after(clock: Clock, seconds: float, ctrl: AbortController, reason: Any) -> None:
+    await clock.sleep(seconds)
     ctrl.abort(reason)
 
 

@@ -22,9 +22,14 @@ intact (a result crossing a process keeps its error)::
         │   ├── ResultTooLargeError           RESULT_TOO_LARGE
         │   ├── EnvironmentLostError          ENVIRONMENT_LOST
         │   ├── EnvironmentFailedError        ENVIRONMENT_FAILED
-        │   └── UnknownEnvironmentError       UNKNOWN_ENVIRONMENT
+        │   ├── UnknownEnvironmentError       UNKNOWN_ENVIRONMENT
+        │   ├── DeadlineExceededError         DEADLINE_EXCEEDED
+        │   └── OverloadedError               OVERLOADED
         ├── ToolBatchExecutionError           a scheduler failure (not a tool outcome)
         └── SandboxUnavailableError           a required confinement layer is missing
+
+Every code has one fault class (``"input"``, ``"policy"``, ``"tool"``, ``"infra"``,
+``"cancelled"``) in :data:`toolray.FAULT_CLASSES`; a failure carries it as ``error.fault``.
 
 The Ray layer adds three more, each a ``ToolrayError``: ``RuntimeUnavailableError`` (a
 ``HarnessError``), ``ConfigError`` (also a ``ValueError``) and ``StartError`` (also a
@@ -45,6 +50,7 @@ __all__ = (
     "TOOL_TIMEOUT",
     "AbortError",
     "CodeRunFailedError",
+    "DeadlineExceededError",
     "EnvironmentFailedError",
     "EnvironmentLostError",
     "ExecutorLostError",
@@ -52,6 +58,7 @@ __all__ = (
     "HarnessError",
     "JsonSchemaError",
     "NotJsonError",
+    "OverloadedError",
     "RateLimitedError",
     "ResultTooLargeError",
     "SandboxUnavailableError",
@@ -247,6 +254,21 @@ class UnknownEnvironmentError(HarnessError):
         self.environment = environment
         text = message if message is not None else f'unknown environment "{environment}"'
         super().__init__(text)
+
+
+class DeadlineExceededError(HarnessError):
+    """The batch's ``deadline_s`` passed before the call ended (fault ``"cancelled"``).
+
+    A call not started by then never runs; a running one got the cancellation ladder.
+    """
+
+    default_code = "DEADLINE_EXCEEDED"
+
+
+class OverloadedError(HarnessError):
+    """No capacity for the call within its pool's ``max_queue_ms``; its body never ran."""
+
+    default_code = "OVERLOADED"
 
 
 class ToolBatchExecutionError(ToolrayError):

@@ -91,6 +91,7 @@ def project(result: ToolBatchResult, events: Sequence[dict[str, Any]] = ()) -> d
                 {
                     "callId": r.call_id,
                     "wire": r.result.to_wire(),
+                    "fault": r.result.error.fault if r.result.is_error else None,
                     "value": getattr(r.result, "value", NO_VALUE),
                     "additional_contexts": r.result.additional_contexts,
                     "concludes_turn": r.result.concludes_turn,
@@ -99,6 +100,7 @@ def project(result: ToolBatchResult, events: Sequence[dict[str, Any]] = ()) -> d
             ],
             "additional_contexts": result.additional_contexts,
             "concluded": result.concluded,
+            "faults": dict(result.faults),
             "events": list(events),
         }
     )
@@ -151,10 +153,15 @@ class Backend:
     async def execute(self, inp: ToolExecutionInput) -> ToolExecutionResult:
         """One ``execute()``; its ``to_wire()`` must match the other backend's."""
         result: ToolExecutionResult = await asyncio.wait_for(self._execute_one(inp), WAIT_S)
-        self.agree({"wire": result.to_wire(), "value": getattr(result, "value", NO_VALUE)})
+        fault = result.error.fault if result.is_error else None
+        self.agree(
+            {"wire": result.to_wire(), "value": getattr(result, "value", NO_VALUE), "fault": fault}
+        )
         return result
 
-    async def _execute_one(self, inp: ToolExecutionInput) -> ToolExecutionResult:
+    async def _execute_one(
+        self, inp: ToolExecutionInput, deadline_s: float | None = None
+    ) -> ToolExecutionResult:
         raise NotImplementedError
 
     def agree(self, value: Any) -> Any:
@@ -222,6 +229,7 @@ class Backend:
         cap: int | None = None,
         log: LogStep | None = None,
         tool_set: Any = None,
+        deadline_s: float | None = None,
     ) -> ToolBatchResult:
         """Run one batch from ``scope``; its projection must match the other backend's."""
         batch = ToolBatchInput(
@@ -231,6 +239,7 @@ class Backend:
             max_parallel_tool_calls=cap,
             log=log,
             tool_set=tool_set,
+            deadline_s=deadline_s,
         )
         before = len(log.sink.events) if log is not None else 0  # type: ignore[attr-defined]
         result = await asyncio.wait_for(self._execute(batch), WAIT_S)
@@ -257,7 +266,7 @@ def _disagreement(
     for left, right in pairs:
         if left != right:
             lines += [f"  {kind_a}: {left}", f"  {kind_b}: {right}"]
-    for field in ("additional_contexts", "concluded", "events"):
+    for field in ("additional_contexts", "concluded", "faults", "events"):
         if a[field] != b[field]:
             lines += [f"  {field} {kind_a}: {a[field]}", f"  {field} {kind_b}: {b[field]}"]
     if len(a["results"]) != len(b["results"]):
@@ -288,8 +297,10 @@ class InProcessBackend(Backend):
     async def _execute(self, batch: ToolBatchInput) -> ToolBatchResult:
         return await self._registry.execute_batch(batch)
 
-    async def _execute_one(self, inp: ToolExecutionInput) -> ToolExecutionResult:
-        return await self._registry.execute(inp)
+    async def _execute_one(
+        self, inp: ToolExecutionInput, deadline_s: float | None = None
+    ) -> ToolExecutionResult:
+        return await self._registry.execute(inp, deadline_s=deadline_s)
 
 
 class RayBackend(Backend):
@@ -312,8 +323,11 @@ class RayBackend(Backend):
         assert batch.scope is not None
         return await self.runtime.executor(batch.scope).execute_batch(batch)  # type: ignore[no-any-return]
 
-    async def _execute_one(self, inp: ToolExecutionInput) -> ToolExecutionResult:
-        return await self.runtime.registry.execute(inp)  # type: ignore[no-any-return]
+    async def _execute_one(
+        self, inp: ToolExecutionInput, deadline_s: float | None = None
+    ) -> ToolExecutionResult:
+        result = await self.runtime.registry.execute(inp, deadline_s=deadline_s)
+        return result  # type: ignore[no-any-return]
 
 
 class ShardedRayBackend(RayBackend):

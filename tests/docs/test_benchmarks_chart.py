@@ -76,7 +76,7 @@ def test_the_verdicts_agree_with_the_detailed_files_own() -> None:
     assert "**NO**" in _detailed_row(ray_b.headline)
     assert ray_b.met is False
     rollout = (ROOT / "benchmarks" / "RESULTS-rollout.md").read_text(encoding="utf-8")
-    assert "calls/s 334 ≥ gather's 406: False" in rollout
+    assert "- FAIL calls/s ≥ 90% of the kill-first bound (369): 278 = 75% of the bound" in rollout
     assert by_figure['rollout 24 × 4 × 4 (4 % faulty), isolation "call": calls/s'].met is False
 
 

@@ -29,6 +29,7 @@ __all__ = (
     "PlannedCall",
     "RolloutPlan",
     "SimulatedCrash",
+    "codes_text",
     "percentile",
     "report_of",
     "rollout_body",
@@ -137,6 +138,11 @@ class RolloutPlan:
     def turn_p99_target_ms(self) -> float:
         """The target for toolray: ``timeout_ms + kill_grace_ms + 150 ms``."""
         return self.timeout_ms + self.kill_grace_ms + 150.0
+
+    @property
+    def kill_first_bound(self) -> float:
+        """The calls/s bound of a backend that kills a hung call before answering it."""
+        return self.bound_calls_per_s(self.timeout_ms + self.kill_grace_ms)
 
 
 @functools.lru_cache(maxsize=4)
@@ -275,15 +281,16 @@ def report_of(
     )
 
 
-def _codes(counts: dict[str, int]) -> str:
+def codes_text(counts: dict[str, int]) -> str:
+    """``"16 TOOL_TIMEOUT, 7 WORKER_LOST"`` (``-`` for none)."""
     return ", ".join(f"{n} {code}" for code, n in sorted(counts.items())) or "-"
 
 
 def _row(r: BackendReport) -> str:
     alive = f" ({r.threads_alive} threads alive)" if r.threads_alive else ""
     return (
-        f"| {r.backend} | {r.good_ok} of {r.good} | {_codes(r.faulty_failed)} "
-        f"| {_codes(r.good_failed)} | {r.no_result} "
+        f"| {r.backend} | {r.good_ok} of {r.good} | {codes_text(r.faulty_failed)} "
+        f"| {codes_text(r.good_failed)} | {r.no_result} "
         f"| {r.turn_p50_ms:.0f} ms / {r.turn_p99_ms:.0f} ms | {r.calls_per_s:.0f} "
         f"| {r.left_running}{alive} |"
     )
@@ -311,7 +318,7 @@ def table(reports: Sequence[BackendReport], plan: RolloutPlan) -> str:
         f"- bounds (the slowest trajectory's calls alone, no overhead): "
         f"{plan.bound_calls_per_s(plan.timeout_ms):.0f} calls/s for a backend that answers "
         f"a hung call at its deadline and leaves it running; "
-        f"{plan.bound_calls_per_s(plan.timeout_ms + plan.kill_grace_ms):.0f} calls/s for one "
+        f"{plan.kill_first_bound:.0f} calls/s for one "
         "that kills it first (timeout + kill grace), as toolray does"
     )
     return "\n".join(lines)

@@ -16,7 +16,8 @@ other, through:
 Each backend first runs untimed turns of good calls in every trajectory (a warm-up: the
 processes a turn of the plan needs exist then; toolray's deadlines start after it). Reported
 per backend: good calls that succeeded, faulty calls that failed (by code), calls without
-a result, turn p50 / p99, calls/s over the whole plan, and what is still running after it.
+a result, turn p50 / p99, calls/s over the whole plan, and what is still running after it;
+then toolray's targets, each PASS or FAIL (``_rollout_targets``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import dataclasses
 import json
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,6 +45,7 @@ from toolray_actors.bench._rollout_plan import (
     rollout_tool,
     table,
 )
+from toolray_actors.bench._rollout_targets import targets, targets_text
 
 if TYPE_CHECKING:
     from toolray_actors import RayRuntime
@@ -87,6 +90,7 @@ async def _toolray(rt: RayRuntime, plan: RolloutPlan, label: str) -> BackendRepo
     owned = [rt.registry.register(rollout_tool(plan))]
     records: list[CallOutcomeRecord] = []
     turn_s: list[float] = []
+    faults: Counter[str] = Counter()
 
     async def turn_of(scope: str, calls: list[PlannedCall]) -> list[Any]:
         batch = ToolBatchInput(
@@ -94,7 +98,9 @@ async def _toolray(rt: RayRuntime, plan: RolloutPlan, label: str) -> BackendRepo
             AbortController().signal,
             scope=scope,
         )
-        return list((await rt.executor(scope).execute_batch(batch)).results)
+        done = await rt.executor(scope).execute_batch(batch)
+        faults.update(done.faults)
+        return list(done.results)
 
     async def trajectory(index: int, warm: bool) -> None:
         scope = f"traj-{index}"
@@ -114,6 +120,7 @@ async def _toolray(rt: RayRuntime, plan: RolloutPlan, label: str) -> BackendRepo
         for _ in range(2):  # before any deadline: the pools grow to the plan's concurrency
             await asyncio.gather(*(trajectory(t, warm=True) for t in range(plan.trajectories)))
         owned.append(TimeoutPolicy().install(rt.registry))
+        faults.clear()
         started = time.perf_counter()
         await asyncio.gather(*(trajectory(t, warm=False) for t in range(plan.trajectories)))
         wall = time.perf_counter() - started
@@ -132,7 +139,8 @@ async def _toolray(rt: RayRuntime, plan: RolloutPlan, label: str) -> BackendRepo
         notes=f"sharded executors, default pools (isolation {rt.config.pool.isolation!r}), "
         f"kill_grace_ms {rt.config.kill_grace_ms:g}, cancel_grace_ms "
         f"{rt.config.cancel_grace_ms:g}; kills {stats.kills}, call processes killed "
-        f"{stats.child_kills}, worker actors replaced {stats.replacements}",
+        f"{stats.child_kills}, worker actors replaced {stats.replacements}; failures by fault "
+        f"class: {', '.join(f'{n} {fault}' for fault, n in faults.items() if n) or 'none'}",
     )
 
 
@@ -226,10 +234,14 @@ def main_rollout(args: argparse.Namespace) -> int:
     finally:
         ray_owner.shutdown()
     print(table(reports, plan))
+    checks = targets_text(reports, plan)
+    if checks:
+        print("\n" + checks)
     if args.json is not None:
         out = {
             "plan": dataclasses.asdict(plan),
             "reports": [dataclasses.asdict(r) for r in reports],
+            "targets": [dataclasses.asdict(t) for t in targets(reports, plan)],
         }
         Path(args.json).write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
         print(f"wrote JSON: {args.json}", file=sys.stderr)

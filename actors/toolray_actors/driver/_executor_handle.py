@@ -20,7 +20,6 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 import ray.exceptions as rex
 
 from toolray import (
-    AbortError,
     AbortSignal,
     ActivationContext,
     EnvironmentHandle,
@@ -32,18 +31,18 @@ from toolray import (
     ToolExecutionInput,
     ToolExecutionResult,
 )
-from toolray_actors._arguments import shippable_calls
 from toolray_actors._config import RuntimeConfig
 from toolray_actors._env_wire import EnvRequest
 from toolray_actors._errors import is_actor_death, translate, wire_reason
 from toolray_actors._handles import control_options, create_executor, get_named
 from toolray_actors._ledger import DRIVER
 from toolray_actors._remote import Handle, known_dead, retrying, send
-from toolray_actors._toolset import RemoteToolSet, wire_tool_set
+from toolray_actors._toolset import RemoteToolSet, raise_if_aborted, wire_tool_set
 from toolray_actors._tracing import DriverTrace
 from toolray_actors._wire import CallSpec, StreamChunk, StreamEnd, unknown
 from toolray_actors.execution._executor_actor import BatchSpec, ExecutorActor, ExecutorStats
 
+from ._batch_spec import bounded_batch, bounded_input, spec_of
 from ._batch_stream import Accumulator
 from ._connection import Connection
 from ._env_service import RemoteEnvironments
@@ -170,29 +169,11 @@ class ExecutorHandle:
         if scope != self.scope:
             raise ValueError(f"scope {scope!r} is not this executor's {self.scope!r}")
 
-    def _spec(self, batch: ToolBatchInput, batch_id: str, *, paced: bool = False) -> BatchSpec:
-        if not isinstance(batch, ToolBatchInput):
-            raise TypeError(f"execute_batch() takes a ToolBatchInput, not {type(batch).__name__}")
-        if batch.scope is not None and batch.scope != self.scope:
-            raise ValueError(f"batch scope {batch.scope!r} is not this executor's {self.scope!r}")
-        log = batch.log
-        return BatchSpec(
-            batch_id=batch_id,
-            calls=shippable_calls(batch.calls),
-            scope=self.scope,  # a scope-less batch runs in this executor's scope
-            max_parallel_tool_calls=batch.max_parallel_tool_calls,
-            log=(log.turn, log.step) if log is not None else None,
-            aborted=batch.signal.aborted,
-            reason=wire_reason(batch.signal.reason) if batch.signal.aborted else None,
-            tool_set=wire_tool_set(batch.tool_set),
-            paced=paced and log is None,  # a log's records still leave as they commit
-        )
-
     async def _entries(
         self, batch: ToolBatchInput, acc: Accumulator, *, paced: bool = False
     ) -> AsyncIterator[tuple[int, ToolCallResult]]:
         batch_id = uuid.uuid4().hex
-        spec = self._spec(batch, batch_id, paced=paced)  # misuse raises before anything runs
+        spec = spec_of(batch, self.scope, batch_id, paced=paced)  # misuse raises here
         traced = DriverTrace.start(self.scope, spec.calls)
         if traced is not None:
             spec = dataclasses.replace(spec, trace=str(traced.parent))
@@ -273,18 +254,26 @@ class ExecutorHandle:
 
     async def execute_batch(self, batch: ToolBatchInput) -> ToolBatchResult:
         """Run ``batch``: one result per call, in model order, whatever happens."""
-        acc = Accumulator(batch, scope=self.scope)
-        async for _ in self._entries(batch, acc, paced=True):  # only the end is read
-            pass
+        batch, deadline = bounded_batch(batch, self.config.kill_grace_ms)
+        try:
+            acc = Accumulator(batch, scope=self.scope)
+            async for _ in self._entries(batch, acc, paced=True):  # only the end is read
+                pass
+        finally:
+            deadline.release()
         return acc.result()
 
     async def stream_batch(
         self, batch: ToolBatchInput
     ) -> AsyncIterator[tuple[int, ToolCallResult]]:
         """Yield ``(index, ToolCallResult)`` as each result commits (model order)."""
-        acc = Accumulator(batch, scope=self.scope)
-        async for item in self._entries(batch, acc):
-            yield item
+        batch, deadline = bounded_batch(batch, self.config.kill_grace_ms)
+        try:
+            acc = Accumulator(batch, scope=self.scope)
+            async for item in self._entries(batch, acc):
+                yield item
+        finally:
+            deadline.release()
 
     def execute_batch_sync(self, batch: ToolBatchInput) -> ToolBatchResult:
         """``execute_batch`` from a script or from inside a running loop (Jupyter)."""
@@ -320,16 +309,26 @@ class ExecutorHandle:
         finally:
             stop()
 
-    async def execute(self, inp: ToolExecutionInput) -> ToolExecutionResult:
+    async def execute(
+        self, inp: ToolExecutionInput, *, deadline_s: float | None = None
+    ) -> ToolExecutionResult:
         """One call through the executor actor's pipeline, with the core's fidelity.
 
         Arguments travel as they are when lossless JSON, else as the P-ARGS-4 failure;
         ``root_call_id``, ``schema``, ``tool_set`` and ``parent`` (by token id: the
         executor accepts only a live execution it issued) travel; aborts are forwarded.
+        ``deadline_s`` bounds the call as a batch's deadline does (``DEADLINE_EXCEEDED``).
         """
         if not isinstance(inp, ToolExecutionInput):
             raise TypeError(f"execute() takes a ToolExecutionInput, not {type(inp).__name__}")
         self._check_scope(inp.scope)
+        inp, deadline = bounded_input(inp, deadline_s, self.config.kill_grace_ms)
+        try:
+            return await self._execute(inp)
+        finally:
+            deadline.release()
+
+    async def _execute(self, inp: ToolExecutionInput) -> ToolExecutionResult:
         key = uuid.uuid4().hex
         spec = CallSpec.of(inp, key, wire_tool_set(inp.tool_set))
         try:
@@ -347,16 +346,16 @@ class ExecutorHandle:
             raise TypeError(f"resolve() takes an ActivationContext, not {type(context).__name__}")
         self._check_scope(context.scope)
         signal = context.signal
-        _raise_if_aborted(signal)
+        raise_if_aborted(signal)
         key = uuid.uuid4().hex
         try:
             ids = await self._forwarded(
                 key, signal, ExecutorActor.resolve, key, context.scope, context.model, False, None
             )
         except rex.RayError as err:
-            _raise_if_aborted(signal)  # the caller's own reason, as in-process
+            raise_if_aborted(signal)  # the caller's own reason, as in-process
             raise translate(err, self._what) from None
-        _raise_if_aborted(signal)  # aborted while the answer came back: publish nothing
+        raise_if_aborted(signal)  # aborted while the answer came back: publish nothing
         return RemoteToolSet(context.scope, ids, self._conn)
 
     # ------------------------------------------------------------------ environments
@@ -378,9 +377,11 @@ class ExecutorHandle:
             self._lost()
             raise EnvironmentLostError(f"{self._what} died holding the instance") from None
 
-    def execute_sync(self, inp: ToolExecutionInput) -> ToolExecutionResult:
+    def execute_sync(
+        self, inp: ToolExecutionInput, *, deadline_s: float | None = None
+    ) -> ToolExecutionResult:
         """``execute`` from a script or from inside a running loop."""
-        return self._conn.portal.run(self.execute(inp))
+        return self._conn.portal.run(self.execute(inp, deadline_s=deadline_s))
 
     async def statistics(self) -> ExecutorStats:
         """The executor actor's ``ExecutorStats`` (the actor starts if it is not running)."""
@@ -389,12 +390,3 @@ class ExecutorHandle:
             return await send(await self._ensure(), ExecutorActor.statistics)
 
         return await retrying(attempt, self._what, (0.0, 0.0), recover=self._lost)
-
-
-def _raise_if_aborted(signal: AbortSignal) -> None:
-    """The core's ``resolve()`` abort: the reason if it is an exception, else ``AbortError``."""
-    if signal.aborted:
-        reason = signal.reason
-        if isinstance(reason, BaseException):
-            raise reason
-        raise AbortError("tool resolution was aborted")

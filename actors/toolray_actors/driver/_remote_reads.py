@@ -141,11 +141,13 @@ class RemoteReads:
             raise TypeError(f"execute_batch() takes a ToolBatchInput, not {type(batch).__name__}")
         return await self._executors(batch.scope).execute_batch(batch)
 
-    async def execute(self, inp: ToolExecutionInput) -> ToolExecutionResult:
+    async def execute(
+        self, inp: ToolExecutionInput, *, deadline_s: float | None = None
+    ) -> ToolExecutionResult:
         """Run one call through its scope's executor actor (the core ``execute()``)."""
         if not isinstance(inp, ToolExecutionInput):
             raise TypeError(f"execute() takes a ToolExecutionInput, not {type(inp).__name__}")
-        return await self._executors(inp.scope).execute(inp)
+        return await self._executors(inp.scope).execute(inp, deadline_s=deadline_s)
 
     def info(self) -> RegistryInfo:
         """Registry counters (contributions, sequence, executors, restarts, leases, scopes)."""

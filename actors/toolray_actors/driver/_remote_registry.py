@@ -323,9 +323,11 @@ class RemoteRegistry(_RemoteWriter):
         """Run ``batch`` on its scope's executor actor (``rt.executor(batch.scope)``)."""
         return await self._reads.execute_batch(batch)
 
-    async def execute(self, inp: ToolExecutionInput) -> ToolExecutionResult:
+    async def execute(
+        self, inp: ToolExecutionInput, *, deadline_s: float | None = None
+    ) -> ToolExecutionResult:
         """Run one call through its scope's executor actor (the core ``execute()``)."""
-        return await self._reads.execute(inp)
+        return await self._reads.execute(inp, deadline_s=deadline_s)
 
     def info(self) -> RegistryInfo:
         """Registry counters (contributions, sequence, executors, restarts, leases, scopes)."""

@@ -39,6 +39,8 @@ class Call:
     queued: float = 0.0
     proc: ProcessLink | None = None
     coded: bool = False  # its code went with it: a process that still misses it broke down
+    overdue: Callable[[], None] | None = None  # tells its executor its body ran its budget
+    expiry: asyncio.TimerHandle | None = None  # its max_queue_s, then its body's backstop
 
     def settled(self) -> bool:
         """Whether its outcome is set."""

@@ -25,6 +25,7 @@ from toolray.isolation import (
     AbortCall,
     CallDone,
     CallOutcome,
+    CallOverdue,
     ErrorData,
     InterruptCall,
     Message,
@@ -33,7 +34,6 @@ from toolray.isolation import (
     ProcessLink,
     Ready,
     RunCall,
-    aborted,
     describe_exit,
     error_data,
     missing_layers,
@@ -41,6 +41,7 @@ from toolray.isolation import (
 from toolray.procs import Child, Template
 from toolray_actors._stats import ChildStats
 
+from . import _call_queue as calls
 from ._call_code import SandboxSpec, TemplateCode
 from ._call_idle import IdleProcesses, Reuse, Waiters
 from ._call_orders import KILLED, KILLED_EARLY, Call, CallOrders, settle
@@ -133,8 +134,7 @@ class CallProcesses:
             self.code.forget(workdir)
             self._forking -= 1
             if not self._procs and not self._forking:  # none alive and none coming
-                for waiter in self._waiters.drain():
-                    settle(waiter, _lost("could not be started"))
+                calls.fail_all(self._waiters, _lost("could not be started"))
             return
         self._forking -= 1
         self.forks += 1
@@ -160,16 +160,26 @@ class CallProcesses:
         if sandbox is not None and sandbox.strict and missing:  # the host lacks it: all fail
             self._refused = error_data(SandboxUnavailableError(missing))
             self._retire(proc)
-            for waiter in self._waiters.drain():
-                settle(waiter, CallOutcome(status="error", error=self._refused))
+            calls.fail_all(self._waiters, CallOutcome(status="error", error=self._refused))
             return
         self._release(proc)
 
     # ------------------------------------------------------------------ assignment
     async def run(
-        self, token: str, key: str, blob: bytes | None, arguments: object, ident: Ident
+        self,
+        token: str,
+        key: str,
+        blob: bytes | None,
+        arguments: object,
+        ident: Ident,
+        overdue: calls.Overdue | None = None,
     ) -> CallOutcome:
-        """Run one call in a process of its own; never raises for the body's faults."""
+        """Run one call in a process of its own; never raises for the body's faults.
+
+        Without an idle process it waits (within its ``max_queue_s``: ``OVERLOADED``); its
+        body's budget counts from its start, and ``overdue()`` is told when it ran out
+        (``_call_queue``).
+        """
         if self._loop is None:
             self._template_now()
         if blob is not None:
@@ -179,25 +189,28 @@ class CallProcesses:
         assert self._loop is not None
         if self._refused is not None:  # confinement="strict" on a host that lacks a layer
             return CallOutcome(status="error", error=self._refused)
-        call = Call(token, key, arguments, ident, self._loop.create_future())
+        call = Call(token, key, arguments, ident, self._loop.create_future(), overdue=overdue)
         self.runs += 1
         if not self._orders.arrive(call):
             return KILLED_EARLY
         proc = self._idle.take(key)
         if proc is not None:
-            self._start_on(proc, call)
+            self._start_on(proc, call)  # an early abort follows it there
+        elif call.aborts:  # aborted, and it would wait: it never starts
+            self._orders.leave(token)
+            return calls.never_started("the call was aborted before it reached its worker")
         else:
             other = self._idle.take_other(key)  # bound to another tool: make room
             if other is not None:
                 self._retire(other)
                 self._fork(replacing=False)
-            call.queued = time.monotonic()
-            self._waiters.add(call)
+            calls.wait(call, self._waiters)
             if self._grow_at is None:
                 self._grow_at = self._loop.call_later(GROW_AFTER_S, self._grow)
         try:
             return await call.done
         finally:
+            calls.stop_expiry(call)
             self._orders.leave(token)
 
     def _grow(self) -> None:
@@ -237,6 +250,7 @@ class CallProcesses:
             self._retire(self._idle.pop_oldest())
 
     def _start_on(self, proc: ProcessLink, call: Call) -> None:
+        calls.stop_expiry(call)  # it waits no more (its max_queue_s is over)
         ident = {k: v for k, v in call.ident.items() if k != "home"}
         assert proc.bound in (None, call.key), "a process serves one tool only"
         blob = None if call.key in proc.known else self.code.blob(call.key)
@@ -252,6 +266,7 @@ class CallProcesses:
             self._release(proc)
             return
         self._orders.running(proc, call)
+        calls.count_body(call)  # its body's budget counts from now (the worker's backstop)
         proc.known.add(call.key)
         proc.bound = call.key
         for reason in call.aborts:
@@ -281,6 +296,8 @@ class CallProcesses:
                 self._retire(proc)
         elif isinstance(message, NestedRequest) and call is not None:
             self._spawn(self._answer(proc, call, message))
+        elif isinstance(message, CallOverdue) and call is not None:
+            calls.pass_on_overdue(call, message.token)  # measured where its body runs
         elif isinstance(message, Ready) and proc.report is None and proc.workdir is not None:
             self._ready(proc, message.confinement)
 
@@ -314,6 +331,7 @@ class CallProcesses:
             return
         if call is not None and not call.done.done():
             self.deaths += 1
+            calls.stop_expiry(call)  # its body is over: it ends lost, never overdue
             self._spawn(self._settle_ended(proc, call))
         if not self._closed and (call is not None or self._waiters):
             self._fork(replacing=True)
@@ -347,12 +365,11 @@ class CallProcesses:
         proc = call.proc
         if proc is not None and proc.call is call:
             proc.send(message)
-        elif proc is None and isinstance(message, AbortCall):
-            call.aborts.append(message.reason)
-        elif proc is None:  # interrupted while waiting for a process: it never started
+        elif proc is None and not call.done.done():  # it waits: it never starts now
             self._waiters.remove(call)
-            stopped = aborted("the worker interrupted the call before it started")
-            settle(call, CallOutcome(status="error", error=stopped))
+            calls.stop_expiry(call)
+            what = "aborted" if isinstance(message, AbortCall) else "interrupted"
+            settle(call, calls.never_started(f"the call was {what} while it waited for a process"))
 
     # ------------------------------------------------------------------ statistics
     def stats(self) -> ChildStats:

@@ -8,7 +8,9 @@ tick — a batch's scheduler starts a wide fan-out 16 calls per tick — the flu
 
 The message's reply is a stream of outcome chunks ``[(token, outcome), …]`` — the worker
 sends the outcomes that settle together in one chunk — and each request's future resolves
-as soon as its own outcome arrives, so a slow call never holds back its mates.
+as soon as its own outcome arrives, so a slow call never holds back its mates. A chunk
+may also carry the worker's word that a call's body ran its whole timeout budget
+(``CallOverdue``), which goes to that request's ``on_overdue`` callback.
 
 Per-call semantics stay per call:
 
@@ -29,7 +31,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from toolray.isolation import CallOutcome
-from toolray_actors._wire import AbortOrder, Settled, WorkerRequest
+from toolray_actors._executor_wire import CallOverdue
+from toolray_actors._wire import AbortOrder, Settled, WorkerRequest, unknown
 
 __all__ = (
     "AbortQueue",
@@ -44,9 +47,11 @@ __all__ = (
 Outcome = CallOutcome
 """What the worker returns for one request."""
 
-Chunk = Sequence[Settled]
-"""Outcomes that settled together."""
-"""Outcomes that settled together: ``[(token, outcome), …]``."""
+Chunk = Sequence[Settled | CallOverdue]
+"""Outcomes that settled together (and the words of calls whose bodies overran)."""
+
+OnOverdue = Callable[[], None]
+"""Told when the worker says the call's body ran its whole timeout budget."""
 
 _MAX_BATCH = 1024
 """A message never carries more requests than this (a flush happens at once when full)."""
@@ -98,7 +103,7 @@ class Outbox:
     def __init__(self, send: Transport, *, max_batch: int = _MAX_BATCH) -> None:
         self._send = send
         self._max_batch = max(1, max_batch)
-        self._pending: list[tuple[WorkerRequest, asyncio.Future[Outcome]]] = []
+        self._pending: list[tuple[WorkerRequest, asyncio.Future[Outcome], OnOverdue | None]] = []
         self._scheduled = False
         self._seen = 0
         self._deferred = 0
@@ -106,12 +111,14 @@ class Outbox:
         self.messages = 0
         self.requests = 0
 
-    def submit(self, request: WorkerRequest) -> asyncio.Future[Outcome]:
+    def submit(
+        self, request: WorkerRequest, on_overdue: OnOverdue | None = None
+    ) -> asyncio.Future[Outcome]:
         """Queue ``request`` for this tick's message; the future gets its outcome."""
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[Outcome] = loop.create_future()
         fut.add_done_callback(_retrieved)
-        self._pending.append((request, fut))
+        self._pending.append((request, fut, on_overdue))
         if len(self._pending) >= self._max_batch:
             self.flush()
         elif not self._scheduled:
@@ -137,27 +144,39 @@ class Outbox:
         if not self._pending:
             return
         batch, self._pending = self._pending, []
-        futures = {request.token: fut for request, fut in batch}
+        futures = {request.token: fut for request, fut, _ in batch}
+        words = {request.token: told for request, _, told in batch if told is not None}
         self.messages += 1
         self.requests += len(batch)
         try:
-            stream = self._send([request for request, _ in batch])
+            stream = self._send([request for request, _, _ in batch])
         except Exception as err:  # could not even submit: every request of it fails
             _fail(futures, err)
             return
-        reader = asyncio.ensure_future(self._read(stream, futures))
+        reader = asyncio.ensure_future(self._read(stream, futures, words))
         self._readers.add(reader)
         reader.add_done_callback(self._readers.discard)
 
     async def _read(
-        self, stream: AsyncIterator[Chunk], futures: dict[str, asyncio.Future[Outcome]]
+        self,
+        stream: AsyncIterator[Chunk],
+        futures: dict[str, asyncio.Future[Outcome]],
+        words: dict[str, OnOverdue],
     ) -> None:
         try:
             async for chunk in stream:
-                for settled in chunk:
-                    fut = futures.pop(settled.token, None)
-                    if fut is not None and not fut.done():
-                        fut.set_result(settled.outcome)
+                for entry in chunk:
+                    match entry:
+                        case Settled(token, outcome):
+                            words.pop(token, None)
+                            fut = futures.pop(token, None)
+                            if fut is not None and not fut.done():
+                                fut.set_result(outcome)
+                        case CallOverdue(token):
+                            if (on_overdue := words.get(token)) is not None:
+                                on_overdue()
+                        case _:
+                            unknown(entry, "a worker's reply")
         except asyncio.CancelledError:
             _fail(futures, StreamEnded("the dispatch was shut down before this call settled"))
             raise

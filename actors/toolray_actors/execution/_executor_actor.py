@@ -120,6 +120,7 @@ class ExecutorActor:
             self.mirror.registry,
             max_parallel_tool_calls=self.config.max_parallel_tool_calls,
             runner=self.runner,
+            kill_grace_ms=self.config.kill_grace_ms,
         )
 
     def _key_of(self, definition: Any) -> tuple[str, bytes] | None:
@@ -215,6 +216,7 @@ class ExecutorActor:
             scope=spec.scope,
             tool_set=self.calls.tool_set(spec.tool_set),
             log=step,
+            deadline_s=spec.deadline_s,
         )
 
     def _start(

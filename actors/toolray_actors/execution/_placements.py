@@ -46,8 +46,10 @@ class Placements:
 
     def pool_for(self, placement: Any) -> PoolClient:
         """The pool a call placed at ``placement`` runs in."""
-        with contextlib.suppress(KeyError, TypeError):  # a frozen value: looked up once
+        try:  # a frozen value: looked up once (no context manager per call: a hot path)
             return self._placed[placement]
+        except (KeyError, TypeError):
+            pass
         plan = pool_plan(placement, self.config)
         client = self.pools.get(plan.key)
         if client is None:

@@ -339,5 +339,9 @@ def start_pool(plan: PoolPlan, namespace: str, control: dict[str, object]) -> Po
         elastic,
     )
     return PoolClient(
-        manager, plan.isolation, per_worker=plan.max_concurrency, elastic=plan.elastic
+        manager,
+        plan.isolation,
+        per_worker=plan.max_concurrency,
+        elastic=plan.elastic,
+        max_queue_ms=plan.max_queue_ms,
     )

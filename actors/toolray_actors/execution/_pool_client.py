@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
 from toolray import AbortError, AbortSignal
+from toolray.errors import TOOL_ABORTED_BEFORE_DISPATCH, OverloadedError
 from toolray_actors._placement import Isolation
 from toolray_actors._remote import Handle, send
 
@@ -77,11 +79,14 @@ class PoolClient:
         *,
         per_worker: int = 0,
         elastic: bool = False,
+        max_queue_ms: float | None = None,
     ) -> None:
         self.manager = manager
         self.isolation: Isolation = isolation
         self.per_worker = per_worker
         self.elastic = elastic
+        self.max_queue_s = max_queue_ms / 1000.0 if max_queue_ms is not None else None
+        """How long a call may wait for capacity in this pool (``None``: no bound)."""
         self.waiting = 0  # calls waiting for room on a member (elastic pools)
         self._asking: asyncio.Future[None] | None = None
         self._freed = asyncio.Event()
@@ -120,32 +125,45 @@ class PoolClient:
             self._poller = asyncio.ensure_future(self._fetch())
         return self._poller
 
-    async def pick(self, signal: AbortSignal | None = None) -> WorkerSlot:
+    async def pick(
+        self,
+        signal: AbortSignal | None = None,
+        on_wait: Callable[[], None] | None = None,
+        max_wait_s: float | None = None,
+    ) -> WorkerSlot:
         """The started worker with the fewest of this executor's calls in flight.
 
         With none (the pool is starting, its resources are absent, or every member was
-        just retired), the call waits here for members; ``signal`` firing meanwhile raises
-        ``AbortError`` (nothing was sent to any worker).
+        just retired) — or, in an elastic pool, none with room — the call waits here;
+        ``signal`` firing meanwhile raises ``AbortError`` (``ABORTED_BEFORE_DISPATCH``:
+        nothing was sent to any worker), and a wait past ``max_wait_s`` raises
+        ``OverloadedError``. ``on_wait()`` is told once the call waits for busy members
+        (not while the pool has none: a pool that cannot start its workers is not busy).
         """
         delay = 0.01
+        until = None if max_wait_s is None else asyncio.get_running_loop().time() + max_wait_s
         while True:
             if signal is not None and signal.aborted:
-                raise AbortError("tool call aborted")
+                raise AbortError("tool call aborted before dispatch", TOOL_ABORTED_BEFORE_DISPATCH)
+            _check_overdue(until, max_wait_s)
             if self.slots:
                 slot = min(self.slots.values(), key=lambda s: s.in_flight)
                 if not self.elastic or slot.in_flight < self.per_worker:
                     return slot
-                await self._wait_for_room(signal)  # every member is full: grow the pool
+                if on_wait is not None:  # busy members: the call waits for capacity
+                    on_wait()
+                    on_wait = None
+                await self._wait_for_room(signal, until)  # every member is full: grow the pool
                 continue
             poll = self._poll()
-            await _wait_or_abort(poll, signal)
+            await _wait_or_abort(poll, signal, until)
             if poll.done() and poll.exception() is not None:
                 # the manager is restarting (Ray brings it back with fresh workers): wait
                 _log.debug("toolray: pool manager unavailable: %r", poll.exception())
-                await _wait_or_abort(asyncio.ensure_future(asyncio.sleep(delay)), signal)
+                await _wait_or_abort(asyncio.ensure_future(asyncio.sleep(delay)), signal, until)
                 delay = min(delay * 2, 0.5)
 
-    async def _wait_for_room(self, signal: AbortSignal | None) -> None:
+    async def _wait_for_room(self, signal: AbortSignal | None, until: float | None) -> None:
         """Ask the manager for workers, then wait for a freed slot or new members."""
         self.waiting += 1
         try:
@@ -154,7 +172,7 @@ class PoolClient:
             self._freed.clear()
             freed = asyncio.ensure_future(self._freed.wait())
             try:
-                await _wait_or_abort(_first(freed, self._poll()), signal)
+                await _wait_or_abort(_first(freed, self._poll()), signal, until)
             finally:
                 freed.cancel()
         finally:
@@ -225,10 +243,25 @@ def _first(one: asyncio.Future[_T], other: asyncio.Future[_U]) -> asyncio.Future
     return done
 
 
-async def _wait_or_abort(poll: asyncio.Future[None], signal: AbortSignal | None) -> None:
-    """Wait for ``poll`` or ``signal``, whichever comes first (``poll`` keeps running)."""
+def _check_overdue(until: float | None, max_wait_s: float | None) -> None:
+    """``OverloadedError`` once a call waited ``max_wait_s`` for capacity."""
+    if until is not None and asyncio.get_running_loop().time() >= until:
+        raise OverloadedError(
+            f"no capacity in the pool within its max_queue_ms ({(max_wait_s or 0) * 1000:g}ms"
+            " left for this call); it never ran"
+        )
+
+
+async def _wait_or_abort(
+    poll: asyncio.Future[None], signal: AbortSignal | None, until: float | None = None
+) -> None:
+    """Wait for ``poll`` or ``signal``, whichever comes first (``poll`` keeps running).
+
+    ``until``: a loop time the wait never goes past.
+    """
+    timeout = None if until is None else max(0.0, until - asyncio.get_running_loop().time())
     if signal is None:
-        await asyncio.wait({poll})
+        await asyncio.wait({poll}, timeout=timeout)
         return
     loop = asyncio.get_running_loop()
     wake: asyncio.Future[None] = loop.create_future()
@@ -239,7 +272,7 @@ async def _wait_or_abort(poll: asyncio.Future[None], signal: AbortSignal | None)
 
     remove = signal.add_listener(lambda: loop.call_soon_threadsafe(fire))
     try:
-        await asyncio.wait({poll, wake}, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait({poll, wake}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
     finally:
         remove()
         wake.cancel()

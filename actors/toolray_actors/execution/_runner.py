@@ -14,7 +14,9 @@ process, with ``"shared"`` the worker actor, which is replaced. A killed call ke
 cause (``ABORTED``; the timeout policy makes it ``TOOL_TIMEOUT``), ``info.reason`` saying
 what was terminated; a process that dies on its own gives ``WORKER_LOST``. Nothing is re-run
 here (the pipeline retries by a retry policy). A value is checked against
-``max_result_bytes`` where the body ran (``RESULT_TOO_LARGE``).
+``max_result_bytes`` where the body ran (``RESULT_TOO_LARGE``). A call that waits for
+capacity is not running: its ``timeout_ms`` counts on its worker from the body's start
+(``_call_clock``).
 """
 
 from __future__ import annotations
@@ -31,12 +33,14 @@ from typing import Any
 from toolray import AbortError, ToolRunContext, ToolWorkerLostError
 from toolray.isolation import CallOutcome, rebuild_error
 from toolray.lowlevel import Entry, Link, run_body_inline, thaw_json
+from toolray.policies import body_timers
 from toolray_actors._errors import is_actor_death, is_cancelled, task_cause, wire_reason
 from toolray_actors._handles import kill
 from toolray_actors._placement import PROCESS_ISOLATION
 from toolray_actors._remote import send
 from toolray_actors._wire import AbortOrder, WorkerRequest
 
+from ._call_clock import CallClock
 from ._chains import RunnerChains, fits
 from ._coalesce import AbortQueue, Outbox
 from ._env_backend import RayInstance
@@ -149,6 +153,8 @@ class RayBodyRunner:
             )
         key, blob = found
         pool = self._pools(definition.placement)
+        clock = CallClock(body_timers(ctx.token), pool.max_queue_s)  # waiting is not running
+        pick = functools.partial(pool.pick, ctx.signal, clock.waits, pool.max_queue_s)
         live_id = ctx.token.id
         ident = {
             "call_id": ctx.call_id,
@@ -175,14 +181,18 @@ class RayBodyRunner:
             call.notes["chain"] = linked.chain  # its span in a trace says so
         try:
             for _ in range(_SENDS):
-                slot = (
-                    await self._chains.slot(link, lambda: pool.pick(ctx.signal)) if link else None
-                )
+                slot = await self._chains.slot(link, pick) if link else None
                 if slot is None:
                     if link is not None:  # its chain is broken: its turn comes here
                         await self._chains.turn(link, ctx.signal)
                         link = None
-                    slot = placed.slot if placed is not None else await pool.pick(ctx.signal)
+                    slot = placed.slot if placed is not None else await pick()
+                if (left := clock.left()) is not None:
+                    ident["max_queue_s"] = left
+                # its worker counts the body's time (an instance's calls: counted here)
+                isolation = pool.isolation if placed is None else "shared"
+                if (budget := clock.leaves(isolation)) is not None:
+                    ident["timeout_s"] = budget
                 call.notes["worker"] = slot.wid
                 counted = link is not None
                 try:
@@ -193,6 +203,7 @@ class RayBodyRunner:
                         ctx,
                         call.notes,
                         placed,
+                        clock,
                     )
                 finally:  # what the ladder killed under this call, for its trace
                     call.notes["killed"] = slot.killed or call.notes.get("killed", False)
@@ -222,10 +233,12 @@ class RayBodyRunner:
         ctx: ToolRunContext,
         notes: dict[str, Any],
         instance: RayInstance | None,
+        clock: CallClock,
     ) -> CallOutcome:
         token, key = request.token, request.key
         outbox, _ = self._lane(slot)
-        result = outbox.submit(request.without_code() if key in slot.sent else request)
+        sent = request.without_code() if key in slot.sent else request
+        result = outbox.submit(sent, clock.overdue)
         slot.sent.add(key)
         slot.in_flight += 1
         self.stats.in_flight += 1

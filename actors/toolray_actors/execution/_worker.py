@@ -38,14 +38,13 @@ from toolray.isolation import (
     BodyHost,
     CallOutcome,
     ToolInterrupted,
-    aborted,
     body_limit,
-    error_data,
     outcomes_bytes,
     sandbox_config,
 )
 from toolray.lowlevel import Link
 from toolray_actors._env_wire import InstanceInfo
+from toolray_actors._executor_wire import CallOverdue
 from toolray_actors._placement import PROCESS_ISOLATION, WorkerSettings
 from toolray_actors._remote import node_id
 from toolray_actors._stats import ActorStats, ChildStats, WorkerStatus, actor_stats
@@ -57,36 +56,18 @@ from toolray_actors._wire import (
 )
 
 from ._call_code import SandboxSpec
+from ._call_queue import Overdue, body_budget
+from ._call_sizing import node_limit
 from ._chain_gate import UNSTARTED, ChainGates
 from ._children import CallProcesses
 from ._env_worker import WorkerEnvironments, instance_of
 from ._lane import LANES, LaneAddress, LaneServer
 from ._nested_remote import nested_call, worker_context
+from ._worker_chunks import MANY, chunk_json, company, entry, faulted, settle_into
 
 __all__ = ("ToolInterrupted", "ToolWorker", "WorkerStatus", "body_limit")
 
 _RETIRED = CallOutcome(status="retired")
-
-_MANY = 8
-"""Calls still running in a message that make its next chunk wait a moment for company."""
-_CHUNK_STEP_S = 0.002
-_CHUNK_STEPS = 10
-"""A chunk of a wide message waits at most this many steps for an eighth of its mates."""
-
-
-def _outcome_of(token: str, task: asyncio.Task[CallOutcome]) -> Settled:
-    if task.cancelled():  # cancelled before its body started (the message was abandoned)
-        stopped = aborted("the call was cancelled before it started")
-        return Settled(token, CallOutcome(status="error", error=stopped))
-    err = task.exception()
-    if err is not None:  # a fault of the worker itself: this call's failure, not the message's
-        return Settled(token, _faulted(err))
-    return Settled(token, task.result())
-
-
-def _faulted(err: BaseException) -> CallOutcome:
-    """A call's outcome when the worker itself failed running it."""
-    return CallOutcome(status="error", error=error_data(err))
 
 
 def _sandbox(settings: WorkerSettings) -> SandboxSpec | None:
@@ -112,14 +93,16 @@ class ToolWorker:
         env: Mapping[str, str] | None = None,
     ) -> None:
         self.settings = settings or WorkerSettings(threads=threads, isolation="shared")
-        limit = self.settings.max_bodies or body_limit(self.settings.threads)
-        self._host = BodyHost(self._context, threads=self.settings.threads, max_bodies=limit)
+        settings = self.settings
+        limit = settings.max_bodies or body_limit(settings.threads)
+        self._host = BodyHost(self._context, threads=settings.threads, max_bodies=limit)
         self._procs: CallProcesses | None = None
-        if self.settings.isolation in PROCESS_ISOLATION:
+        if settings.isolation in PROCESS_ISOLATION:
+            derived = max(limit, node_limit()) if settings.derive_processes else limit
             self._procs = CallProcesses(
-                memory_mb=self.settings.memory_mb,
-                warm=self.settings.warm_children,
-                limit=limit,
+                memory_mb=settings.memory_mb,
+                warm=settings.warm_children,
+                limit=settings.call_processes or derived,
                 nested=nested_call,
                 env=env or {},
                 reuse=self.settings.reuse,
@@ -154,12 +137,14 @@ class ToolWorker:
             self._last = time.monotonic()
 
     # ------------------------------------------------------------------ default lane
-    async def run(self, request: WorkerRequest) -> CallOutcome:
+    async def run(self, request: WorkerRequest, overdue: Overdue | None = None) -> CallOutcome:
         """Run one body; never raises for the body's own faults.
 
         ``request`` is one record (one serialized value per call is measurably cheaper for
         the executor than five arguments). The definition is resolved before the first
-        await, so the calls of a message start in request order.
+        await, so the calls of a message start in request order. A call with a timeout
+        budget has it counted from its body's start; ``overdue()`` is told when it ran out
+        (``_call_queue``).
         """
         if not self._enter():
             return _RETIRED
@@ -173,7 +158,7 @@ class ToolWorker:
             iid = instance_of(request.ident)
             try:
                 if iid is None:
-                    outcome = await run(*fields)
+                    outcome = await run(*fields, overdue)
                 else:  # a call of an environment's instance: it runs where the state is
                     outcome = await self._envs.run(iid, *fields, shared=self._host.run)
                 ended = outcome.status not in ("missing", "retired")
@@ -184,33 +169,38 @@ class ToolWorker:
         finally:
             self._leave()
 
-    async def run_many(self, requests: list[WorkerRequest]) -> AsyncIterator[list[Settled]]:
+    async def run_many(
+        self, requests: list[WorkerRequest]
+    ) -> AsyncIterator[list[Settled | CallOverdue]]:
         """Run a coalesced message: each call in its own task; outcomes as they settle.
 
         Yields lists of :class:`Settled`: the outcomes that settled in the same loop
-        tick travel together. The first request of a key carries its blob for its mates
-        (started in request order). Each call stays addressable on the control lane by its
-        token (abort, interrupt, kill) without touching its mates.
+        tick travel together, with a :class:`CallOverdue` for a call whose body overran.
+        The first request of a key carries its blob for its mates (started in request
+        order). Each call stays addressable on the control lane by its token (abort,
+        interrupt, kill) without touching its mates.
         """
-        settled: asyncio.Queue[tuple[str, asyncio.Task[CallOutcome]]] = asyncio.Queue()
+        settled: asyncio.Queue[tuple[str, asyncio.Task[CallOutcome]] | CallOverdue]
+        settled = asyncio.Queue()
         tasks = []
         for request in requests:
-            task = asyncio.ensure_future(self.run(request))
-            task.add_done_callback(functools.partial(_settle, settled, request.token))
+            overdue = functools.partial(settled.put_nowait, CallOverdue(request.token))
+            task = asyncio.ensure_future(self.run(request, overdue))
+            task.add_done_callback(functools.partial(settle_into, settled, request.token))
             tasks.append(task)
         left = len(tasks)
         try:
             while left:
-                chunk = [_outcome_of(*await settled.get())]
+                chunk = [entry(await settled.get())]
                 await asyncio.sleep(0)  # outcomes settling in this tick join the chunk
                 running = left - 1 - settled.qsize() - self._chains.held
-                if self._procs is not None and running >= _MANY:
+                if self._procs is not None and running >= MANY:
                     # outcomes from call processes trickle in one by one: a moment's wait
                     # makes far fewer (costly) stream items of a wide message
-                    await _company(settled, max(_MANY, left // 8))
+                    await company(settled, max(MANY, left // 8))
                 while not settled.empty():
-                    chunk.append(_outcome_of(*settled.get_nowait()))
-                left -= len(chunk)
+                    chunk.append(entry(settled.get_nowait()))
+                left -= sum(1 for entry in chunk if isinstance(entry, Settled))
                 yield chunk
         finally:
             for task in tasks:  # the message was abandoned (its caller is gone)
@@ -225,20 +215,20 @@ class ToolWorker:
     async def run_many_wire(self, requests: bytes) -> AsyncIterator[bytes]:
         """:meth:`run_many` across Ray: the requests as ``wire.encode`` bytes, chunks as JSON."""
         async for chunk in self.run_many(cast("list[WorkerRequest]", decode(requests))):
-            yield _json(chunk)
+            yield chunk_json(chunk)
 
     async def run_lane(self, requests: bytes) -> AsyncIterator[bytes]:
         """:meth:`run_many_wire` for a message on the local lane (a lone call runs directly)."""
         match cast("list[WorkerRequest]", decode(requests)):
-            case [request]:
+            case [request] if body_budget(request.ident) is None:  # nothing to say meanwhile
                 try:
                     outcome = await self.run(request)
                 except Exception as err:  # a fault of the worker itself: this call's failure
-                    outcome = _faulted(err)
+                    outcome = faulted(err)
                 yield outcomes_bytes([(request.token, outcome)])
             case several:
                 async for chunk in self.run_many(several):
-                    yield _json(chunk)
+                    yield chunk_json(chunk)
 
     async def lane(self, node: str) -> LaneAddress | None:
         """The local lane, for an executor on ``node`` (``None``: another node, or none here)."""
@@ -379,19 +369,3 @@ class ToolWorker:
     async def health(self) -> int:
         """The worker's pid (it answers even while bodies run)."""
         return os.getpid()
-
-
-def _json(chunk: list[Settled]) -> bytes:
-    return outcomes_bytes([(item.token, item.outcome) for item in chunk])
-
-
-async def _company(settled: asyncio.Queue[Any], wanted: int) -> None:
-    """Wait (a few milliseconds at most) until ``wanted`` outcomes are ready to travel."""
-    for _ in range(_CHUNK_STEPS):
-        if settled.qsize() + 1 >= wanted:
-            return
-        await asyncio.sleep(_CHUNK_STEP_S)
-
-
-def _settle(settled: Any, token: str, task: asyncio.Task[Any]) -> None:
-    settled.put_nowait((token, task))

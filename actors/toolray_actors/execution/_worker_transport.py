@@ -17,6 +17,7 @@ from typing import Any
 
 from toolray import ToolWorkerLostError
 from toolray.isolation import outcomes_of
+from toolray_actors._executor_wire import CallOverdue
 from toolray_actors._remote import Handle, send, stream
 from toolray_actors._wire import Settled, WorkerRequest, encode
 
@@ -53,7 +54,7 @@ class WorkerTransport:
         self._count(False)
         handle = self._handle
         match requests:
-            case [request]:
+            case [request] if "timeout_s" not in request.ident:  # nothing to say meanwhile
                 return _one(send(handle, ToolWorker.run_wire, encode(request)))
         return _many(stream(handle, ToolWorker.run_many_wire, encode(requests)))
 
@@ -75,8 +76,14 @@ class WorkerTransport:
 
 
 def _settled(blob: bytes) -> Chunk:
-    """A worker's reply, read as data: its bodies may share its process (``"shared"``)."""
-    return [Settled(token, outcome) for token, outcome in outcomes_of(blob)]
+    """A worker's reply, read as data: its bodies may share its process (``"shared"``).
+
+    An outcome of ``None`` is a call's word that its body ran its whole budget.
+    """
+    return [
+        Settled(token, outcome) if outcome is not None else CallOverdue(token)
+        for token, outcome in outcomes_of(blob)
+    ]
 
 
 async def _one(ref: Any) -> AsyncIterator[Chunk]:

@@ -11,6 +11,7 @@ from typing import Any, final
 
 from toolray._definition import ToolDefinition
 from toolray._json import snapshot_json, thaw_json
+from toolray.pipeline._deadline import DEFAULT_KILL_GRACE_MS, check_grace, with_deadline
 from toolray.pipeline._dispatch import BodyRunner, inline_runner
 from toolray.pipeline._observe import Observer
 from toolray.registry._lookup import ToolLookup
@@ -83,6 +84,10 @@ class _BatchThreads:
 class BatchExecutor:
     """Runs whole batches in-process: parallel groups, exclusive barriers, ordered commits.
 
+    A batch with a ``deadline_s`` returns by that deadline + ``kill_grace_ms`` (plus the
+    commits): a body still running ``kill_grace_ms`` after the deadline is abandoned —
+    in-process it cannot be killed (see ``pipeline/_deadline.py``).
+
     Example:
         >>> import asyncio
         >>> from toolray import (
@@ -110,10 +115,12 @@ class BatchExecutor:
         *,
         max_parallel_tool_calls: int = 10,
         runner: BodyRunner | None = None,
+        kill_grace_ms: float = DEFAULT_KILL_GRACE_MS,
     ) -> None:
         self.registry = registry
         self.max_parallel_tool_calls = check_cap(max_parallel_tool_calls)
         self._runner = runner
+        self.kill_grace_ms = check_grace(kill_grace_ms)
         self._counters = _Counters()
 
     # ------------------------------------------------------------------ ToolExecutor
@@ -147,15 +154,28 @@ class BatchExecutor:
         if not isinstance(batch, ToolBatchInput):
             raise TypeError("execute() takes a ToolBatchInput")
         cap = batch.max_parallel_tool_calls or self.max_parallel_tool_calls
+        clock = self.registry.clock
+        deadline = with_deadline(
+            batch.signal, batch.deadline_s, grace_ms=self.kill_grace_ms, clock=clock
+        )
         threads = _BatchThreads(cap, self._counters)
-        runner = self._runner or inline_runner(threads.pool)
+        runner = self._runner or inline_runner(threads.pool, deadline.timer)
         self._counters.batches += 1
         try:
             run = BatchRun(
-                self.registry, batch, cap, runner, self._counters, on_commit, trace, observer
+                self.registry,
+                batch,
+                cap,
+                runner,
+                self._counters,
+                on_commit,
+                trace,
+                observer,
+                deadline.signal,
             )
             return await run.run()
         finally:
+            deadline.release()
             threads.close()
 
     def stats(self) -> BatchStatistics:

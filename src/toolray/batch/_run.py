@@ -5,7 +5,8 @@ scheduler's (:mod:`toolray.scheduler._engine`); a batch adds what its hooks writ
 ``tool/call`` record at each start and the ``tool/result`` record at each commit, in model
 order (B-SCHED-11/12, B-ORDER), the accepted contexts and the conclusion, the trace's spans
 and stage instants, and — once the scheduler saw the abort — a synthetic
-``ABORTED_BEFORE_DISPATCH`` pair for every call that never started (B-ABORT). A scheduler
+``ABORTED_BEFORE_DISPATCH`` pair for every call that never started (B-ABORT; after the
+batch's deadline passed, ``DEADLINE_EXCEEDED``). A scheduler
 failure rejects the batch with ``ToolBatchExecutionError`` carrying what committed (B-ERR).
 """
 
@@ -18,8 +19,9 @@ from typing import Any
 from toolray._arguments import logged_arguments, parse_arguments
 from toolray._content import UserMessage
 from toolray._execution import ExecutionToken, ToolExecutionInput
-from toolray._normalize import aborted, materialize
+from toolray._normalize import aborted, materialize, past_deadline
 from toolray._outcomes import ToolExecutionFailure, ToolExecutionResult
+from toolray._signals import AbortSignal
 from toolray.errors import ToolBatchExecutionError
 from toolray.pipeline._call import Call
 from toolray.pipeline._dispatch import BodyRunner
@@ -54,7 +56,10 @@ class BatchRun(Hooks):
         on_commit: Callable[[int, ToolCallResult], None] | None = None,
         trace: list[dict[str, Any]] | None = None,
         observer: Observer | None = None,
+        signal: AbortSignal | None = None,
     ) -> None:
+        self.signal = signal if signal is not None else batch.signal
+        """What the calls run under: the batch's signal (with its deadline, if it has one)."""
         self.on_commit = on_commit
         self.trace = trace
         self._spans: dict[int, dict[str, Any]] = {}
@@ -68,7 +73,7 @@ class BatchRun(Hooks):
                 c.id,
                 c.name,
                 parse_arguments(c.arguments),
-                batch.signal,
+                self.signal,
                 scope=batch.scope,
                 tool_set=batch.tool_set,
                 log=batch.log,
@@ -84,7 +89,7 @@ class BatchRun(Hooks):
             observer,
         )
         self.scheduler = Scheduler(
-            registry, batch.signal, cap, runner, self, calls=inputs, within=self.observed
+            registry, self.signal, cap, runner, self, calls=inputs, within=self.observed
         )
 
     # ------------------------------------------------------------------ the log
@@ -192,7 +197,7 @@ class BatchRun(Hooks):
         self._note({"type": "abort", "index": start})
         for k in range(start, stop):
             self._log_call(k)
-            result = materialize(aborted(False))
+            result = materialize(past_deadline(aborted(False), self.signal))
             assert isinstance(result, ToolExecutionFailure)
             if self.observed is not None:
                 observed = start_call(self.inputs[k], ExecutionToken(), self.observed)

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, Protocol, runtime_checkable
 
 from toolray._content import UserMessage
 from toolray._definition import ToolDefinition
 from toolray._eventlog import LogStep
 from toolray._execution import ToolSet
-from toolray._outcomes import ToolExecutionResult
+from toolray._faults import FAULT_CLASS_NAMES
+from toolray._outcomes import ToolExecutionFailure, ToolExecutionResult
 from toolray._signals import AbortSignal
+from toolray.pipeline._deadline import check_deadline
 
 __all__ = (
     "LogStep",
@@ -22,6 +25,7 @@ __all__ = (
     "ToolExecutor",
     "ToolModelInput",
     "check_cap",
+    "check_deadline",
 )
 
 
@@ -74,10 +78,16 @@ class ToolBatchInput:
     Two calls with the same id are refused (``ValueError``): a result is matched to its call
     by id, in every backend, event log and adapter.
 
+    ``deadline_s`` is a budget for the whole batch, counted from the moment it is submitted
+    (``execute_batch``): queueing, rate-limit waits, retries, every call. When it passes, calls
+    not started end ``DEADLINE_EXCEEDED`` without running, running calls get the
+    cancellation ladder and end ``DEADLINE_EXCEEDED`` unless they finish first, and the batch
+    returns by ``deadline_s`` + the executor's ``kill_grace_ms`` + 100 ms.
+
     Example:
-        >>> batch = ToolBatchInput([ToolCall("c1", "echo", "{}")])
-        >>> batch.signal.aborted, batch.scope
-        (False, None)
+        >>> batch = ToolBatchInput([ToolCall("c1", "echo", "{}")], deadline_s=30)
+        >>> batch.signal.aborted, batch.scope, batch.deadline_s
+        (False, None, 30.0)
     """
 
     calls: Sequence[ToolCall]
@@ -86,6 +96,7 @@ class ToolBatchInput:
     scope: str | None
     tool_set: ToolSet | None
     log: LogStep | None
+    deadline_s: float | None
 
     def __init__(
         self,
@@ -96,9 +107,11 @@ class ToolBatchInput:
         scope: str | None = None,
         tool_set: ToolSet | None = None,
         log: LogStep | None = None,
+        deadline_s: float | None = None,
     ) -> None:
         if max_parallel_tool_calls is not None:
             check_cap(max_parallel_tool_calls)
+        deadline_s = check_deadline(deadline_s)
         if log is not None and scope is None:
             raise ValueError("a log step requires scope (the agent whose session records it)")
         if signal is None:
@@ -114,6 +127,7 @@ class ToolBatchInput:
             ("scope", scope),
             ("tool_set", tool_set),
             ("log", log),
+            ("deadline_s", deadline_s),
         ):
             object.__setattr__(self, name, value)
 
@@ -145,11 +159,24 @@ class ToolCallResult:
 
 @dataclass(frozen=True, slots=True)
 class ToolBatchResult:
-    """Model-ordered outcomes, contexts for the next step, and whether the turn concludes."""
+    """Model-ordered outcomes, contexts for the next step, and whether the turn concludes.
+
+    ``faults`` counts the failures by fault class (every class listed, zeros included).
+    """
 
     results: tuple[ToolCallResult, ...]
     additional_contexts: tuple[UserMessage, ...]
     concluded: bool
+
+    @property
+    def faults(self) -> Mapping[str, int]:
+        """Failures per fault class: ``{"input": 0, "policy": 0, "tool": 1, …}`` (read-only)."""
+        counts: dict[str, int] = dict.fromkeys(FAULT_CLASS_NAMES, 0)
+        for item in self.results:
+            result = item.result
+            if isinstance(result, ToolExecutionFailure):
+                counts[result.error.fault] += 1
+        return MappingProxyType(counts)
 
 
 @dataclass(frozen=True, slots=True)

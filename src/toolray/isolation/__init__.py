@@ -17,7 +17,7 @@ which is also what runs the one body inside a call process.
   worker as JSON too (:func:`outcomes_bytes`, :func:`outcomes_of`): nothing a body chose is
   ever unpickled outside its own process.
 - The records a worker and a call process exchange (:class:`RunCall`, :class:`AbortCall`,
-  :class:`InterruptCall`, :class:`CallDone`, :class:`NestedRequest`,
+  :class:`InterruptCall`, :class:`CallDone`, :class:`CallOverdue`, :class:`NestedRequest`,
   :class:`NestedAnswer`) cross as length-prefixed JSON frames (:func:`encode`,
   :class:`FrameReader`); an environment instance's process also takes :class:`EnvOp`
   (its instance's own operations; :func:`pack_restore`) and answers :class:`EnvDone`.
@@ -50,6 +50,7 @@ from ._link import call_template as call_template
 from ._link import describe_exit as describe_exit
 from ._messages import AbortCall as AbortCall
 from ._messages import CallDone as CallDone
+from ._messages import CallOverdue as CallOverdue
 from ._messages import FrameReader as FrameReader
 from ._messages import InterruptCall as InterruptCall
 from ._messages import Message as Message
@@ -83,6 +84,7 @@ __all__ = (
     "BodyHost",
     "CallDone",
     "CallOutcome",
+    "CallOverdue",
     "ContextFactory",
     "EnvDone",
     "EnvOp",

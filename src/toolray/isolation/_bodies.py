@@ -37,6 +37,7 @@ from typing import Any
 import cloudpickle
 
 from toolray import AbortController, AbortSignal, ToolRunContext
+from toolray.errors import TOOL_ABORTED_BEFORE_DISPATCH, AbortError, OverloadedError
 from toolray.farm import oversized
 from toolray.lowlevel import activated, is_json
 
@@ -75,6 +76,7 @@ class _Running:
     task: asyncio.Task[Any] | None
     thread: int | None = None
     done: bool = False
+    started: bool = False  # its body started (it holds a body slot)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -132,18 +134,29 @@ class BodyHost:
         blob: bytes | None,
         arguments: Any,
         ident: Mapping[str, Any],
+        overdue: Callable[[], None] | None = None,
     ) -> CallOutcome:
-        """Run one body; never raises for the body's own faults."""
+        """Run one body; never raises for the body's own faults.
+
+        A call that finds every body slot taken waits, at most its identity's
+        ``max_queue_s`` (then ``OVERLOADED``); aborted meanwhile, it never starts. Its
+        ``timeout_s`` counts from its body's start: past it ``overdue()`` is told.
+        """
         try:
             execute = self.resolve(key, blob)
         except Exception as exc:  # a blob that does not load fails its own call only
             return CallOutcome(status="error", error=error_data(exc))
         if execute is None:
             return MISSING
-        return await self.run_resolved(token, execute, arguments, ident)
+        return await self.run_resolved(token, execute, arguments, ident, overdue)
 
     async def run_resolved(
-        self, token: str, execute: Any, arguments: Any, ident: Mapping[str, Any]
+        self,
+        token: str,
+        execute: Any,
+        arguments: Any,
+        ident: Mapping[str, Any],
+        overdue: Callable[[], None] | None = None,
     ) -> CallOutcome:
         """:meth:`run` with the body already resolved."""
         running = _Running(AbortController(), asyncio.get_running_loop(), asyncio.current_task())
@@ -155,10 +168,23 @@ class BodyHost:
             running.controller.abort(early)
         ctx = self._context(running.controller.signal, ident)
         try:
-            async with self._slots:
+            unstarted = await self._slot(running, ident)
+            if unstarted is not None:
+                return unstarted
+            budget = _seconds(ident.get("timeout_s"))  # the body's own, from its start
+            expiry = None
+            if overdue is not None and budget is not None:
+                expiry = running.loop.call_later(budget, overdue)
+            try:
                 with activated(ident.get("traceparent")):  # the body runs in its call's span
                     value = await self._body(running, execute, arguments, ctx)
+            finally:
+                if expiry is not None:
+                    expiry.cancel()
+                self._slots.release()
         except asyncio.CancelledError:
+            if not running.started:
+                return _unstarted("the call was interrupted while it waited for a body slot")
             contexts, concludes = ctx.collect()
             stopped = aborted("the worker interrupted the tool's task")
             return CallOutcome(
@@ -181,6 +207,26 @@ class BodyHost:
                 status="error", error=error_data(too_large), contexts=contexts, concludes=concludes
             )
         return CallOutcome(status="ok", value=value, contexts=contexts, concludes=concludes)
+
+    async def _slot(self, running: _Running, ident: Mapping[str, Any]) -> CallOutcome | None:
+        """Take a body slot (``None``); a call that waited and may not start: its outcome."""
+        if not self._slots.locked():
+            await self._slots.acquire()  # free: no wait
+        else:
+            budget = _seconds(ident.get("max_queue_s"))
+            try:
+                await asyncio.wait_for(self._slots.acquire(), budget)
+            except TimeoutError:
+                error = OverloadedError(
+                    f"no body slot within the pool's max_queue_ms ({(budget or 0) * 1000:g}ms left "
+                    "when the call reached its worker); it never ran"
+                )
+                return CallOutcome(status="error", error=error_data(error))
+            if running.controller.signal.aborted:
+                self._slots.release()
+                return _unstarted("the call was aborted while it waited for a body slot")
+        running.started = True
+        return None
 
     async def _body(self, running: _Running, execute: Any, arguments: Any, ctx: Any) -> Any:
         if inspect.iscoroutinefunction(execute):
@@ -279,3 +325,15 @@ class BodyHost:
     def close(self) -> None:
         """Stop the thread pool (running sync bodies finish in their threads)."""
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _unstarted(why: str) -> CallOutcome:
+    err = AbortError("tool call aborted before dispatch", TOOL_ABORTED_BEFORE_DISPATCH)
+    err.reason = why
+    return CallOutcome(status="error", error=error_data(err))
+
+
+def _seconds(value: Any) -> float | None:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return max(0.0, float(value))
+    return None

@@ -170,15 +170,20 @@ def outcome_of(fields: Mapping[str, Any], statuses: frozenset[str] = _STATUSES) 
     )
 
 
-def outcomes_bytes(settled: Sequence[tuple[str, CallOutcome]]) -> bytes:
+def outcomes_bytes(settled: Sequence[tuple[str, CallOutcome | None]]) -> bytes:
     """``(token, outcome)`` pairs as bytes (a worker's reply to its executor).
 
     Each pair is one UTF-8 JSON text behind its 4-byte length, read on its own and within
     the frame bounds by :func:`outcomes_of`. An outcome that JSON cannot carry (a body's
     value that only passed for lossless JSON) becomes that call's failure, not the reply's.
+    An outcome of ``None`` says the call's body ran its whole timeout budget (it goes on).
     """
     out = bytearray()
     for token, outcome in settled:
+        if outcome is None:
+            text = _json_text([token, None])
+            out += _LENGTH.pack(len(text)) + text
+            continue
         try:
             text = _json_text([token, outcome_fields(outcome)])
         except (ValueError, TypeError, RecursionError) as err:
@@ -197,9 +202,9 @@ def _json_text(value: object) -> bytes:
     return text.encode("utf-8", "surrogatepass")
 
 
-def outcomes_of(blob: bytes) -> list[tuple[str, CallOutcome]]:
+def outcomes_of(blob: bytes) -> list[tuple[str, CallOutcome | None]]:
     """The pairs :func:`outcomes_bytes` made, read as data (never unpickled)."""
-    out = []
+    out: list[tuple[str, CallOutcome | None]] = []
     view, at = memoryview(blob), 0
     while at < len(blob):
         if len(blob) - at < _LENGTH.size:
@@ -212,6 +217,9 @@ def outcomes_of(blob: bytes) -> list[tuple[str, CallOutcome]]:
         at += size
         if type(item) is not list or len(item) != 2 or type(item[0]) is not str:
             raise ProtocolError("an outcome is not a [token, outcome] pair")
+        if item[1] is None:  # the call's body overran its budget
+            out.append((item[0], None))
+            continue
         out.append((item[0], outcome_of(_record(item[1], "an outcome"))))
     return out
 

@@ -9,8 +9,9 @@ process: a definition's cloudpickle blob as a frame's raw bytes, an abort's reas
 
 Worker → body's process: :class:`RunCall`, :class:`AbortCall`, :class:`InterruptCall`,
 :class:`NestedAnswer`. Body's process → worker: :class:`Ready` (a sandbox, confined),
-:class:`CallDone`, :class:`NestedRequest`. (New records join these two sets: each side
-reads only its own, so a record added for one purpose never reaches the other side's code.)
+:class:`CallDone`, :class:`CallOverdue` (its body ran its whole ``timeout_s``),
+:class:`NestedRequest`. (New records join these two sets: each side reads only its own, so
+a record added for one purpose never reaches the other side's code.)
 Each side reads only the other's records (:class:`FrameReader` is made for one sender); a
 frame whose ``op`` is not one of them, or that breaks a bound, is a :class:`ProtocolError`.
 An environment instance's process also takes :class:`EnvOp` and answers :class:`EnvDone`
@@ -46,6 +47,7 @@ from ._outcome import CallOutcome, ErrorData
 __all__ = (
     "AbortCall",
     "CallDone",
+    "CallOverdue",
     "FrameReader",
     "InterruptCall",
     "Message",
@@ -103,6 +105,13 @@ class CallDone:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class CallOverdue:
+    """The body has run its whole timeout budget (its ``timeout_s``, from its start)."""
+
+    token: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class NestedRequest:
     """A body's ``ctx.dispatch``: the worker asks the call's executor and answers.
 
@@ -141,6 +150,7 @@ Message = (
     | AbortCall
     | InterruptCall
     | CallDone
+    | CallOverdue
     | NestedRequest
     | NestedAnswer
     | Ready
@@ -148,7 +158,7 @@ Message = (
     | EnvDone
 )
 
-_FROM_BODY: Final = frozenset({"done", "nested", "ready", "env_done"})
+_FROM_BODY: Final = frozenset({"done", "overdue", "nested", "ready", "env_done"})
 _FROM_WORKER: Final = frozenset({"run", "abort", "interrupt", "answer", "env"})
 
 
@@ -178,6 +188,8 @@ def _fields(message: Message) -> dict[str, Any]:
             fields = outcome_fields(message.outcome)
             done = {"op": "done", "token": message.token, "clean": message.clean}
             return {**done, "body_s": round(message.body_s, 6), "left": message.left, **fields}
+        case CallOverdue():
+            return {"op": "overdue", "token": message.token}
         case NestedRequest():
             nested = {"op": "nested", "id": message.id, "token": message.token}
             nested |= {"name": message.name, "call_id": message.call_id}
@@ -214,6 +226,8 @@ def _from_body(fields: dict[str, Any]) -> Message:
         raise ProtocolError(f'a "{str(op)[:40]}" frame carries bytes')
     if op == "ready":
         return Ready(confinement=_of(fields, "confinement", dict))
+    if op == "overdue":
+        return CallOverdue(token=_of(fields, "token", str))
     if op == "done":
         body_s = fields.get("body_s", 0.0)
         if type(body_s) not in (int, float):

@@ -46,6 +46,9 @@ class Call:
     environment: Any = None
     """The live handle of its environment's instance while its body runs (the backend's
     own: a Ray body runner reads it to send the call where the instance lives)."""
+    in_time: bool = False
+    """Its dispatch stage settled before the caller's signal fired: a batch deadline that
+    passes while it waits for its commit leaves its success alone (an abort does not)."""
     observed: Observation | None = None
     """Its observers' handles (``None``: nobody observes it); ``observed.trace`` is the span
     its body runs in."""

@@ -35,6 +35,7 @@ from toolray.farm._bounds import oversized
 from toolray.registry._layers import Entry
 
 from ._call import Call
+from ._deadline import within_grace
 
 __all__ = (
     "BodyRunner",
@@ -66,8 +67,13 @@ def _nested_threads() -> ThreadPoolExecutor:
         return _nested_pool
 
 
-def inline_runner(threads: Callable[[], Executor | None] = lambda: None) -> BodyRunner:
+def inline_runner(
+    threads: Callable[[], Executor | None] = lambda: None, deadline: AbortSignal | None = None
+) -> BodyRunner:
     """An in-process runner: await an async body, run a sync one in a thread.
+
+    ``deadline`` is a batch's deadline timer: a body still running its grace after it fired
+    is no longer awaited (``pipeline/_deadline.py``).
 
     A value over the definition's (else the registry's) ``max_result_bytes`` fails
     ``RESULT_TOO_LARGE`` here, where the body ran.
@@ -93,13 +99,19 @@ def inline_runner(threads: Callable[[], Executor | None] = lambda: None) -> Body
 
     async def body(call: Call, fn: Any, ctx: ToolRunContext, within: Any) -> Any:
         if inspect.iscoroutinefunction(fn):
+            if deadline is not None:
+                return await within_grace(fn(ctx.arguments, ctx), deadline, call.registry.clock)
             return await fn(ctx.arguments, ctx)
         loop = asyncio.get_running_loop()
         pool = threads() if call.input.parent is None else _nested_threads()
         job = functools.partial(fn, ctx.arguments, ctx)
         if within is not None:  # a sync body's thread sees this task's context
             job = functools.partial(within, job)
-        value = await loop.run_in_executor(pool, job)
+        running = loop.run_in_executor(pool, job)
+        if deadline is not None:
+            value = await within_grace(running, deadline, call.registry.clock)
+        else:
+            value = await running
         if inspect.isawaitable(value):
             value = await value
         return value

@@ -21,6 +21,7 @@ from toolray._normalize import (
     failure_from,
 )
 from toolray._outcomes import ToolExecutionFailure, ToolExecutionResult, ToolExecutionSuccess
+from toolray._signals import DeadlineReason
 from toolray._waterfall import maybe_await, run_waterfall
 
 from ._call import Call
@@ -80,7 +81,8 @@ async def run_pre_execute(call: Call) -> Call:
         if approval_cancelled and caller.aborted:
             return call.settle("post", aborted(False))
         if isinstance(decision, Deny):
-            return call.settle("post", fail(str(decision.reason), decision.info))
+            denied = fail(str(decision.reason), decision.info, fault="policy")
+            return call.settle("post", denied)
         if isinstance(decision, Cancel):
             return call.settle("post", aborted(False))
         if not isinstance(decision, Allow):
@@ -89,7 +91,7 @@ async def run_pre_execute(call: Call) -> Call:
     except Exception as exc:
         return call.settle("final", failure_from(exc))
     if denial is not None:
-        return call.settle("post", fail(denial))
+        return call.settle("post", fail(denial, fault="policy"))
     if caller.aborted:
         return call.settle("post", aborted(False))
     return call.settle("dispatch")
@@ -117,7 +119,7 @@ def _apply(call: Call, result: ToolExecutionResult, decision: Any) -> ToolExecut
         return dataclasses.replace(result, additional_contexts=contexts)
     if isinstance(decision, Block):
         return ToolExecutionFailure(
-            error=fail(block_message(decision.feedback)).error,
+            error=fail(block_message(decision.feedback), fault="policy").error,
             content=decision.feedback,
             additional_contexts=tuple(decision.additional_contexts),
         )
@@ -150,5 +152,11 @@ async def run_post_execute(call: Call) -> None:
 
 
 def _cancelled(call: Call) -> bool:
-    """The caller aborted before this success committed (a sealed one stands)."""
-    return call.input.signal.aborted and not call.sealed
+    """The caller aborted before this success committed (a sealed one stands).
+
+    A batch's deadline replaces only the successes that settled after it passed.
+    """
+    signal = call.input.signal
+    if not signal.aborted or call.sealed:
+        return False
+    return not (call.in_time and isinstance(signal.reason, DeadlineReason))

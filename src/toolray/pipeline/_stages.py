@@ -21,7 +21,7 @@ from toolray._execution import (
     ToolExecutionInput,
 )
 from toolray._json import snapshot_json
-from toolray._normalize import aborted, fail, failure_from, unknown_tool
+from toolray._normalize import aborted, fail, failure_from, past_deadline, unknown_tool
 from toolray._outcomes import ToolExecutionResult
 from toolray._signals import AbortSignal
 from toolray.errors import NotJsonError
@@ -92,10 +92,10 @@ async def _gate(registry: ToolLookup, inp: ToolExecutionInput, token: ExecutionT
     try:
         arguments = snapshot_json(raw)
     except NotJsonError:
-        failure = fail(ARGS_NOT_JSON)
+        failure = fail(ARGS_NOT_JSON, fault="input")
         return _unusable_arguments(registry, inp, token, failure, finalizer, project)
     except Exception as exc:  # a hostile value whose inspection raises
-        failure = failure_from(exc)
+        failure = failure_from(exc, fault="input")
         return _unusable_arguments(registry, inp, token, failure, finalizer, project)
     execution = ToolDispatchExecution(inp, arguments, token, registry)
     call = Call(registry, inp, execution, finalizer, project, visible)
@@ -124,14 +124,20 @@ async def dispatch(call: Call, runner: BodyRunner | None = None) -> Call:
     """
     if call.step != "dispatch":
         return call
-    return await run_attempts(call, runner, LocalNested.for_call)
+    await run_attempts(call, runner, LocalNested.for_call)
+    call.in_time = not call.input.signal.aborted
+    return call
 
 
 async def complete(call: Call) -> ToolExecutionResult:
-    """Post-execute (when the outcome enters it), then ``finish``; returns the final result."""
+    """Post-execute (when the outcome enters it), then ``finish``; returns the final result.
+
+    A call aborted because its batch's deadline passed ends ``DEADLINE_EXCEEDED`` here.
+    """
     if call.step == "post":
         await run_post_execute(call)
     assert call.result is not None
+    call.result = past_deadline(call.result, call.input.signal)
     result = finish(call)
     if call.observed is not None:
         end_call(call.observed, result)

@@ -4,6 +4,10 @@ It reads the budget of the definition the caller sees; with none it delegates un
 With one, it replaces the signal with ``any(previous, deadline)`` for the delegated
 lifetime — the first source to fire sets the reason — and, if that reason is its own
 deadline when ``next()`` settles, answers ``TOOL_TIMEOUT`` whatever came back (P-TIME-4..11).
+The wait for capacity does not count: the deadline is a
+:class:`~toolray._body_timer.BodyTimer`, which a runtime that queues calls (a worker slot, a
+call process; a rate-limit token is taken before around-dispatch) pauses while the call
+waits and starts again, with the whole budget, when its body starts.
 The deadline runs on the clock of the host running the call (``execution.host``: the
 registry, or the registry mirror inside a Ray executor actor). In-process there is no grace
 and no kill: an uncooperative body keeps the call pending (P-TIME-9); the Ray layer adds the
@@ -15,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol, final
 
+from toolray._body_timer import BodyTimer, register_body_timer, unregister_body_timer
 from toolray._clock import Clock
 from toolray._disposer import Disposer
 from toolray._execution import ToolDispatchExecution
@@ -67,14 +72,17 @@ class TimeoutPolicy:
             if ms is None:
                 return await next_()  # type: ignore[no-any-return]
             previous = execution.signal
-            deadline = AbortSignal.timeout(ms, clock=clock)
+            timer = BodyTimer(ms / 1000.0, TimeoutReason(ms=ms), clock=clock)
+            deadline = timer.signal
             budget = AbortSignal.any([previous, deadline])
             execution.signal = budget
+            timer.start()  # a runner pauses it while the call waits for capacity
+            register_body_timer(execution.token, timer)
             try:
                 result: ToolExecutionResult = await next_()
             finally:
                 execution.signal = previous
-                detach_sources(deadline)
+                unregister_body_timer(execution.token, timer)
                 detach_sources(budget)
             reason = budget.reason
             if budget.aborted and isinstance(reason, TimeoutReason) and reason is deadline.reason:

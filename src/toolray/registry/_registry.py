@@ -12,6 +12,7 @@ selected executor (``execute_batch``).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import threading
 import warnings
 from collections.abc import Coroutine, Iterable
@@ -36,6 +37,8 @@ from toolray.errors import CodeRunFailedError, ExecutorUnavailableError
 from toolray.farm._bounds import DEFAULT_MAX_RESULT_BYTES, check_bound
 from toolray.farm._controls import FarmControls
 from toolray.farm._limiter import LocalRateLimiter, RateLimiter
+from toolray.pipeline._deadline import DEFAULT_KILL_GRACE_MS, check_deadline, with_deadline
+from toolray.pipeline._dispatch import inline_runner
 from toolray.pipeline._stages import run_pipeline
 
 from ._admission import ResolvedToolSet, resolve_tool_set
@@ -213,11 +216,26 @@ class ToolRegistry(ReadSide, WriteSide):
             raise TypeError(f"resolve() takes an ActivationContext, not {kind}")
         return await resolve_tool_set(self._state, context)
 
-    async def execute(self, inp: ToolExecutionInput) -> ToolExecutionResult:
-        """Run one call through the whole pipeline; always returns one frozen result."""
+    async def execute(
+        self, inp: ToolExecutionInput, *, deadline_s: float | None = None
+    ) -> ToolExecutionResult:
+        """Run one call through the whole pipeline; always returns one frozen result.
+
+        ``deadline_s`` bounds the call as a batch's deadline bounds its calls: past it the
+        call ends ``DEADLINE_EXCEEDED`` (see ``ToolBatchInput``).
+        """
         if not isinstance(inp, ToolExecutionInput):
             raise TypeError(f"execute() takes a ToolExecutionInput, not {type(inp).__name__}")
-        return await run_pipeline(self, inp)
+        if check_deadline(deadline_s) is None:
+            return await run_pipeline(self, inp)
+        deadline = with_deadline(
+            inp.signal, deadline_s, grace_ms=DEFAULT_KILL_GRACE_MS, clock=self.clock
+        )
+        try:
+            bounded = dataclasses.replace(inp, signal=deadline.signal)
+            return await run_pipeline(self, bounded, inline_runner(deadline=deadline.timer))
+        finally:
+            deadline.release()
 
     def executor_for(self, scope: str | None) -> ToolExecutor:
         """The nearest scope's executor up the chain, else the deployment default."""
@@ -252,9 +270,11 @@ class ToolRegistry(ReadSide, WriteSide):
         """
         return run_blocking(self.execute_batch(batch))
 
-    def execute_sync(self, inp: ToolExecutionInput) -> ToolExecutionResult:
+    def execute_sync(
+        self, inp: ToolExecutionInput, *, deadline_s: float | None = None
+    ) -> ToolExecutionResult:
         """``execute`` from blocking code: a script, or inside a running loop (Jupyter)."""
-        return run_blocking(self.execute(inp))
+        return run_blocking(self.execute(inp, deadline_s=deadline_s))
 
 
 _T = TypeVar("_T")
