@@ -100,7 +100,10 @@ def test_every_flag_has_help_and_every_command_documents_its_exit_codes(name: st
 @pytest.mark.parametrize(
     ("kinds", "message"),
     [
-        ("workers", "--kinds: unknown kind 'workers' (choose from child, worker, executor,"),
+        (
+            "workers",
+            "--kinds: unknown kind 'workers' (choose from child, instance, worker, executor,",
+        ),
         ("worker,nodes", "--kinds: unknown kind 'nodes'"),
         ("node", "--kinds node needs worker nodes to remove: pass --nodes N"),
     ],
@@ -120,7 +123,15 @@ def test_chaos_kinds_default_to_all_but_node_unless_there_are_nodes() -> None:
     from toolray_actors.cli._chaos import kinds_of
 
     args = parser().parse_args(["chaos"])
-    assert kinds_of(args) == ["child", "worker", "executor", "pool", "registry", "bucket"]
+    assert kinds_of(args) == [
+        "child",
+        "instance",
+        "worker",
+        "executor",
+        "pool",
+        "registry",
+        "bucket",
+    ]
     args = parser().parse_args(["chaos", "--nodes", "2"])
     assert kinds_of(args)[-1] == "node"
     assert kinds_of(parser().parse_args(["chaos", "--kinds", ""])) == []

@@ -67,8 +67,8 @@ def test_a_bare_toolray_prints_its_usage_on_stderr_and_exits_2(
     [
         (
             ["chaos", "--kinds", "nonsense"],
-            "toolray: --kinds: unknown kind 'nonsense' (choose from child, worker, executor, "
-            "pool, registry, bucket, node)",
+            "toolray: --kinds: unknown kind 'nonsense' (choose from child, instance, worker, "
+            "executor, pool, registry, bucket, node)",
         ),
         (["bench", "--calls", "0"], "toolray: --calls and --repetitions must be at least 1"),
         (

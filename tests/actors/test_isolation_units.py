@@ -80,6 +80,13 @@ def _cooperative(args: Any, ctx: Any) -> Any:
     return f"stopped: {ctx.signal.reason}"
 
 
+def _cooperative_or_quick(args: Any, ctx: Any) -> Any:
+    if args.get("quick"):
+        return "quick"
+    ctx.signal.wait_sync(30)
+    return f"stopped: {ctx.signal.reason}"
+
+
 def _spinning(args: Any, ctx: Any) -> Any:
     Path(args["marker"]).touch()
     end = time.monotonic() + 30
@@ -292,10 +299,24 @@ async def test_a_process_whose_body_left_a_process_running_is_retired_with_it(wo
         await asyncio.sleep(0.01)  # the retirement's kill of the group lands (bounded)
 
 
+def _never_runs(args: Any, ctx: Any) -> Any:
+    raise AssertionError("an aborted call with no process waiting for it started")
+
+
 async def test_an_abort_before_the_call_arrives_starts_it_aborted(worker) -> None:
+    assert (await worker.run("warm", _cooperative_or_quick, {"quick": True})).value == "quick"
     assert worker.procs.abort("early", "too late") is False
-    out = await worker.run("early", _cooperative)
+    out = await worker.run("early", _cooperative_or_quick)  # its tool's idle process takes it
     assert out.value == "stopped: too late"
+
+
+async def test_an_aborted_call_with_no_process_of_its_tool_idle_never_starts(worker) -> None:
+    assert worker.procs.abort("cold", "too late") is False
+    out = await worker.run("cold", _never_runs)
+    assert out.status == "error"
+    assert out.error is not None
+    assert out.error.name == "AbortError"
+    assert out.error.fields["reason"] == "the call was aborted before it reached its worker"
 
 
 @pytest.mark.parametrize("body", [_nests, _nests_sync])

@@ -132,7 +132,7 @@ def _gathered() -> Gathered:
 
 def test_tops_snapshot_has_its_keys_and_renders() -> None:
     snap = snapshot(_gathered())
-    assert sorted(snap) == ["actors", "namespace", "pools", "scopes", "tools"]
+    assert sorted(snap) == ["actors", "environments", "namespace", "pools", "scopes", "tools"]
     json.dumps(snap)  # JSON-ready
     tools = {t["name"]: t for t in snap["tools"]}
     assert tools["search"]["failures"] == {"WORKER_LOST": 1}
