@@ -142,7 +142,8 @@ HEADLINES = (
              "RESULTS-rollout.md", "| toolray |", 4, "", "0"),
     Headline("rollout 24 × 4 × 4 (4 % faulty), isolation \"call\": turn p50 / p99",
              "RESULTS-rollout.md", "| toolray |", 6, "", "p99 ≤ 600 ms",
-             note="measured at a 1-minute load of about 33 from other sessions on this 2-core machine: the faulty calls' ladders and the good bodies' sleeps waited for a CPU"),
+             note="measured at a 1-minute load of about 33 from other sessions on this 2-core "
+             "machine: the faulty calls' ladders and the good bodies' sleeps waited for a CPU"),
     Headline("rollout 24 × 4 × 4 (4 % faulty), isolation \"call\": calls/s",
              "RESULTS-rollout.md", "| toolray |", 7, "", "≥ 90 % of the kill-first bound",
              versus="rollout 24 × 4 × 4 (4 % faulty), the gather pattern: calls/s",
