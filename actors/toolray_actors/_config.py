@@ -53,6 +53,13 @@ class ExecutorsConfig(_Strict):
         "of the nodes that host the control actors); a scope's shard is a stable function "
         "of its key.",
     )
+    max_batches_in_flight: int = Field(
+        default=256,
+        ge=0,
+        description="Backpressure: at most this many of one driver's batches in flight on one "
+        "executor actor; the next waits in the driver, in the order submitted, until one ends "
+        "(rt.stats().batches_waiting counts them). 0: no bound.",
+    )
 
 
 class CodeConfig(_Strict):

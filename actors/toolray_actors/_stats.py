@@ -159,6 +159,13 @@ class RuntimeStats:
     environments: InstanceCounts = field(default_factory=InstanceCounts)
     """Environment instances by state over the namespace's executors (``open``,
     ``parked``, ``lost``), and their opens, parks, restores, forks and losses so far."""
+    batches_in_flight: int = 0
+    """This driver's batches on executor actors now (sent, not yet back)."""
+    batches_waiting: int = 0
+    """This driver's batches waiting to be sent: each executor actor holds at most
+    ``[executors] max_batches_in_flight`` of a driver's batches (backpressure)."""
+    batches_waited: int = 0
+    """This driver's batches that had to wait so, since it connected."""
 
 
 def _node_id() -> str:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -157,12 +158,15 @@ async def measure_scopes(rt: RayRuntime, scopes: int, calls: int) -> dict[str, A
     ]
     handles = [rt.executor(k) for k in keys]
     walls, right = [], True
-    for _ in range(2):  # new scopes, then again on them
-        start = time.perf_counter()
-        runs = (h.execute_batch(b) for h, b in zip(handles, batches, strict=True))
-        results = await asyncio.gather(*runs)
-        walls.append(time.perf_counter() - start)
-        right = right and _all_right(keys, results, calls)
+    control_pids = [a.pid for a in (await asyncio.to_thread(rt.stats)).actors if a.kind in _CONTROL]
+    waited = (await asyncio.to_thread(rt.stats)).batches_waited
+    with PeakRss(control_pids) as peak:
+        for _ in range(2):  # new scopes, then again on them
+            start = time.perf_counter()
+            runs = (h.execute_batch(b) for h, b in zip(handles, batches, strict=True))
+            results = await asyncio.gather(*runs)
+            walls.append(time.perf_counter() - start)
+            right = right and _all_right(keys, results, calls)
     wall, again = walls
     stats = await asyncio.to_thread(rt.stats)
     serving = {h.name for h in handles}
@@ -188,7 +192,41 @@ async def measure_scopes(rt: RayRuntime, scopes: int, calls: int) -> dict[str, A
         "control_actors": len(control),
         "control_rss_mb": sum(a.rss_bytes for a in control) / 2**20,
         "hosted_scopes": sum(a.scopes for a in executors),
+        "control_peak_rss_mb": peak.total_bytes / 2**20,
+        "batches_waited": stats.batches_waited - waited,
     }
+
+
+class PeakRss:
+    """The highest summed RSS of some local processes, sampled every 0.2 s in a thread."""
+
+    def __init__(self, pids: list[int]) -> None:
+        import psutil
+
+        self._procs = [psutil.Process(pid) for pid in pids]
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self.total_bytes = 0
+
+    def _sample(self) -> None:
+        while True:
+            total = 0
+            for proc in self._procs:
+                try:
+                    total += proc.memory_info().rss
+                except Exception:  # gone (a shard restarted): not counted
+                    continue
+            self.total_bytes = max(self.total_bytes, total)
+            if self._stop.wait(0.2):
+                return
+
+    def __enter__(self) -> PeakRss:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
 
 
 async def _noop_row(rt: RayRuntime, opts: ScopesOptions) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from toolray_actors.control._directory import ActorDirectory
 from toolray_actors.control._registry_actor import RegistryActor
 from toolray_actors.control._store import Store
 
+from ._admission import Admission
 from ._portal import Portal
 from ._submissions import Submissions
 from ._unstarted import Ready
@@ -68,6 +69,8 @@ class Connection:
         """Executor actors known ready, shared by this runtime's handles (a shard's scopes)."""
         self.submissions = Submissions()
         """Batches bound for one executor actor in one tick, sent together."""
+        self.admission = Admission(config.executors.max_batches_in_flight)
+        """This driver's batches in flight per executor actor, and those waiting (FIFO)."""
 
     @property
     def what(self) -> str:

@@ -192,17 +192,22 @@ class ExecutorHandle:
     async def _stream(
         self, spec: BatchSpec, batch: ToolBatchInput, acc: Accumulator
     ) -> AsyncIterator[tuple[int, ToolCallResult]]:
-        for _ in _RESERVE_RETRIES:  # sent again while the actor died before starting it
-            unstarted: list[bool] = []
-            async for committed in self._attempt(spec, batch, acc, unstarted):
+        async with self._conn.admission.slot(self.name, batch.signal):  # backpressure
+            if batch.signal.aborted:  # (while it waited) the executor ends it at once
+                spec = dataclasses.replace(
+                    spec, aborted=True, reason=wire_reason(batch.signal.reason)
+                )
+            for _ in _RESERVE_RETRIES:  # sent again while the actor died before starting it
+                unstarted: list[bool] = []
+                async for committed in self._attempt(spec, batch, acc, unstarted):
+                    yield committed
+                if not unstarted:
+                    return
+                if batch.signal.aborted:  # aborted meanwhile: the next actor hears it at once
+                    reason = wire_reason(batch.signal.reason)
+                    spec = dataclasses.replace(spec, aborted=True, reason=reason)
+            async for committed in self._attempt(spec, batch, acc, None):
                 yield committed
-            if not unstarted:
-                return
-            if batch.signal.aborted:  # aborted meanwhile: the next actor hears it at once
-                reason = wire_reason(batch.signal.reason)
-                spec = dataclasses.replace(spec, aborted=True, reason=reason)
-        async for committed in self._attempt(spec, batch, acc, None):
-            yield committed
 
     async def _attempt(
         self, spec: BatchSpec, batch: ToolBatchInput, acc: Accumulator, unstarted: list[bool] | None

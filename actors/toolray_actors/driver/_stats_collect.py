@@ -103,6 +103,7 @@ async def collect_stats(conn: Connection) -> RuntimeStats:
     pools = [st for _, st in found.pools]
     executors = [st for _, st in found.executors]
     tools, _ = merge_tools(s for st in executors for s in st.tools)
+    in_flight, waiting, waited = conn.admission.snapshot()
     return RuntimeStats(
         workers=sum(st.workers for st in pools),
         spares=sum(st.spares for st in pools),
@@ -119,6 +120,9 @@ async def collect_stats(conn: Connection) -> RuntimeStats:
         child_replacements=sum(p.child_replacements for p in pools),
         pools=tuple(pools),
         environments=total_counts(st.environments for st in executors),
+        batches_in_flight=in_flight,
+        batches_waiting=waiting,
+        batches_waited=waited,
     )
 
 
