@@ -9,10 +9,12 @@ unknown environment, a failing ``create``, a body raising; close and reopen.
 from __future__ import annotations
 
 import asyncio
+import time
+from pathlib import Path
 from typing import Any
 
 from tests import envs
-from tests.contract.conftest import SCOPES, Backend, plain
+from tests.contract.conftest import SCOPES, WAIT_S, Backend, plain, wait_for_files
 from toolray import ToolCall, ToolRunContext, define_environment, tool
 
 A, B = SCOPES
@@ -135,3 +137,75 @@ async def test_unknown_and_failing_environments_and_reopening(backend: Backend) 
     await backend.run(_calls((t["incr"], {"by": 1})), A)  # a closed instance reopens fresh
     assert await _state(backend, t["env"], A) == {"n": 1, "log": [1]}
     await backend.close_environments([t["env"]], [A])
+
+
+async def test_a_call_waiting_for_its_instance_ends_by_the_batch_deadline(
+    backend: Backend, tmp_path: Path
+) -> None:
+    """A turn held by another batch: the waiting call never runs and is back in time."""
+    t = _counter(backend)
+    hold = backend.name("hold")
+    gate = tmp_path / "open"
+
+    @tool(name=hold, environment=t["env"])
+    async def holder(*, ctx: ToolRunContext) -> int:
+        """Holds the instance's turn until the gate opens."""
+        (tmp_path / "held").touch()
+        for _ in range(int(WAIT_S / 0.005)):
+            if gate.exists():
+                break
+            await asyncio.sleep(0.005)
+        return int(ctx.environment["n"])
+
+    backend.register(holder)
+    await backend.environment(t["env"], A).open()
+    held = asyncio.ensure_future(backend.run(_calls((hold, {})), A))
+    await wait_for_files(tmp_path, ["held"])
+    late = await asyncio.wait_for(
+        backend.run(_calls((t["incr"], {"by": 5})), A, deadline_s=0.5), WAIT_S
+    )
+    (one,) = late.results
+    assert one.result.is_error
+    assert one.result.error.info is not None
+    assert (one.result.error.info.code, one.result.error.fault) == (
+        "DEADLINE_EXCEEDED",
+        "cancelled",
+    )
+    gate.touch()
+    (done,) = (await asyncio.wait_for(held, WAIT_S)).results
+    assert done.result.value == 0
+    assert await _state(backend, t["env"], A) == {"n": 0, "log": []}  # the late one never ran
+    await backend.close_environments([t["env"]], [A])
+
+
+async def test_an_open_that_hangs_ends_by_the_batch_deadline(
+    backend: Backend, tmp_path: Path
+) -> None:
+    """A tool's first call opens its instance; a ``create`` that hangs still ends in time."""
+    slow, use = backend.name("slow"), backend.name("use_slow")
+    gate = tmp_path / "open"
+
+    def create(config: Any) -> Any:
+        (tmp_path / "creating").touch()
+        for _ in range(int(WAIT_S / 0.005)):
+            if gate.exists():
+                break
+            time.sleep(0.005)
+        return {"n": 0}
+
+    backend.register_environment(define_environment(slow, create=create))
+
+    @tool(name=use, environment=slow)
+    def use_it(*, ctx: ToolRunContext) -> int:
+        """Reads the slow environment."""
+        return int(ctx.environment["n"])
+
+    backend.register(use_it)
+    late = await asyncio.wait_for(backend.run(_calls((use, {})), A, deadline_s=0.5), WAIT_S)
+    gate.touch()
+    (one,) = late.results
+    assert one.result.is_error
+    assert one.result.error.info is not None
+    assert one.result.error.info.code == "DEADLINE_EXCEEDED"
+    assert (tmp_path / "creating").exists()
+    await backend.close_environments([slow], [A])

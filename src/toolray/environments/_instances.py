@@ -11,6 +11,7 @@ happens inside an exclusive turn (:mod:`._turns`); the states live in a backend.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -33,6 +34,7 @@ from ._record import (
     lost_error,
     new_iid,
 )
+from ._turns import unless_aborted
 
 __all__ = ("Instances", "Resolver")
 
@@ -75,9 +77,6 @@ class Instances:
         notify(what, self.listeners)
 
     # ------------------------------------------------------------------ transitions
-    def _opened(self, inst: Instance, definition: EnvironmentDefinition, placed: Any) -> None:
-        inst.opened(definition, placed, self.clock.now())
-
     async def _create(self, inst: Instance, definition: EnvironmentDefinition, config: Any) -> Any:
         inst.iid, since = new_iid(definition.name), self.clock.now()
         try:
@@ -86,7 +85,7 @@ class Instances:
             raise
         except Exception as err:
             raise failed_error(definition.name, "create", err) from None
-        self._opened(inst, definition, placed)
+        inst.opened(definition, placed, self.clock.now())
         self._event("open", inst, since)
         return placed
 
@@ -197,13 +196,14 @@ class Instances:
                 break
             inst.turns.leave(turn)  # a shared turn: the instance is made ready alone first
             ready = await inst.turns.enter(exclusive=True, signal=signal)
-            try:
-                await self._ready(inst, definition)
-            finally:
-                inst.turns.leave(ready)
-        placed = None
+            leave = functools.partial(inst.turns.leave, ready)
+            await unless_aborted(self._ready(inst, definition), signal, leave)
+        if inst.state == "open":
+            placed = inst.placed
+        else:  # opened or restored first: a deadline or abort need not wait for that
+            leave = functools.partial(inst.turns.leave, turn)
+            placed = await unless_aborted(self._ready(inst, definition), signal, leave, keep=True)
         try:
-            placed = await self._ready(inst, definition)
             yield placed
         finally:
             if placed is not None:
@@ -293,7 +293,7 @@ class Instances:
             if not live:
                 work = self.backend.restore(target.ref(), definition, copy)
                 copy = await guarded(name, "restore", work)
-            self._opened(target, definition, copy)
+            target.opened(definition, copy, self.clock.now())
             self._event("fork", target, since)
             return target.status(self.backend.where)
 

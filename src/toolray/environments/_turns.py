@@ -11,20 +11,29 @@ own loop.
 A nested call runs inside its caller's turn: an entry whose parent token holds (or runs
 inside) the instance's turn passes at once, and its own token counts as inside while it
 runs, so a call it nests in turn passes too — no deadlock.
+
+Work done in a turn on a call's behalf (opening or restoring its instance) can outlast the
+call's patience: :func:`unless_aborted` gives the call ``AbortError`` as soon as its signal
+fires (its deadline, its abort) and lets the work finish alone, leaving the turn when it
+ends — so a later call never enters while an open is still under way.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 from collections import deque
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Any, final
+from typing import Any, TypeVar, final
 
 from toolray._signals import AbortSignal
 from toolray.errors import AbortError
 
-__all__ = ("Turn", "Turnstile")
+__all__ = ("Turn", "Turnstile", "unless_aborted")
+
+_T = TypeVar("_T")
 
 
 @dataclass(eq=False, slots=True)
@@ -182,3 +191,54 @@ class Turnstile:
 def _wake(future: asyncio.Future[None]) -> None:
     if not future.done():
         future.set_result(None)
+
+
+async def unless_aborted(
+    work: Coroutine[Any, Any, _T],
+    signal: AbortSignal | None,
+    leave: Callable[[], None],
+    *,
+    keep: bool = False,
+) -> _T:
+    """``work``'s result, done inside the turn that ``leave`` gives back.
+
+    The turn is left once ``work`` ends (on success only if ``keep`` is false: the caller
+    then holds it on). If ``signal`` fires first, ``AbortError`` (``ABORTED_BEFORE_DISPATCH``)
+    is raised at once and ``work`` goes on alone, leaving the turn when it ends; if the
+    caller is cancelled, ``work`` is cancelled too and leaves the turn likewise.
+    """
+    task = asyncio.ensure_future(work)
+    try:
+        await (_first_of(task, signal) if signal is not None else asyncio.wait({task}))
+    except asyncio.CancelledError:
+        task.cancel()
+        task.add_done_callback(functools.partial(_ended_alone, leave))
+        raise
+    if not task.done():  # aborted first: the work goes on alone
+        task.add_done_callback(functools.partial(_ended_alone, leave))
+        raise AbortError("tool call aborted", "ABORTED_BEFORE_DISPATCH")
+    try:
+        result = task.result()
+    except BaseException:
+        leave()
+        raise
+    if not keep:
+        leave()
+    return result
+
+
+async def _first_of(task: asyncio.Future[Any], signal: AbortSignal) -> None:
+    loop = asyncio.get_running_loop()
+    fired: asyncio.Future[None] = loop.create_future()
+    remove = signal.add_listener(lambda: loop.call_soon_threadsafe(_wake, fired))
+    try:
+        await asyncio.wait({task, fired}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        remove()
+        fired.cancel()
+
+
+def _ended_alone(leave: Callable[[], None], task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        task.exception()  # retrieved: its caller is gone (a failed open says so itself)
+    leave()
