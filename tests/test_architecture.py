@@ -165,7 +165,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "toolray.__main__",
         ),
     ),
-    ("observability (on the public API)", ("toolray.otel._spans", "toolray.otel")),
+    (
+        "observability (on the public API)",
+        ("toolray.otel._spans", "toolray.otel._server", "toolray.otel"),
+    ),
     (
         "process substrate (standard library and errors only)",
         (
@@ -222,6 +225,11 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "toolray.adapters._openai_out",
             "toolray.adapters._mcp_import",
             "toolray.adapters._mcp_serve",
+            "toolray.adapters._mcp_auth",
+            "toolray.adapters._mcp_sessions",
+            "toolray.adapters._mcp_core",
+            "toolray.adapters._mcp_gate",
+            "toolray.adapters._mcp_http",
             "toolray.adapters.anthropic",
             "toolray.adapters.mcp",
             "toolray.adapters.openai",

@@ -20,6 +20,14 @@ Example:
 
 from __future__ import annotations
 
+from ._mcp_auth import SCOPE_CLAIM as SCOPE_CLAIM
+from ._mcp_auth import BearerTokens as BearerTokens
+from ._mcp_auth import TokenFileError as TokenFileError
+from ._mcp_core import McpServerStats as McpServerStats
+from ._mcp_core import TenantStats as TenantStats
+from ._mcp_core import child_scope as child_scope
+from ._mcp_http import McpHttpApp as McpHttpApp
+from ._mcp_http import mcp_http_app as mcp_http_app
 from ._mcp_import import McpConnector as McpConnector
 from ._mcp_import import McpToolError as McpToolError
 from ._mcp_import import import_mcp_tools as import_mcp_tools
@@ -28,13 +36,27 @@ from ._mcp_import import mcp_tool_definitions as mcp_tool_definitions
 from ._mcp_serve import build_mcp_server as build_mcp_server
 from ._mcp_serve import serve_mcp as serve_mcp
 from ._mcp_serve import serve_mcp_async as serve_mcp_async
+from ._mcp_sessions import LocalSessions as LocalSessions
+from ._mcp_sessions import McpSession as McpSession
+from ._mcp_sessions import SessionStore as SessionStore
 
 __all__ = (
+    "SCOPE_CLAIM",
+    "BearerTokens",
+    "LocalSessions",
     "McpConnector",
+    "McpHttpApp",
+    "McpServerStats",
+    "McpSession",
     "McpToolError",
+    "SessionStore",
+    "TenantStats",
+    "TokenFileError",
     "build_mcp_server",
+    "child_scope",
     "import_mcp_tools",
     "list_mcp_tools",
+    "mcp_http_app",
     "mcp_tool_definitions",
     "serve_mcp",
     "serve_mcp_async",
