@@ -223,6 +223,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "toolray.adapters._common",
             "toolray.adapters._strict",
             "toolray.adapters._openai_out",
+            "toolray.adapters._mcp_connect",
             "toolray.adapters._mcp_import",
             "toolray.adapters._mcp_serve",
             "toolray.adapters._mcp_auth",

@@ -51,6 +51,8 @@ from toolray import (
     text_block,
 )
 
+from ._mcp_connect import is_dropped
+
 __all__ = ("McpConnector", "McpToolError", "import_mcp_tools", "mcp_tool_definitions")
 
 McpConnector = Callable[[], Awaitable[ClientSession]]
@@ -74,7 +76,7 @@ class McpToolError(HarnessError):
 
 
 async def import_mcp_tools(
-    session: ClientSession,
+    session: ClientSession | McpConnector,
     *,
     prefix: str | None = None,
     include: Collection[str] | None = None,
@@ -82,8 +84,10 @@ async def import_mcp_tools(
     """Definitions for the tools of an MCP server, bodies calling it through ``session``.
 
     Args:
-        session: an initialized ``mcp.ClientSession``; it must stay open, on this event
-            loop, for as long as the definitions are called.
+        session: an initialized ``mcp.ClientSession`` (it must stay open, on this event
+            loop, for as long as the definitions are called), or a connector such as
+            ``http_connector(url, headers=...)``: then each process that runs a body opens
+            (and keeps) its own session, so the definitions run on Ray workers too.
         prefix: toolray names become ``f"{prefix}_{name}"`` (the server is called with its
             own name), so tools of several servers cannot collide.
         include: import only these server tool names (all by default); a way past a tool
@@ -97,12 +101,18 @@ async def import_mcp_tools(
         ValueError: a tool's ``inputSchema`` cannot be mapped into the enforced subset (the
             message names the tool and every place).
     """
+    if isinstance(session, ClientSession):
+        opened = session
 
-    async def current() -> ClientSession:
-        return session
+        async def current() -> ClientSession:
+            return opened
 
+        connect: McpConnector = current
+    else:
+        connect = session
+        opened = await connect()
     return mcp_tool_definitions(
-        await list_mcp_tools(session), current, prefix=prefix, include=include
+        await list_mcp_tools(opened), connect, prefix=prefix, include=include
     )
 
 
@@ -192,9 +202,15 @@ def _render_blocks(args: Any, value: Any) -> list[ContentBlock]:
 
 def _body(name: str, connect: McpConnector, structured: bool) -> Callable[..., Awaitable[Any]]:
     async def call_server(args: Any, ctx: Any) -> Any:
-        session = await connect()
+        session = await _connected(connect, ctx.signal)
         arguments = json.loads(json.dumps(args))
-        result = await call_tool_cancellable(session, name, arguments, ctx.signal)
+        try:
+            result = await call_tool_cancellable(session, name, arguments, ctx.signal)
+        except Exception as err:
+            dropped = getattr(connect, "dropped", None)  # a pooled session: reopen it
+            if dropped is not None and is_dropped(err):
+                dropped(session)
+            raise
         content = blocks_from_mcp(result.content)
         if result.is_error:
             raise McpToolError(_error_message(name, content))
@@ -205,6 +221,20 @@ def _body(name: str, connect: McpConnector, structured: bool) -> Callable[..., A
         return result.structured_content
 
     return call_server
+
+
+async def _connected(connect: McpConnector, signal: AbortSignal) -> ClientSession:
+    """``await connect()``, given up when ``signal`` fires (a server that never answers)."""
+    signal.throw_if_aborted()
+    loop = asyncio.get_running_loop()
+    with anyio.CancelScope() as scope:
+        stop = signal.add_listener(lambda: loop.call_soon_threadsafe(scope.cancel))
+        try:
+            return await connect()
+        finally:
+            stop()
+    signal.throw_if_aborted()
+    raise AbortError()
 
 
 def _error_message(name: str, content: list[ContentBlock]) -> str:

@@ -23,6 +23,11 @@ from __future__ import annotations
 from ._mcp_auth import SCOPE_CLAIM as SCOPE_CLAIM
 from ._mcp_auth import BearerTokens as BearerTokens
 from ._mcp_auth import TokenFileError as TokenFileError
+from ._mcp_connect import HttpConnector as HttpConnector
+from ._mcp_connect import McpConnectError as McpConnectError
+from ._mcp_connect import close_http_sessions as close_http_sessions
+from ._mcp_connect import http_connector as http_connector
+from ._mcp_connect import open_http_sessions as open_http_sessions
 from ._mcp_core import McpServerStats as McpServerStats
 from ._mcp_core import TenantStats as TenantStats
 from ._mcp_core import child_scope as child_scope
@@ -43,7 +48,9 @@ from ._mcp_sessions import SessionStore as SessionStore
 __all__ = (
     "SCOPE_CLAIM",
     "BearerTokens",
+    "HttpConnector",
     "LocalSessions",
+    "McpConnectError",
     "McpConnector",
     "McpHttpApp",
     "McpServerStats",
@@ -54,10 +61,13 @@ __all__ = (
     "TokenFileError",
     "build_mcp_server",
     "child_scope",
+    "close_http_sessions",
+    "http_connector",
     "import_mcp_tools",
     "list_mcp_tools",
     "mcp_http_app",
     "mcp_tool_definitions",
+    "open_http_sessions",
     "serve_mcp",
     "serve_mcp_async",
 )
