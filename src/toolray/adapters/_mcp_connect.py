@@ -40,8 +40,10 @@ __all__ = (
 _FIRST_DELAY_S: Final = 0.05
 _MAX_DELAY_S: Final = 2.0
 _CLOSE_S: Final = 5.0
-_DROPPED: Final = ("Session terminated", "Connection closed")
-"""Messages of the SDK's errors for a session the server no longer knows, or a dead stream."""
+_UNKNOWN_SESSION: Final = ("Session not found", "Session terminated")
+"""The SDK's errors for a session the server no longer knows: the request did not run."""
+_DROPPED: Final = (*_UNKNOWN_SESSION, "Connection closed")
+"""…and for a stream that died (the request may have run)."""
 
 
 class McpConnectError(ToolrayError, ConnectionError):
@@ -108,6 +110,11 @@ def is_dropped(err: BaseException) -> bool:
     )
 
 
+def never_ran(err: BaseException) -> bool:
+    """Whether the server refused the request for its session (so it is safe to send again)."""
+    return isinstance(err, MCPError) and any(t in err.error.message for t in _UNKNOWN_SESSION)
+
+
 _holders: dict[tuple[str, tuple[tuple[str, str], ...], int], _Holder] = {}
 
 
@@ -166,6 +173,7 @@ class _Holder:
 
     def drop(self, session: ClientSession) -> None:
         if session is self.live:
+            self.live = None  # no caller gets it again while the holder replaces it
             self._drop.set()
 
     async def _hold(self) -> None:

@@ -9,10 +9,11 @@ layer exports as metrics.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar, final
 
@@ -89,6 +90,7 @@ class McpCore:
         self.inflight = InFlight()
         self._inline = isinstance(registry, ToolRegistry)
         self._tenants: dict[str, dict[str, int]] = {}
+        self._busy: dict[str, list[Any]] = {}  # session id -> [owner, requests in flight]
         self._sessions = {"opened": 0, "closed": 0, "expired": 0}
 
     async def off_loop(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -128,6 +130,18 @@ class McpCore:
             handle = await self.off_loop(self.registry.scope, session.scope)
             await self.off_loop(handle.dispose)
 
+    @contextlib.contextmanager
+    def serving(self, session: McpSession) -> Iterator[None]:
+        """While a request of ``session`` runs here, the reaper keeps the session alive."""
+        entry = self._busy.setdefault(session.id, [session.owner, 0])
+        entry[1] += 1
+        try:
+            yield
+        finally:
+            entry[1] -= 1
+            if entry[1] == 0:
+                self._busy.pop(session.id, None)
+
     async def cancel(self, key: str, request_id: str) -> None:
         """Abort the call ``(key, request_id)``: here, else on the replica that runs it."""
         if not self.inflight.cancel(key, request_id, CANCELLED_BY_CLIENT):
@@ -138,6 +152,8 @@ class McpCore:
         period = max(0.05, min(self.idle_s / 4, 30.0))
         while True:
             await anyio.sleep(period)
+            for session_id, (owner, _) in list(self._busy.items()):
+                await self.store.touch(session_id, owner)  # a long call is not idleness
             for session in await self.store.expired(self.idle_s):
                 await self.end(session, "expired")
 

@@ -196,7 +196,8 @@ class SessionGate:
         info = RequestInfo(caller=caller, session=session, scope=session.scope, cancel_key=key)
         scope[INFO_KEY] = info
         if not opening:
-            await self.app(scope, receive, send)
+            with self.core.serving(session):
+                await self.app(scope, receive, send)
             return True
         status: list[int] = []
 

@@ -51,7 +51,7 @@ from toolray import (
     text_block,
 )
 
-from ._mcp_connect import is_dropped
+from ._mcp_connect import is_dropped, never_ran
 
 __all__ = ("McpConnector", "McpToolError", "import_mcp_tools", "mcp_tool_definitions")
 
@@ -202,15 +202,8 @@ def _render_blocks(args: Any, value: Any) -> list[ContentBlock]:
 
 def _body(name: str, connect: McpConnector, structured: bool) -> Callable[..., Awaitable[Any]]:
     async def call_server(args: Any, ctx: Any) -> Any:
-        session = await _connected(connect, ctx.signal)
         arguments = json.loads(json.dumps(args))
-        try:
-            result = await call_tool_cancellable(session, name, arguments, ctx.signal)
-        except Exception as err:
-            dropped = getattr(connect, "dropped", None)  # a pooled session: reopen it
-            if dropped is not None and is_dropped(err):
-                dropped(session)
-            raise
+        result = await _call_pooled(connect, name, arguments, ctx.signal)
         content = blocks_from_mcp(result.content)
         if result.is_error:
             raise McpToolError(_error_message(name, content))
@@ -221,6 +214,28 @@ def _body(name: str, connect: McpConnector, structured: bool) -> Callable[..., A
         return result.structured_content
 
     return call_server
+
+
+async def _call_pooled(
+    connect: McpConnector, name: str, arguments: dict[str, Any], signal: AbortSignal
+) -> mcp_types.CallToolResult:
+    """Call through ``connect``'s session; a pooled one that dropped is reopened.
+
+    A request the server refused for an unknown session (it restarted) did not run, so it
+    is sent once more on the new session; any other failure is the call's.
+    """
+    dropped = getattr(connect, "dropped", None)
+    for attempt in (1, 2):
+        session = await _connected(connect, signal)
+        try:
+            return await call_tool_cancellable(session, name, arguments, signal)
+        except Exception as err:
+            if dropped is None or not is_dropped(err):
+                raise
+            dropped(session)
+            if attempt == 2 or not never_ran(err):
+                raise
+    raise AssertionError("unreachable")
 
 
 async def _connected(connect: McpConnector, signal: AbortSignal) -> ClientSession:
