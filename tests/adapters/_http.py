@@ -51,7 +51,9 @@ def serve_app(app: Any, port: int | None = None) -> Iterator[Served]:
     async def main() -> None:
         loops.append(asyncio.get_running_loop())
         task = asyncio.ensure_future(server.serve())
-        while not server.started and not task.done():
+        for _ in range(WAIT_S * 100):  # bounded: uvicorn says nothing but its flag
+            if server.started or task.done():
+                break
             await asyncio.sleep(0.01)
         ready.set()
         await task
@@ -66,6 +68,15 @@ def serve_app(app: Any, port: int | None = None) -> Iterator[Served]:
         server.should_exit = True
         thread.join(WAIT_S)
         assert not thread.is_alive(), "the server did not stop"
+
+
+async def until(predicate: Any, timeout_s: float = 10.0) -> None:
+    """Poll observable state (bounded) until ``predicate()`` holds."""
+    for _ in range(int(timeout_s / 0.02)):
+        if await predicate() if asyncio.iscoroutinefunction(predicate) else predicate():
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"still false after {timeout_s} s: {predicate}")
 
 
 def bearer(token: str | None) -> dict[str, str]:

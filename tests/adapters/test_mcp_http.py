@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
-from typing import Any
 
 import httpx2
 import pytest
@@ -29,6 +28,7 @@ from ._http import (
     open_session,
     serve_app,
     texts,
+    until,
 )
 
 
@@ -52,7 +52,8 @@ async def test_a_tenant_lists_and_calls_its_own_tools(stateless: Served) -> None
         added = await session.call_tool("add", {"a": 2, "b": 3})
         where = await session.call_tool("whoami", {})
         own = await session.call_tool("a_only", {})
-    assert "a_only" in names and "add" in names
+    assert "a_only" in names
+    assert "add" in names
     assert not {"b_only", "team_only"} & names
     assert (added.is_error, texts(added)) == (False, ["5"])
     assert texts(where) == ["a"]
@@ -63,7 +64,8 @@ async def test_another_tenants_tool_is_an_unknown_tool(stateless: Served) -> Non
     async with open_session(stateless.url, "tok-a") as session:
         theirs = await session.call_tool("b_only", {})
         nowhere = await session.call_tool("no_such_tool", {})
-    assert theirs.is_error and nowhere.is_error
+    assert theirs.is_error
+    assert nowhere.is_error
     assert texts(theirs) == ['Error: unknown tool "b_only"']
     assert texts(nowhere) == ['Error: unknown tool "no_such_tool"']  # the same answer
 
@@ -85,7 +87,8 @@ async def test_a_tool_failure_is_an_error_result_with_the_pipelines_text(statele
     assert crashed.is_error
     assert texts(crashed) == ["Error: the crash tool crashed"]
     assert (added.is_error, texts(added)) == (False, ["2"])  # the peer call is untouched
-    assert invalid.is_error and texts(invalid)[0].startswith("Error: invalid arguments")
+    assert invalid.is_error
+    assert texts(invalid)[0].startswith("Error: invalid arguments")
 
 
 async def test_a_slow_body_ends_at_its_deadline(stateless: Served) -> None:
@@ -178,11 +181,14 @@ async def test_each_session_calls_in_its_own_scope_with_its_own_environment(
             assert texts(await two.call_tool("a_only", {})) == ["a_only ran"]  # the tenant's
         status = registry.environment("counter", scope=first).status_sync()
         assert status.state == "open"
-    assert first.startswith("a/mcp-") and second.startswith("a/mcp-") and first != second
+    assert first.startswith("a/mcp-")
+    assert second.startswith("a/mcp-")
+    assert first != second
     # Both sessions ended (the client sends DELETE): their scopes and instances are gone.
     closed = registry.environment("counter", scope=first).status_sync()
     assert closed.state == "closed"
-    assert {"n": 2} in farm.CLOSED and {"n": 1} in farm.CLOSED
+    assert {"n": 2} in farm.CLOSED
+    assert {"n": 1} in farm.CLOSED
 
 
 async def test_a_forged_or_foreign_session_id_is_404(per_session: Served) -> None:
@@ -229,15 +235,8 @@ async def test_an_idle_session_ends_and_its_scope_is_disposed() -> None:
             assert "timed out" in texts(long_call)[0]  # its deadline, not the session's end
             where = texts(await session.call_tool("whoami", {}))[0]
             assert texts(await session.call_tool("bump", {})) == ["1"]
-            await _until(lambda: app.stats().sessions_expired == 1)
+            await until(lambda: app.stats().sessions_expired == 1)
             with pytest.raises(MCPError, match="Session not found"):
                 await session.call_tool("whoami", {})
         assert registry.environment("counter", scope=where).status_sync().state == "closed"
     assert app.stats().sessions_open == 0
-
-
-async def _until(predicate: Any, timeout_s: float = 10.0) -> None:
-    """Poll observable state (bounded) until ``predicate()`` holds."""
-    async with asyncio.timeout(timeout_s):
-        while not predicate():
-            await asyncio.sleep(0.02)

@@ -38,6 +38,7 @@ from ._http import (
     list_body,
     open_session,
     serve_app,
+    until,
 )
 
 
@@ -58,7 +59,8 @@ async def test_round_trip_one_shared_session_and_nothing_left_open() -> None:
             [{"type": "text", "text": str(i + 1)}] for i in range(8)
         ]
         names = {schema["name"] for schema in local.schemas()}
-        assert "farm_a_only" in names and "farm_b_only" not in names
+        assert "farm_a_only" in names
+        assert "farm_b_only" not in names
         assert open_http_sessions() == 1  # every concurrent call shared it
         assert app.stats().sessions_open == 1
         assert await close_http_sessions() == 1
@@ -97,9 +99,7 @@ async def test_a_session_the_server_ended_is_reopened_and_the_call_sent_again() 
             http_connector(served.url, headers=bearer("tok-a"))
         ):
             local.register(definition)
-        async with asyncio.timeout(10):
-            while app.stats().sessions_expired < 1:
-                await asyncio.sleep(0.02)
+        await until(lambda: app.stats().sessions_expired >= 1)
         # The server answers 404 for the ended session: the call did not run, so it is
         # sent again on a new session.
         result = await local.execute_batch(_batch(ToolCall("c1", "add", {"a": 3, "b": 4})))
@@ -130,7 +130,8 @@ async def test_a_server_that_never_answers_ends_at_the_tools_deadline() -> None:
     TimeoutPolicy().install(local)
     result = await local.execute_batch(_batch(ToolCall("c1", "add", {"a": 1, "b": 2})))
     info = result.results[0].result.error.info
-    assert info is not None and info.code == "TOOL_TIMEOUT"
+    assert info is not None
+    assert info.code == "TOOL_TIMEOUT"
     await close_http_sessions()
     for writer in held:
         writer.close()
@@ -144,7 +145,8 @@ def test_a_token_file_readable_by_others_is_refused(tmp_path: Path) -> None:
     path.chmod(0o644)
     with pytest.raises(TokenFileError, match="chmod 600") as raised:
         BearerTokens.from_file(path)
-    assert isinstance(raised.value, PermissionError) and isinstance(raised.value, ValueError)
+    assert isinstance(raised.value, PermissionError)
+    assert isinstance(raised.value, ValueError)
     path.chmod(0o600)
     assert BearerTokens.from_file(path).scopes == frozenset({"a"})
 
@@ -178,9 +180,11 @@ async def test_a_token_removed_from_the_file_is_revoked(tmp_path: Path) -> None:
             before = await http.post(served.url, json=list_body())
             path.write_text("tok-a a\n")
             os.utime(path, (1, 1))  # a different mtime even within the clock's resolution
-            async with asyncio.timeout(10):
-                while (await http.post(served.url, json=list_body())).status_code != 401:
-                    await asyncio.sleep(0.1)
+
+            async def revoked() -> bool:
+                return (await http.post(served.url, json=list_body())).status_code == 401
+
+            await until(revoked)
     assert before.status_code == 200
 
 
@@ -199,11 +203,13 @@ async def test_a_request_span_is_a_child_of_the_clients_traceparent() -> None:
             await session.call_tool("add", {"a": 1, "b": 2})
     spans = {span.name: span for span in exporter.get_finished_spans()}
     request = spans["tools/call add"]
-    assert request.parent is not None and request.parent.span_id == int(parent, 16)
+    assert request.parent is not None
+    assert request.parent.span_id == int(parent, 16)
     assert request.context.trace_id == int(trace_id, 16)
     assert dict(request.attributes or {})["toolray.tenant"] == "a"
     batch = spans["toolray batch"]
-    assert batch.parent is not None and batch.parent.span_id == request.context.span_id
+    assert batch.parent is not None
+    assert batch.parent.span_id == request.context.span_id
     stats = app.stats().tenants["a"]
     assert (stats.calls, stats.call_errors) == (1, 0)
     assert stats.requests >= 2  # initialize, tools/call
