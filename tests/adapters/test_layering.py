@@ -34,6 +34,8 @@ def test_import_toolray_imports_no_provider_sdk() -> None:
             {
                 "SCOPE_CLAIM",
                 "BearerTokens",
+                "CancelNotice",
+                "CancelNotices",
                 "HttpConnector",
                 "LocalSessions",
                 "McpConnectError",

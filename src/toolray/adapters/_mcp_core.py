@@ -161,9 +161,10 @@ class McpCore:
         """Apply the cancels other replicas publish to the calls running here."""
         after = 0
         while True:
-            after, cancels = await self.store.next_cancels(after)
-            for key, request_id in cancels:
-                self.inflight.cancel(key, request_id, CANCELLED_BY_CLIENT)
+            found = await self.store.next_cancels(after)
+            after = found.last
+            for notice in found.notices:
+                self.inflight.cancel(notice.key, notice.request_id, CANCELLED_BY_CLIENT)
 
     async def shutdown(self) -> None:
         """The server stops: end every session of a table it owns (their scopes disposed)."""

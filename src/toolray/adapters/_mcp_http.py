@@ -68,6 +68,7 @@ class McpHttpApp(Starlette):
         async with self._manager.run(), anyio.create_task_group() as tasks:
             if self._core.sessions_on:
                 tasks.start_soon(self._core.reap_forever)
+            if not self._core.owns_store:  # replicas: a cancel may reach another one
                 tasks.start_soon(self._core.watch_cancels)
             try:
                 yield

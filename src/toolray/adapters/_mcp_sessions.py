@@ -15,14 +15,24 @@ unambiguous match (two clients sharing a token may use the same request ids).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
+from collections import deque
 from dataclasses import dataclass, replace
 from typing import Protocol, final, runtime_checkable
 
 from toolray import AbortController, Disposer
 
-__all__ = ("InFlight", "LocalSessions", "McpSession", "SessionStore", "cancel_key")
+__all__ = (
+    "CancelNotice",
+    "CancelNotices",
+    "InFlight",
+    "LocalSessions",
+    "McpSession",
+    "SessionStore",
+    "cancel_key",
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -37,6 +47,22 @@ class McpSession:
     """Whether ``scope`` is the session's own (disposed when the session ends)."""
     last_seen: float
     """``time.time()`` when a request of it last started or ended."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CancelNotice:
+    """A client cancelled the call ``(key, request_id)`` (a session's, or a principal's)."""
+
+    key: str
+    request_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CancelNotices:
+    """The cancels published after some sequence number, and the last number."""
+
+    last: int
+    notices: tuple[CancelNotice, ...]
 
 
 @runtime_checkable
@@ -61,16 +87,24 @@ class SessionStore(Protocol):
     async def publish_cancel(self, key: str, request_id: str) -> None:
         """Tell every replica that the call ``(key, request_id)`` is cancelled."""
 
-    async def next_cancels(self, after: int) -> tuple[int, list[tuple[str, str]]]:
-        """Cancels published after sequence ``after`` (waiting a while for one), and the last."""
+    async def next_cancels(self, after: int) -> CancelNotices:
+        """The cancels published after number ``after`` (waiting a while for one)."""
 
 
 @final
 class LocalSessions:
-    """The session table of a server in one process."""
+    """The session table of a server in one process (the Ray layer hosts one as an actor).
 
-    def __init__(self) -> None:
+    Cancels are kept in a bounded log (the last ``keep_cancels``), waited on by every
+    replica's watcher.
+    """
+
+    def __init__(self, *, keep_cancels: int = 1024, wait_s: float = 10.0) -> None:
         self._live: dict[str, McpSession] = {}
+        self._cancels: deque[tuple[int, CancelNotice]] = deque(maxlen=keep_cancels)
+        self._last = 0
+        self._posted: asyncio.Event | None = None
+        self._wait_s = wait_s
 
     async def open(self, session: McpSession) -> None:
         """Record a new session."""
@@ -104,12 +138,22 @@ class LocalSessions:
         return len(self._live)
 
     async def publish_cancel(self, key: str, request_id: str) -> None:
-        """Nothing to do: every call of this server runs in this process."""
+        """Log a cancel for every watcher (the replica running the call applies it)."""
+        self._last += 1
+        self._cancels.append((self._last, CancelNotice(key=key, request_id=request_id)))
+        posted, self._posted = self._posted, None
+        if posted is not None:
+            posted.set()
 
-    async def next_cancels(self, after: int) -> tuple[int, list[tuple[str, str]]]:
-        """Never any (one process sees its cancels directly); waits forever."""
-        await asyncio.Event().wait()
-        raise AssertionError("unreachable")
+    async def next_cancels(self, after: int) -> CancelNotices:
+        """The cancels logged after ``after``, waiting up to ``wait_s`` for one."""
+        if self._last <= after:
+            if self._posted is None:
+                self._posted = asyncio.Event()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._posted.wait(), self._wait_s)
+        notices = tuple(notice for number, notice in self._cancels if number > after)
+        return CancelNotices(last=self._last, notices=notices)
 
 
 def cancel_key(session_id: str | None, principal: str) -> str:

@@ -41,6 +41,8 @@ from ._mcp_import import mcp_tool_definitions as mcp_tool_definitions
 from ._mcp_serve import build_mcp_server as build_mcp_server
 from ._mcp_serve import serve_mcp as serve_mcp
 from ._mcp_serve import serve_mcp_async as serve_mcp_async
+from ._mcp_sessions import CancelNotice as CancelNotice
+from ._mcp_sessions import CancelNotices as CancelNotices
 from ._mcp_sessions import LocalSessions as LocalSessions
 from ._mcp_sessions import McpSession as McpSession
 from ._mcp_sessions import SessionStore as SessionStore
@@ -48,6 +50,8 @@ from ._mcp_sessions import SessionStore as SessionStore
 __all__ = (
     "SCOPE_CLAIM",
     "BearerTokens",
+    "CancelNotice",
+    "CancelNotices",
     "HttpConnector",
     "LocalSessions",
     "McpConnectError",
