@@ -36,6 +36,8 @@ REPLICA_HEADER = "x-toolray-replica"
 """The response header naming the replica that answered (load spread, debugging)."""
 
 _FLUSH_S = 1.0
+_SERVE_CONTROLLER = "SERVE_CONTROLLER_ACTOR"
+"""The name of Serve's controller actor (in namespace ``serve``): Serve runs if it lives."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -136,11 +138,14 @@ class _ServedBy:
 class McpDeployment:
     """A running MCP Serve application: its URL; :meth:`shutdown` ends it and its sessions."""
 
-    def __init__(self, rt: RayRuntime, name: str, url: str, table: Handle | None) -> None:
+    def __init__(
+        self, rt: RayRuntime, name: str, url: str, table: Handle | None, owns_serve: bool
+    ) -> None:
         self.name = name
         self.url = url
         self._rt = rt
         self._table = table
+        self._owns_serve = owns_serve
         self._closed = False
 
     def sessions_open(self) -> int:
@@ -150,19 +155,24 @@ class McpDeployment:
         return get(send(self._table, LocalSessions.count))
 
     def shutdown(self) -> None:
-        """Delete the Serve application; end its open sessions (their scopes disposed)."""
+        """Delete the Serve application and end its open sessions (their scopes disposed).
+
+        Serve itself stops too when :func:`deploy_mcp` started it and no other application
+        remains.
+        """
         if self._closed:
             return
         self._closed = True
         from ray import serve
 
         serve.delete(self.name)
-        if self._table is None:
-            return
-        for session in get(send(self._table, LocalSessions.expired, -1.0)):
-            if session.child and session.scope is not None:
-                self._rt.registry.scope(session.scope).dispose()
-        kill(self._table)
+        if self._table is not None:
+            for session in get(send(self._table, LocalSessions.expired, -1.0)):
+                if session.child and session.scope is not None:
+                    self._rt.registry.scope(session.scope).dispose()
+            kill(self._table)
+        if self._owns_serve and not serve.status().applications:
+            serve.shutdown()  # type: ignore[no-untyped-call]
 
     def __enter__(self) -> McpDeployment:
         return self
@@ -236,6 +246,7 @@ def deploy_mcp(
         table=mcp_sessions_name(name) if table is not None else None,
         name=name,
     )
+    owns_serve = lookup(_SERVE_CONTROLLER, "serve") is None
     serve.start(http_options={"host": host, "port": port})
     deployment = serve.deployment(
         name=name,
@@ -245,4 +256,4 @@ def deploy_mcp(
     )(serve.ingress()(McpReplica))
     serve.run(deployment.bind(spec), name=name, route_prefix="/", blocking=False)
     shown = f"[{host}]" if ":" in host else host
-    return McpDeployment(rt, name, f"http://{shown}:{port}/mcp", table)
+    return McpDeployment(rt, name, f"http://{shown}:{port}/mcp", table, owns_serve)
