@@ -29,6 +29,13 @@ def whoami(*, ctx: ToolRunContext) -> str:
 
 
 @tool(concurrency_safe=True)
+def pause(ms: int) -> int:
+    """Sleep ``ms`` milliseconds."""
+    time.sleep(ms / 1000)
+    return ms
+
+
+@tool(concurrency_safe=True)
 def crash() -> str:
     """Kill the process running this body."""
     os._exit(1)
@@ -70,7 +77,7 @@ def a_only() -> str:
 
 def register(registry: Any) -> None:
     """What ``toolray serve --tools tests.actors._mcp_tools`` calls once."""
-    for definition in (add, whoami, crash, hang, nap, bump):
+    for definition in (add, whoami, pause, crash, hang, nap, bump):
         registry.register(definition)
     registry.register_environment(counter)
     registry.scope("a").register(a_only)

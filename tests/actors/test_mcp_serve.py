@@ -197,6 +197,41 @@ async def test_two_serve_replicas_share_each_session(mcp_rt: Any) -> None:
         assert counts == [["1"], ["2"], ["3"], ["4"]]  # one environment instance
         assert len({r for r in answered_by if r}) == 2  # both replicas answered this session
         assert deployment.sessions_open() == 0
+
+        # Concurrent clients of one tenant (their batches share messages to one executor).
+        async def client(n: int) -> list[str]:
+            ms = 10 + 40 * (n % 3)  # batches sent together end at different times
+            async with open_session(deployment.url, "tok-b") as session:
+                return [texts(await session.call_tool("pause", {"ms": ms}))[0] for _ in range(5)]
+
+        answers = await asyncio.gather(*(client(n) for n in range(24)))
+        assert answers == [[str(10 + 40 * (n % 3))] * 5 for n in range(24)]
     finally:
         deployment.shutdown()
         serve.shutdown()
+
+
+def test_batches_leave_a_replica_as_no_requests_children(ray_runtime: Any) -> None:
+    """Ray makes a call sent inside an async actor's method that method's child (Serve
+    cancels a request's children when its client leaves); a batch starts without that."""
+    import contextvars
+
+    import ray
+
+    from toolray_actors.serve._deploy import _detached
+
+    @ray.remote(num_cpus=0)
+    class Request:
+        async def names(self) -> tuple[list[str], list[str]]:
+            mine = contextvars.ContextVar("mine", default="")
+            mine.set("kept")
+            here = [var.name for var in contextvars.copy_context()]
+            detached = _detached()
+            return here, [f"{var.name}={detached[var]}" for var in detached]
+
+    actor = Request.remote()
+    here, detached = ray.get(actor.names.remote())
+    ray.kill(actor)
+    assert "async_task_id" in here  # Ray's record of the running request
+    assert "mine=kept" in detached
+    assert not [name for name in detached if name.startswith("async_task_")]

@@ -14,17 +14,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Literal, final
 
 from starlette.types import Message, Receive, Scope, Send
 
-from toolray import ToolRegistry
+from toolray import ToolBatchInput, ToolBatchResult, ToolRegistry
 from toolray.adapters.mcp import LocalSessions, McpHttpApp, mcp_http_app
 from toolray_actors._config import RuntimeConfig
 from toolray_actors._handles import control_options, create_mcp_sessions, kill, mcp_sessions_name
 from toolray_actors._remote import Handle, get, lookup, send
+from toolray_actors.driver._remote_registry import RemoteRegistry
 from toolray_actors.driver._runtime import RayRuntime
 
 from ._metrics import McpMetrics
@@ -57,6 +59,41 @@ class McpServeSpec:
     name: str
 
 
+@final
+class _OffRequest:
+    """The runtime's registry, its batches sent as no Serve request's children.
+
+    Ray makes a call sent while a request runs a child of that request's task (the
+    ``async_task_*`` context variables it keeps in an async actor), and Serve cancels a
+    request's task, recursively, when its client goes away — which an MCP client does as
+    soon as it has read its answer. A batch's message carries every batch the driver sends
+    in the same tick, other requests' included: cancelled with one request, it would fail
+    them all. Each batch therefore starts in a copy of the caller's context without Ray's
+    task variables (OpenTelemetry's context and the rest are kept); its own cancellation is
+    toolray's, per batch. Everything else is the registry's own.
+    """
+
+    def __init__(self, registry: RemoteRegistry) -> None:
+        self._registry = registry
+
+    async def execute_batch(self, batch: ToolBatchInput) -> ToolBatchResult:
+        """Run ``batch`` in a task that belongs to no Serve request."""
+        loop = asyncio.get_running_loop()
+        return await loop.create_task(self._registry.execute_batch(batch), context=_detached())
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._registry, name)
+
+
+def _detached() -> contextvars.Context:
+    """A copy of the current context without Ray's record of the task running it."""
+    fresh = contextvars.Context()
+    for var, value in contextvars.copy_context().items():
+        if not var.name.startswith("async_task_"):
+            fresh.run(var.set, value)
+    return fresh
+
+
 class McpReplica:
     """One replica: a driver of the namespace serving ``mcp_http_app`` (Serve applies ingress)."""
 
@@ -69,7 +106,7 @@ class McpReplica:
                 raise RuntimeError(f"the MCP session table {spec.table!r} is not running")
             store = RaySessions(handle)
         self._app = mcp_http_app(
-            self._rt.registry,
+            _OffRequest(self._rt.registry),
             scope=spec.scope,
             auth=spec.auth,
             scope_per_session=spec.scope_per_session,
