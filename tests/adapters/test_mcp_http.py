@@ -240,3 +240,25 @@ async def test_an_idle_session_ends_and_its_scope_is_disposed() -> None:
                 await session.call_tool("whoami", {})
         assert registry.environment("counter", scope=where).status_sync().state == "closed"
     assert app.stats().sessions_open == 0
+
+
+async def test_a_runtime_failure_is_an_error_result_not_a_protocol_error() -> None:
+    from toolray.errors import ToolrayError
+
+    class Broken:
+        """A registry whose runtime is gone (as a Ray namespace that ended)."""
+
+        def __init__(self) -> None:
+            self._inner = farm.build()
+
+        def schemas(self, scope: str | None = None) -> list[dict[str, object]]:
+            return self._inner.schemas(scope)
+
+        async def execute_batch(self, batch: object) -> object:
+            raise ToolrayError("the namespace ended")
+
+    with serve_app(mcp_http_app(Broken(), auth=None)) as served:
+        async with open_session(served.url, None) as session:
+            result = await session.call_tool("add", {"a": 1, "b": 2})
+    assert result.is_error
+    assert texts(result) == ["Error: the namespace ended"]

@@ -28,6 +28,7 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 
 from toolray import AbortController, ToolCall, __version__
+from toolray.errors import ToolrayError
 from toolray.otel._server import server_span
 
 from ._mcp_core import McpCore, McpServerStats
@@ -189,8 +190,13 @@ def _server(core: McpCore, name: str) -> Server:
         info = _info(ctx)
         call = ToolCall(f"mcp-{ctx.request_id}", params.name, json.dumps(params.arguments or {}))
         controller = AbortController()
-        with core.inflight.add(info.cancel_key, request_key(ctx.request_id), controller):
-            result = await run_call(core.registry, info.scope, call, controller)
+        try:
+            with core.inflight.add(info.cancel_key, request_key(ctx.request_id), controller):
+                result = await run_call(core.registry, info.scope, call, controller)
+        except ToolrayError as err:  # the runtime, not the tool (an executor lost, …)
+            core.counted_call(info.caller.scope, failed=True)
+            text = mcp_types.TextContent(text=f"Error: {err}")
+            return mcp_types.CallToolResult(content=[text], is_error=True)
         core.counted_call(info.caller.scope, failed=result.is_error)
         return call_result(result)
 
