@@ -5,7 +5,13 @@
   concurrency-safe, structured content → value, content → blocks, ``isError`` → failure,
   cancellation forwarded to the server);
 - :func:`serve_mcp` exposes a registry scope as an MCP stdio server, every call going
-  through the full pipeline.
+  through the full pipeline;
+- :func:`mcp_http_app` serves a registry over MCP streamable HTTP (an ASGI app, the SDK's
+  transport at ``/mcp``) to clients with tokens: :class:`BearerTokens` (or any ``mcp``
+  ``TokenVerifier``) names each token's scope, and its client lists and calls that scope's
+  tools only; sessions (optionally a child scope each) any replica can serve;
+- :func:`http_connector` is MCP in over streamable HTTP, for :func:`import_mcp_tools`: one
+  pooled session per process, reopened when it drops.
 
 Example:
     Import the tools of a stdio server and run a call through a registry batch::
