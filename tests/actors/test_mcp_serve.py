@@ -235,3 +235,38 @@ def test_batches_leave_a_replica_as_no_requests_children(ray_runtime: Any) -> No
     assert "async_task_id" in here  # Ray's record of the running request
     assert "mine=kept" in detached
     assert not [name for name in detached if name.startswith("async_task_")]
+
+
+def test_per_tenant_metrics_hand_over_increments(ray_runtime: Any) -> None:
+    from toolray.adapters.mcp import McpServerStats, TenantStats
+    from toolray_actors.serve._metrics import McpMetrics
+
+    def snapshot(requests: int, calls: int, errors: int) -> McpServerStats:
+        tenant = TenantStats(requests=requests, calls=calls, call_errors=errors, sessions_opened=1)
+        return McpServerStats(
+            sessions_open=1,
+            sessions_opened=1,
+            sessions_closed=0,
+            sessions_expired=0,
+            calls_in_flight=2,
+            tenants={"a": tenant},
+        )
+
+    now = [snapshot(3, 2, 1)]
+    metrics = McpMetrics(lambda: now[0])
+    seen: list[tuple[str, float, dict[str, str]]] = []
+    for name in ("requests", "calls", "sessions"):
+        counter = getattr(metrics, name)
+        counter.inc = lambda by, tags, name=name: seen.append((name, by, tags))
+    metrics.flush()
+    metrics.flush()  # nothing new: nothing handed over
+    now[0] = snapshot(5, 6, 1)
+    metrics.flush()
+    assert seen == [
+        ("requests", 3, {"tenant": "a"}),
+        ("calls", 1, {"tenant": "a", "outcome": "ok"}),
+        ("calls", 1, {"tenant": "a", "outcome": "error"}),
+        ("sessions", 1, {"tenant": "a"}),
+        ("requests", 2, {"tenant": "a"}),
+        ("calls", 4, {"tenant": "a", "outcome": "ok"}),
+    ]
