@@ -144,6 +144,7 @@ async def test_a_body_over_the_limit_is_413(stateless: Served) -> None:
         fits = await http.post(stateless.url, json=initialize_body())
     assert answer.status_code == 413
     assert fits.status_code == 200
+    assert fits.headers["content-type"] == "application/json"  # one body, no SSE stream
 
 
 async def test_dns_rebinding_hosts_and_origins_are_refused(stateless: Served) -> None:

@@ -7,7 +7,9 @@ their principal, cancels). Each request runs in the scope its token names — or
 session's own child scope — so a tenant lists and calls its own tools only: a tool outside
 its scope is an unknown tool, whatever its name. Every call is a one-call batch through the
 registry's full pipeline (policies, deadlines, isolation), and a failure is an ``isError``
-result with the pipeline's text.
+result with the pipeline's text. Each POST is answered with one JSON body (the transport's
+JSON response mode, which every client supports): a call sends nothing before its result,
+and an SSE stream per request would cost both sides CPU for nothing.
 """
 
 from __future__ import annotations
@@ -135,6 +137,7 @@ def mcp_http_app(
     manager = StreamableHTTPSessionManager(
         app=_server(core, name),
         stateless=True,
+        json_response=True,
         security_settings=settings,
         max_request_body_size=max_body_bytes,
     )
