@@ -36,6 +36,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "toolray._clock",
             "toolray._disposer",
             "toolray._latch",
+            "toolray._held",
             "toolray._content",
             "toolray._waterfall",
         ),

@@ -100,6 +100,30 @@ async def test_a_client_cancel_aborts_the_call_on_its_worker(
     assert (tmp_path / "aborted").read_text() == "the MCP client cancelled the call"
 
 
+async def test_tools_imported_over_http_keep_one_session_per_process(mcp_rt: Any) -> None:
+    """MCP in on Ray: the call processes running the bodies each keep their session (a
+    call process with a connection thread is still clean, so it is reused with it)."""
+    from tests.adapters import _http_tools as remote
+    from toolray import ToolBatchInput, ToolCall
+    from toolray.adapters.mcp import close_http_sessions, http_connector, import_mcp_tools
+
+    app = mcp_http_app(remote.build(), auth=BearerTokens(remote.TOKENS), stateless=False)
+    with serve_app(app) as server:
+        connector = http_connector(server.url, headers=bearer("tok-a"))
+        for definition in await import_mcp_tools(connector, prefix="remote"):
+            mcp_rt.registry.register(definition)
+        await close_http_sessions()  # the driver's own (it listed the tools)
+        results = []
+        for n in range(3):
+            calls = [ToolCall(f"r{n}-{i}", "remote_add", {"a": i, "b": n}) for i in range(6)]
+            batch = await mcp_rt.registry.execute_batch(ToolBatchInput(calls))
+            results.append([r.result.value for r in batch.results])
+        stats = app.stats()
+    assert results == [[[{"type": "text", "text": str(i + n)}] for i in range(6)] for n in range(3)]
+    assert stats.sessions_opened <= 1 + 4  # the listing's, and one per call process at most
+    assert stats.sessions_open == stats.sessions_opened - 1  # none dropped or reopened
+
+
 async def test_sessions_have_their_own_environments_closed_at_the_end(
     served: Served, mcp_rt: Any
 ) -> None:

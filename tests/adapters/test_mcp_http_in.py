@@ -6,6 +6,7 @@ import asyncio
 import dataclasses
 import os
 import pickle
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -61,11 +62,48 @@ async def test_round_trip_one_shared_session_and_nothing_left_open() -> None:
         names = {schema["name"] for schema in local.schemas()}
         assert "farm_a_only" in names
         assert "farm_b_only" not in names
+        # Another thread, another event loop: the same process, so the same session.
+        batch = _batch(ToolCall("other", "farm_add", {"a": 9, "b": 1}))
+        other = await asyncio.to_thread(asyncio.run, local.execute_batch(batch))
+        assert other.results[0].result.value == [{"type": "text", "text": "10"}]
         assert open_http_sessions() == 1  # every concurrent call shared it
         assert app.stats().sessions_open == 1
+        assert app.stats().sessions_opened == 1
         assert await close_http_sessions() == 1
         assert open_http_sessions() == 0
         assert app.stats().sessions_open == 0  # the client said DELETE
+
+
+_EXITING_CLIENT = """
+import asyncio, sys
+from toolray import ToolBatchInput, ToolCall, ToolRegistry
+from toolray.adapters.mcp import http_connector, import_mcp_tools, open_http_sessions
+
+async def main():
+    local = ToolRegistry()
+    connector = http_connector(sys.argv[1], headers={"Authorization": "Bearer tok-a"})
+    for definition in await import_mcp_tools(connector):
+        local.register(definition)
+    batch = ToolBatchInput([ToolCall("c1", "add", {"a": 2, "b": 2})])
+    result = await local.execute_batch(batch)
+    print(result.results[0].result.value[0]["text"], open_http_sessions())
+
+asyncio.run(main())  # and exit without closing anything
+"""
+
+
+async def test_a_process_that_exits_ends_its_session() -> None:
+    app = mcp_http_app(farm.build(), auth=BearerTokens(farm.TOKENS), stateless=False)
+    with serve_app(app) as served:
+        child = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", _EXITING_CLIENT, served.url, stdout=asyncio.subprocess.PIPE
+        )
+        out, _ = await asyncio.wait_for(child.communicate(), 120)
+        stats = app.stats()
+    assert (child.returncode, out.decode().split()) == (0, ["4", "1"])
+    assert stats.sessions_opened == 1
+    assert stats.sessions_closed == 1  # told with DELETE as it exited, not left to expire
+    assert stats.sessions_open == 0
 
 
 async def test_a_dropped_connection_is_reopened() -> None:
