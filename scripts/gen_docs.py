@@ -126,6 +126,8 @@ def cli_md() -> str:
         'installed, a command that needs it prints one line naming `pip install "toolray[ray]"`',
         "and exits 2; `toolray trace --in-process` and `--from-log` need no Ray. The demo and",
         "`toolray trace --scenario code` show Code Mode (programmatic tool calling).",
+        "`toolray serve` serves a namespace's tools over MCP streamable HTTP (see",
+        "[Serving over MCP](mcp-serving.md)).",
         "",
         "Every mistake is one line on stderr, `toolray: <message>`, and exit code 2; a bare",
         "`toolray` prints its usage there and exits 2. Ray (2.59 and later) starts every local",

@@ -29,6 +29,7 @@ __all__ = (
     "control_options",
     "create_bucket",
     "create_executor",
+    "create_mcp_sessions",
     "create_pool",
     "create_registry",
     "create_worker",
@@ -36,6 +37,7 @@ __all__ = (
     "get_named",
     "kill",
     "kill_self",
+    "mcp_sessions_name",
     "named_actors",
     "pool_name",
     "read_ledger_on",
@@ -230,6 +232,25 @@ def create_bucket(tool: str, namespace: str, control: dict[str, object]) -> Hand
     return _named(
         _BucketClass, bucket_name(tool), namespace, control, max_restarts=-1, max_concurrency=64
     ).remote(tool)
+
+
+def mcp_sessions_name(app: str) -> str:
+    """The name of the session table the replicas of MCP app ``app`` share."""
+    return f"toolray:mcp-sessions:{app}"
+
+
+def create_mcp_sessions(app: str, namespace: str, control: dict[str, object]) -> Handle:
+    """The session table of MCP app ``app`` (the core's ``LocalSessions``, as an async actor).
+
+    Restarted empty if it dies: its sessions are then unknown (``404``) and clients open
+    new ones.
+    """
+    from toolray.adapters.mcp import LocalSessions  # the mcp extra: imported only here
+
+    name = mcp_sessions_name(app)
+    return _named(
+        LocalSessions, name, namespace, control, max_restarts=-1, max_concurrency=1000
+    ).remote()
 
 
 def named_actors(namespace: str, prefix: str = "toolray:") -> list[str]:

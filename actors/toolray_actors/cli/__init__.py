@@ -83,6 +83,14 @@ COMMANDS: tuple[Command, ...] = (
         _always,
     ),
     Command(
+        "serve",
+        "_serve",
+        "serve a namespace's tools over MCP streamable HTTP to clients with tokens "
+        "(Ray Serve; an embedded local Ray by default)",
+        ("0  stopped with Ctrl-C, everything it started ended",),
+        _always,
+    ),
+    Command(
         "chaos",
         "_chaos",
         "agents under random SIGKILLs: check that no call is lost or run twice",

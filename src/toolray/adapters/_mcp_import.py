@@ -20,25 +20,24 @@ validated locally before the server sees them and every call runs the full pipel
   as ``notifications/cancelled``; the call ends ``ABORTED`` (or ``TOOL_TIMEOUT``).
 
 A body reaches its server through a *connector*: an async callable returning a live
-``ClientSession``. :func:`import_mcp_tools` uses the session it was given; another
-connector (one that opens a session per worker process from ``StdioServerParameters``) can
-be passed to :func:`mcp_tool_definitions` to run the same definitions elsewhere.
+``ClientSession``, or an ``HttpConnector`` (``http_connector``: the process's pooled
+session on a streamable HTTP server). :func:`import_mcp_tools` uses the session or
+connector it was given; another connector (one that opens a session per worker process
+from ``StdioServerParameters``) can be passed to :func:`mcp_tool_definitions` to run the
+same definitions elsewhere.
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import Any, Final
 
-import anyio
 import mcp.types as mcp_types
 from mcp import ClientSession
 
 from toolray import (
-    AbortError,
     AbortSignal,
     ContentBlock,
     HarnessError,
@@ -51,7 +50,15 @@ from toolray import (
     text_block,
 )
 
-__all__ = ("McpConnector", "McpToolError", "import_mcp_tools", "mcp_tool_definitions")
+from ._mcp_connect import HttpConnector, call_tool_cancellable, list_mcp_tools
+
+__all__ = (
+    "McpConnector",
+    "McpToolError",
+    "import_mcp_tools",
+    "list_mcp_tools",
+    "mcp_tool_definitions",
+)
 
 McpConnector = Callable[[], Awaitable[ClientSession]]
 """Returns the live session a tool body calls (it may open one on first use)."""
@@ -74,7 +81,7 @@ class McpToolError(HarnessError):
 
 
 async def import_mcp_tools(
-    session: ClientSession,
+    session: ClientSession | McpConnector | HttpConnector,
     *,
     prefix: str | None = None,
     include: Collection[str] | None = None,
@@ -82,8 +89,11 @@ async def import_mcp_tools(
     """Definitions for the tools of an MCP server, bodies calling it through ``session``.
 
     Args:
-        session: an initialized ``mcp.ClientSession``; it must stay open, on this event
-            loop, for as long as the definitions are called.
+        session: an initialized ``mcp.ClientSession`` (it must stay open, on this event
+            loop, for as long as the definitions are called), a connector (an async callable
+            returning a live session), or ``http_connector(url, headers=...)``: then each
+            process that runs a body keeps one pooled session per server, so the
+            definitions run on Ray workers too.
         prefix: toolray names become ``f"{prefix}_{name}"`` (the server is called with its
             own name), so tools of several servers cannot collide.
         include: import only these server tool names (all by default); a way past a tool
@@ -97,30 +107,27 @@ async def import_mcp_tools(
         ValueError: a tool's ``inputSchema`` cannot be mapped into the enforced subset (the
             message names the tool and every place).
     """
+    if isinstance(session, HttpConnector):
+        tools = await session.list_tools()
+        return mcp_tool_definitions(tools, session, prefix=prefix, include=include)
+    if isinstance(session, ClientSession):
+        opened = session
 
-    async def current() -> ClientSession:
-        return session
+        async def current() -> ClientSession:
+            return opened
 
+        connect: McpConnector = current
+    else:
+        connect = session
+        opened = await connect()
     return mcp_tool_definitions(
-        await list_mcp_tools(session), current, prefix=prefix, include=include
+        await list_mcp_tools(opened), connect, prefix=prefix, include=include
     )
-
-
-async def list_mcp_tools(session: ClientSession) -> list[mcp_types.Tool]:
-    """Every tool the server lists, following ``nextCursor`` pages."""
-    tools: list[mcp_types.Tool] = []
-    params: mcp_types.PaginatedRequestParams | None = None
-    while True:
-        page = await session.list_tools(params=params)
-        tools.extend(page.tools)
-        if not page.next_cursor:
-            return tools
-        params = mcp_types.PaginatedRequestParams(cursor=page.next_cursor)
 
 
 def mcp_tool_definitions(
     tools: Sequence[mcp_types.Tool],
-    connect: McpConnector,
+    connect: McpConnector | HttpConnector,
     *,
     prefix: str | None = None,
     include: Collection[str] | None = None,
@@ -143,7 +150,10 @@ def mcp_tool_definitions(
 
 
 def _definition(
-    tool: mcp_types.Tool, connect: McpConnector, prefix: str | None, placement: Placement | None
+    tool: mcp_types.Tool,
+    connect: McpConnector | HttpConnector,
+    prefix: str | None,
+    placement: Placement | None,
 ) -> ToolDefinition:
     try:
         parameters = json_schema_parameters(tool.input_schema, relax=True)
@@ -190,11 +200,12 @@ def _render_blocks(args: Any, value: Any) -> list[ContentBlock]:
     return [dict(block) for block in value]
 
 
-def _body(name: str, connect: McpConnector, structured: bool) -> Callable[..., Awaitable[Any]]:
+def _body(
+    name: str, connect: McpConnector | HttpConnector, structured: bool
+) -> Callable[..., Awaitable[Any]]:
     async def call_server(args: Any, ctx: Any) -> Any:
-        session = await connect()
         arguments = json.loads(json.dumps(args))
-        result = await call_tool_cancellable(session, name, arguments, ctx.signal)
+        result = await _call(connect, name, arguments, ctx.signal)
         content = blocks_from_mcp(result.content)
         if result.is_error:
             raise McpToolError(_error_message(name, content))
@@ -207,32 +218,22 @@ def _body(name: str, connect: McpConnector, structured: bool) -> Callable[..., A
     return call_server
 
 
+async def _call(
+    connect: McpConnector | HttpConnector,
+    name: str,
+    arguments: dict[str, Any],
+    signal: AbortSignal,
+) -> mcp_types.CallToolResult:
+    """The call through ``connect``: its process's pooled session, or the session it returns."""
+    if isinstance(connect, HttpConnector):
+        return await connect.call_tool(name, arguments, signal)
+    return await call_tool_cancellable(await connect(), name, arguments, signal)
+
+
 def _error_message(name: str, content: list[ContentBlock]) -> str:
     """The server's error text, less the ``Error:`` that the failure's content adds again."""
     text = "\n".join(block["text"] for block in content if block["type"] == "text")
     return text.removeprefix("Error: ") or f'MCP tool "{name}" failed'
-
-
-async def call_tool_cancellable(
-    session: ClientSession, name: str, arguments: dict[str, Any], signal: AbortSignal
-) -> mcp_types.CallToolResult:
-    """``session.call_tool``, cancelled when ``signal`` fires.
-
-    Cancelling the request makes the SDK send ``notifications/cancelled`` to the server.
-
-    Raises:
-        AbortError: the signal fired (or its reason, when that is an exception).
-    """
-    signal.throw_if_aborted()
-    loop = asyncio.get_running_loop()
-    with anyio.CancelScope() as scope:
-        stop = signal.add_listener(lambda: loop.call_soon_threadsafe(scope.cancel))
-        try:
-            return await session.call_tool(name, arguments)
-        finally:
-            stop()
-    signal.throw_if_aborted()
-    raise AbortError()  # only the signal cancels this scope
 
 
 def blocks_from_mcp(content: Sequence[Any]) -> list[ContentBlock]:

@@ -22,7 +22,14 @@ from mcp.server.stdio import stdio_server
 
 from toolray import AbortController, ToolBatchInput, ToolCall, ToolExecutionResult
 
-__all__ = ("build_mcp_server", "serve_mcp", "serve_mcp_async")
+__all__ = (
+    "build_mcp_server",
+    "call_result",
+    "run_call",
+    "serve_mcp",
+    "serve_mcp_async",
+    "tool_list",
+)
 
 
 def build_mcp_server(registry: Any, scope: str | None = None, *, name: str = "toolray") -> Server:
@@ -41,30 +48,39 @@ def build_mcp_server(registry: Any, scope: str | None = None, *, name: str = "to
     async def list_tools(
         ctx: ServerRequestContext[Any], params: mcp_types.PaginatedRequestParams | None
     ) -> mcp_types.ListToolsResult:
-        return mcp_types.ListToolsResult(
-            tools=[
-                mcp_types.Tool(
-                    name=schema["name"],
-                    description=schema["description"],
-                    input_schema=schema["parameters"],
-                )
-                for schema in registry.schemas(scope)
-            ]
-        )
+        return tool_list(registry.schemas(scope))
 
     async def call_tool(
         ctx: ServerRequestContext[Any], params: mcp_types.CallToolRequestParams
     ) -> mcp_types.CallToolResult:
-        call_id = f"mcp-{ctx.request_id}"
-        call = ToolCall(call_id, params.name, json.dumps(params.arguments or {}))
-        return _call_result(await _run(registry, scope, call))
+        call = ToolCall(f"mcp-{ctx.request_id}", params.name, json.dumps(params.arguments or {}))
+        return call_result(await run_call(registry, scope, call))
 
     return Server(name, on_list_tools=list_tools, on_call_tool=call_tool)
 
 
-async def _run(registry: Any, scope: str | None, call: ToolCall) -> ToolExecutionResult:
-    """One call as a batch; the client's cancellation aborts it, and it settles first."""
-    controller = AbortController()
+def tool_list(schemas: list[dict[str, Any]]) -> mcp_types.ListToolsResult:
+    """A scope's tool schemas (``registry.schemas(scope)``) as an MCP tool list."""
+    return mcp_types.ListToolsResult(
+        tools=[
+            mcp_types.Tool(
+                name=schema["name"],
+                description=schema["description"],
+                input_schema=schema["parameters"],
+            )
+            for schema in schemas
+        ]
+    )
+
+
+async def run_call(
+    registry: Any, scope: str | None, call: ToolCall, controller: AbortController | None = None
+) -> ToolExecutionResult:
+    """One call as a batch; the client's cancellation aborts it, and it settles first.
+
+    ``controller`` (a new one by default) aborts the call when something else fires it.
+    """
+    controller = controller or AbortController()
     batch = ToolBatchInput([call], controller.signal, scope=scope)
     task = asyncio.ensure_future(registry.execute_batch(batch))
     try:
@@ -77,7 +93,8 @@ async def _run(registry: Any, scope: str | None, call: ToolCall) -> ToolExecutio
     return result.results[0].result  # type: ignore[no-any-return]
 
 
-def _call_result(result: ToolExecutionResult) -> mcp_types.CallToolResult:
+def call_result(result: ToolExecutionResult) -> mcp_types.CallToolResult:
+    """A call's result as MCP: content blocks, the value when structured, ``isError``."""
     content: list[mcp_types.ContentBlock] = [_mcp_block(block) for block in result.content]
     structured = None
     if not result.is_error:

@@ -8,8 +8,9 @@ process's group. A body's ``ctx.dispatch`` becomes a :class:`NestedRequest` to t
 which asks the call's executor and sends the :class:`NestedAnswer` back.
 
 After each call the process says whether it is still clean — not interrupted, no thread,
-task or process left behind by the body, its memory not grown past half its allowance — and
-the worker reuses it only then (retiring it kills its process group: what the body
+task or process left behind by the body (a thread declared with ``toolray._held``, such as
+an MCP connector's, is the process's own), its memory not grown past half its allowance —
+and the worker reuses it only then (retiring it kills its process group: what the body
 started). A body that runs out of memory ends the process with :data:`MEMORY_EXIT` (the
 worker reports the call lost to its memory limit); the worker hanging up ends it normally.
 
@@ -39,6 +40,7 @@ from typing import Any, Protocol
 import cloudpickle
 
 from toolray import AbortSignal, EnvironmentDefinition, ToolExecutionResult, ToolRunContext
+from toolray._held import held_threads
 from toolray.lowlevel import is_json
 from toolray.procs import ChildContext
 
@@ -248,8 +250,8 @@ class _Child:
     def _clean(self) -> bool:
         if self._tainted:
             return False
-        if threading.active_count() > 1 + self._host.thread_count():
-            return False  # a thread the body started is still running
+        if threading.active_count() > 1 + self._host.thread_count() + held_threads():
+            return False  # a thread the body started is still running (not one it keeps)
         tasks = {asyncio.current_task(), self._main}
         if any(t not in tasks for t in asyncio.all_tasks()):
             return False  # so is a task

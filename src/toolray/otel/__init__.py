@@ -17,7 +17,12 @@ disposer it returns turns it off. Spans follow the OpenTelemetry GenAI semantic 
   (``open``, ``fork``, ``park``, ``restore``, ``lost``, ``close``), over the time it took:
   ``toolray.environment.name``, ``toolray.environment.event``, ``toolray.scope``; ``lost``
   sets ``error.type = "ENVIRONMENT_LOST"`` and the status to ERROR. On Ray, instances are
-  kept by the executor actors, which count these events as metrics instead.
+  kept by the executor actors, which count these events as metrics instead;
+- ``<mcp method> [<tool name>]`` per MCP request a toolray server answers over HTTP
+  (``toolray.adapters.mcp.mcp_http_app``), a SERVER span parented to the client's W3C
+  ``traceparent`` when it sends one (in the request's ``_meta``, else as an HTTP header):
+  ``mcp.method.name``, ``jsonrpc.request.id``, ``toolray.tenant``, ``mcp.session.id``, and
+  for ``tools/call`` ``gen_ai.tool.name``; the batch span of the call is its child.
 
 The body runs with its call's span as the current OpenTelemetry context, in-process and on
 a Ray worker (the W3C ``traceparent`` travels with the call), so a span the body starts is
@@ -68,6 +73,7 @@ def instrument(*, tracer_provider: Any = None) -> Disposer:
     try:
         from opentelemetry import trace
 
+        from ._server import add_tracer
         from ._spans import SpanObserver
     except ImportError as err:
         raise ImportError(_MISSING) from err
@@ -76,14 +82,17 @@ def instrument(*, tracer_provider: Any = None) -> Disposer:
         raise TypeError(
             f"instrument() takes an OpenTelemetry TracerProvider, not {type(provider).__name__}"
         )
-    observer = SpanObserver(provider.get_tracer("toolray", __version__))
+    tracer = provider.get_tracer("toolray", __version__)
+    observer = SpanObserver(tracer)
     detach = observe(observer)
     forget = register_local_spans(observer.live_span)
     unwatch = watch_environments(observer.environment_event)
+    unserve = add_tracer(tracer)
 
     def dispose() -> None:
         detach()
         forget()
         unwatch()
+        unserve()
 
     return Disposer(dispose)
