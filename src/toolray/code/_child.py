@@ -37,6 +37,7 @@ else:  # loaded by path: the sibling files are not on sys.path by themselves
 HEADER = struct.Struct(">I")
 MAX_FRAME = 16 * 1024 * 1024
 LOG_BUDGET = 1024 * 1024
+READ_CHUNK = 64 * 1024  # a larger read buffer is mapped and unmapped by the C library each time
 LOG_MARKER = f"[toolray.code] log capture truncated at {LOG_BUDGET} bytes"
 CO_COROUTINE = 0x80  # inspect.CO_COROUTINE: compiled with a top-level await
 RESERVED_GLOBALS = frozenset({"tools", "ToolCallError", "__builtins__", "__name__"})
@@ -90,6 +91,13 @@ class Wire:
             frames.append(json.loads(payload))
         return frames
 
+    def wanted(self) -> int:
+        """Bytes to read next: a chunk, or the rest of a larger frame at once."""
+        if len(self._buffer) < HEADER.size:
+            return READ_CHUNK
+        size: int = HEADER.unpack_from(self._buffer)[0]
+        return max(READ_CHUNK, HEADER.size + size - len(self._buffer))
+
     def read_blocking(self, idle_s: float) -> dict[str, Any]:
         if self._early:
             return self._early.pop(0)
@@ -97,7 +105,7 @@ class Wire:
             readable, _, _ = select.select([self.in_fd], [], [], idle_s)
             if not readable:
                 os._exit(guard.EXIT_EXPIRED)  # a warm child lives at most its time to live
-            data = os.read(self.in_fd, 65536)
+            data = os.read(self.in_fd, self.wanted())
             if not data:
                 os._exit(guard.EXIT_HOST_GONE)
             frames = self.feed(data)
@@ -106,8 +114,11 @@ class Wire:
                 return frames[0]
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
 def encode(message: dict[str, Any]) -> bytes:
-    return json.dumps(message, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
+    return _ENCODER.encode(message).encode()
 
 
 class LogStream(io.TextIOBase):
@@ -208,16 +219,39 @@ class Program:
         if len(payload) > MAX_FRAME:
             raise ToolCallError(name, f"tool arguments exceed {MAX_FRAME} bytes")
         self.next_id += 1
+        lone = self.lone()
         future: asyncio.Future[Any] = self.loop.create_future()
         self.pending[call_id] = future
         self.wire.send(frame, payload)
+        if lone:
+            self.wait(future)
         ok, value = await future
         if not ok:
             raise ToolCallError(name, value)
         return value
 
+    def lone(self) -> bool:
+        """Whether nothing else of the program can run before this call's reply.
+
+        No other call pending, no callback ready, no timer set (asyncio's own lists, read
+        defensively: without them, never).
+        """
+        if self.pending:
+            return False
+        return not (getattr(self.loop, "_ready", True) or getattr(self.loop, "_scheduled", True))
+
+    def wait(self, future: asyncio.Future[Any]) -> None:
+        """Block on the socket until ``future`` has its reply.
+
+        Instead of a trip through the event loop, which would wait on the same socket with
+        nothing else to do.
+        """
+        while not future.done():
+            select.select([self.wire.in_fd], [], [])
+            self.on_readable()
+
     def on_readable(self) -> None:
-        data = os.read(self.wire.in_fd, 1 << 20)
+        data = os.read(self.wire.in_fd, self.wire.wanted())
         if not data:
             os._exit(guard.EXIT_HOST_GONE)
         for frame in self.wire.feed(data):

@@ -17,6 +17,7 @@ from toolray.procs import MAX_FRAME_BYTES, ExitStatus, FrameDecoder, ProtocolErr
 from ._channel import (
     EXIT_CPU,
     EXIT_MEMORY,
+    ChannelProtocol,
     ChildProtocol,
     RunLimits,
     ended,
@@ -83,7 +84,7 @@ class _Run:
         self.deadline = self.loop.call_later(BOOT_TIMEOUT_S, self.on_boot_timeout)
         if self.child.report is not None:
             self.check_confinement(self.child.report)
-        protocol = ChildProtocol(self.on_data, self.on_eof, self.on_writing)
+        protocol = ChannelProtocol(self.on_data, self.on_eof, self.on_writing)
         self.channel, _ = await self.loop.create_unix_connection(
             lambda: protocol, sock=self.child.channel
         )
@@ -127,7 +128,7 @@ class _Run:
             self.stderr.close()
 
     # -- bounds: the host never lets a child make it hold unbounded work or bytes ----------
-    def count(self, data: bytes) -> bool:
+    def count(self, data: bytes | memoryview) -> bool:
         self.read_bytes += len(data)
         if self.read_bytes <= self.limits.max_run_bytes:
             return True
@@ -175,7 +176,7 @@ class _Run:
         self.stderr_tail += data
         del self.stderr_tail[:-_STDERR_TAIL]
 
-    def on_data(self, data: bytes) -> None:
+    def on_data(self, data: memoryview) -> None:
         if self.settled.done() or not self.count(data):
             return
         try:

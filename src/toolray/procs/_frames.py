@@ -29,6 +29,10 @@ class ProtocolError(ToolrayError):
     """The other side broke the frame protocol (Code Mode reports kind ``protocol``)."""
 
 
+_ENCODER: Final = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+"""One encoder for every frame (``json.dumps`` with an option builds one per call)."""
+
+
 def encode_frame(message: Mapping[str, Any], attachment: bytes | None = None) -> bytes:
     r"""One frame: ``message`` as compact UTF-8 JSON behind its length, then ``attachment``.
 
@@ -42,9 +46,7 @@ def encode_frame(message: Mapping[str, Any], attachment: bytes | None = None) ->
         >>> encode_frame({"op": "blob"}, b"\x00\x01")[4:]
         b'{"op":"blob"}\n\x00\x01'
     """
-    payload = json.dumps(
-        message, ensure_ascii=False, allow_nan=False, separators=(",", ":")
-    ).encode("utf-8", "surrogatepass")
+    payload = _ENCODER.encode(message).encode("utf-8", "surrogatepass")
     if attachment is not None:
         payload += b"\n" + attachment
     if len(payload) > MAX_FRAME_BYTES:
@@ -102,7 +104,7 @@ class FrameDecoder:
         """Bytes received and not yet part of a complete frame."""
         return len(self._buffer)
 
-    def feed(self, data: bytes) -> list[dict[str, Any]]:
+    def feed(self, data: bytes | memoryview) -> list[dict[str, Any]]:
         """Append ``data``; return every message now complete, in order.
 
         Raises:
