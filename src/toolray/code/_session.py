@@ -66,9 +66,14 @@ class _Run:
         self.log_bytes = 0
         self.read_bytes = 0
         self.call_ids: set[int] = set()
-        self.calls: set[asyncio.Task[None]] = set()
+        self.calls: dict[int, asyncio.Task[None]] = {}
+        """Binding calls in flight, kept referenced (each removes itself: no done callback,
+        so no loop turn after a reply)."""
+        self.watch: asyncio.Task[None] | None = None
         self.running = 0
         self.writing_paused = False
+        self.paused = False
+        """Whether the host stopped reading the child (too many calls or unread replies)."""
         self.draining = False
         self.backlog: deque[dict[str, Any]] = deque()
         self.exit_status: ExitStatus | None = None
@@ -152,10 +157,13 @@ class _Run:
         if channel is None or channel.is_closing() or self.draining:
             return
         self.drain()
-        if self.blocked():
-            channel.pause_reading()
-        elif not channel.is_closing():
-            channel.resume_reading()
+        blocked = self.blocked()
+        if blocked != self.paused and not channel.is_closing():
+            self.paused = blocked
+            if blocked:
+                channel.pause_reading()
+            else:
+                channel.resume_reading()
 
     def drain(self) -> None:
         self.draining = True
@@ -189,9 +197,8 @@ class _Run:
     def on_eof(self) -> None:
         if not self.eof_seen and not self.settled.done():
             self.eof_seen = True
-            task = self.loop.create_task(self.on_exit())
-            self.calls.add(task)  # kept referenced; the run awaits settlement, not this task
-            task.add_done_callback(self.calls.discard)
+            # kept referenced; the run awaits settlement, not this task
+            self.watch = self.loop.create_task(self.on_exit())
 
     def on_exited(self, status: ExitStatus) -> None:
         if not self.settled.done():
@@ -284,19 +291,10 @@ class _Run:
         except Exception as err:  # a binding that fails before it awaits
             self.reply(call_id, False, failure_message(err))
             return
-        task = self.loop.create_task(self.settle_call(call_id, pending))
-        self.calls.add(task)
-        task.add_done_callback(self.calls.discard)
+        self.calls[call_id] = self.loop.create_task(self.settle_call(call_id, pending))
         self.running += 1
 
     async def settle_call(self, call_id: int, pending: Any) -> None:
-        try:
-            await self.settle_value(call_id, pending)
-        finally:
-            self.running -= 1
-            self.flow()
-
-    async def settle_value(self, call_id: int, pending: Any) -> None:
         try:
             value = snapshot_json(await pending if inspect.isawaitable(pending) else pending)
         except NotJsonError as err:
@@ -305,6 +303,11 @@ class _Run:
             self.reply(call_id, False, failure_message(err))
         else:
             self.reply(call_id, True, value)
+        finally:
+            del self.calls[call_id]
+            self.running -= 1
+            if self.paused or self.backlog:  # else nothing waits for this call's slot
+                self.flow()
 
     def reply(self, call_id: int, ok: bool, payload: Any) -> None:
         if self.settled.done() or self.channel is None or self.channel.is_closing():
