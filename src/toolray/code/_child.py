@@ -65,6 +65,7 @@ class Wire:
         os.dup2(2, 1)
         self._buffer = bytearray()
         self._early: list[dict[str, Any]] = []  # frames read with the one asked for
+        self._inbox = memoryview(bytearray(READ_CHUNK))  # reused: no allocation per read
 
     def send(self, message: dict[str, Any], payload: bytes | None = None) -> None:
         if payload is None:
@@ -79,7 +80,7 @@ class Wire:
         except OSError:
             os._exit(guard.EXIT_HOST_GONE)
 
-    def feed(self, data: bytes) -> list[dict[str, Any]]:
+    def feed(self, data: bytes | memoryview) -> list[dict[str, Any]]:
         self._buffer += data
         frames, self._early = self._early, []
         while len(self._buffer) >= HEADER.size:
@@ -90,6 +91,13 @@ class Wire:
             del self._buffer[: HEADER.size + size]
             frames.append(_decode(payload.decode("utf-8", "surrogatepass")))
         return frames
+
+    def receive(self) -> bytes | memoryview:
+        """The next bytes from the host (empty: it is gone); a view valid until the next."""
+        wanted = self.wanted()
+        if wanted > READ_CHUNK:  # the rest of a large frame, at once
+            return os.read(self.in_fd, wanted)
+        return self._inbox[: os.readv(self.in_fd, [self._inbox])]
 
     def wanted(self) -> int:
         """Bytes to read next: a chunk, or the rest of a larger frame at once."""
@@ -105,7 +113,7 @@ class Wire:
             readable, _, _ = select.select([self.in_fd], [], [], idle_s)
             if not readable:
                 os._exit(guard.EXIT_EXPIRED)  # a warm child lives at most its time to live
-            data = os.read(self.in_fd, self.wanted())
+            data = self.receive()
             if not data:
                 os._exit(guard.EXIT_HOST_GONE)
             frames = self.feed(data)
@@ -267,7 +275,7 @@ class Program:
             self.on_readable()
 
     def on_readable(self) -> None:
-        data = os.read(self.wire.in_fd, self.wire.wanted())
+        data = self.wire.receive()
         if not data:
             os._exit(guard.EXIT_HOST_GONE)
         for frame in self.wire.feed(data):
