@@ -20,13 +20,18 @@ Run: ``.venv/bin/python benchmarks/bench_code.py [--quick] [--confinement] [--no
 - through the registry (``run_code`` with ``PythonRuntime`` mounted, every binding call a
   sub-call through the full pipeline on the sub-scheduler): a trivial ``run_code``, a
   program making 20 sub-calls, and per sub-call (200 sub-calls minus an empty program)
-  against the same calls as a native batch: target ≤ 2× a native call.
+  against the same calls as a native batch: target ≤ 2× a native call;
+- the floor under a sub-call: a bare round trip of a small frame between two processes on
+  this machine (a peer blocking on its socket, as a child waiting for its lone call), the
+  host blocking too, or on an asyncio loop (as the runtime's host).
 """
 
 from __future__ import annotations
 
 import asyncio
+import socket
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -249,6 +254,79 @@ async def _registry_rows(runtime: PythonRuntime) -> list[tuple[str, str, str]]:
     return rows
 
 
+_PEER = (
+    "import socket, sys, time\n"
+    "s = socket.socket(fileno=int(sys.argv[1]))\n"
+    "frame = bytes(4) + b'x' * 60\n"
+    "for rounds in (200, 2000):\n"
+    "    t = time.perf_counter()\n"
+    "    for _ in range(rounds):\n"
+    "        s.sendall(frame)\n"
+    "        s.recv(65536)\n"
+    "print((time.perf_counter() - t) / rounds * 1e6)\n"
+)
+_REPLY = bytes(4) + b"y" * 50
+
+
+class _Echo(asyncio.BufferedProtocol):
+    """The host's side of the floor on a loop: each read answered with one reply."""
+
+    def __init__(self, ended: asyncio.Future[None]) -> None:
+        self.buffer = memoryview(bytearray(65536))
+        self.ended = ended
+
+    def connection_made(self, transport: Any) -> None:
+        self.transport = transport
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self.buffer
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self.transport.write(_REPLY)
+
+    def eof_received(self) -> bool:
+        self.ended.set_result(None)
+        return False
+
+
+def _serve_blocking(host: socket.socket) -> None:
+    with host:
+        while host.recv(65536):
+            host.sendall(_REPLY)
+
+
+async def _floor_us(on_loop: bool) -> float:
+    """One bare round trip between two processes, µs (the mean of the peer's 2,000)."""
+    host, peer = socket.socketpair()
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", _PEER, str(peer.fileno()),
+        pass_fds=[peer.fileno()], stdout=subprocess.PIPE,
+    )  # fmt: skip
+    peer.close()
+    if on_loop:
+        loop = asyncio.get_running_loop()
+        ended: asyncio.Future[None] = loop.create_future()
+        transport, _ = await loop.create_unix_connection(lambda: _Echo(ended), sock=host)
+        await ended
+        transport.close()
+    else:
+        await asyncio.to_thread(_serve_blocking, host)
+    out, _ = await proc.communicate()
+    return float(out)
+
+
+async def _floor_rows() -> list[tuple[str, str, str]]:
+    blocking, on_loop = [], []
+    for _ in range(3):
+        blocking.append(await _floor_us(False))
+        on_loop.append(await _floor_us(True))
+    both, loop = statistics.median(blocking), statistics.median(on_loop)
+    return [
+        ("floor: a bare round trip between two processes, both blocking", f"{both:.0f} µs", "—"),
+        ("floor: the same, the host on an asyncio loop", f"{loop:.0f} µs", "—"),
+    ]
+
+
 async def _ready_ms(runtime: PythonRuntime) -> float:
     """From a fork request to the child's ready report (its sandbox built)."""
     start = time.perf_counter()
@@ -343,6 +421,10 @@ def write(rows: list[tuple[str, str, str]], seconds: float) -> None:
 - Through the registry (`run_code` with `PythonRuntime` mounted, each binding call a
   sub-call through the full pipeline): a trivial `run_code`, 20 sub-calls, and per sub-call
   (timed inside the program) against the same calls as a native batch.
+- The floor under a sub-call: a bare round trip of a small frame between two processes (a
+  peer blocking on its socket, as a child waiting for its lone call), the host blocking too
+  or on an asyncio loop (as the runtime's host). A sub-call is this round trip plus both
+  sides' work plus a native call's pipeline; a native call crosses no process.
 
 {chr(10).join(table)}
 """,
@@ -383,6 +465,7 @@ async def main() -> None:
     rows.append(("sequential sub-call / direct await", f"{per_seq / direct:.0f}×", "—"))
     rows.append(("sequential sub-call / native call", f"{per_seq / native:.2f}×", "—"))
     rows.extend(await _registry_rows(runtime))
+    rows.extend(await _floor_rows())
     runtime.close()
     cold_rt.close()
     _print(rows)
