@@ -20,13 +20,22 @@ Run: ``.venv/bin/python benchmarks/bench_code.py [--quick] [--confinement] [--no
 - through the registry (``run_code`` with ``PythonRuntime`` mounted, every binding call a
   sub-call through the full pipeline on the sub-scheduler): a trivial ``run_code``, a
   program making 20 sub-calls, and per sub-call (200 sub-calls minus an empty program)
-  against the same calls as a native batch: target ≤ 2× a native call.
+  against the same calls as a native batch: target ≤ 2× a native call;
+- the floor under a sub-call: a bare round trip of a small frame between two processes on
+  this machine (a peer blocking on its socket, as a child waiting for its lone call), the
+  host blocking too, or on an asyncio loop (as the runtime's host);
+- the sub-call target (issue 42, item 3: ≤ 2× a native call of the same tool), for 200 and
+  20 sequential calls, beside its references in the same run: per call, the sub-call, the
+  native call, the bare runtime (the trip to the child alone) and the floor, and their
+  ratios.
 """
 
 from __future__ import annotations
 
 import asyncio
+import socket
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -219,7 +228,11 @@ async def _bridge_row(calls: int, runs: int) -> tuple[str, str, str]:
     return ("  the registry alone (no child) / native call", f"{ratio:.2f}×", "—")
 
 
-async def _registry_rows(runtime: PythonRuntime) -> list[tuple[str, str, str]]:
+PerCall = dict[int, tuple[float, float, float]]
+"""Per call (ms), by the number of sequential calls: sub-call, bare runtime, native call."""
+
+
+async def _registry_rows(runtime: PythonRuntime) -> tuple[list[tuple[str, str, str]], PerCall]:
     reg = _registry(runtime)
     native = ToolRegistry()
     for definition in reg.definitions():
@@ -234,17 +247,117 @@ async def _registry_rows(runtime: PythonRuntime) -> list[tuple[str, str, str]]:
         ("registry: trivial `run_code`, warm", _p50_p99(trivial), "≤ 30"),
         ("registry: run_code making 20 sub-calls, warm", _p50_p99(sub20), "—"),
     ]
+    per_call: PerCall = {}
     for calls, runs in ((20, max(5, N // 2)), (200, max(5, N // 5))):
         t = await _paired(runtime, reg, native, calls, runs)
         sub, raw, nat = (statistics.median(t[k]) / calls for k in ("sub", "raw", "native"))
+        per_call[calls] = (sub, raw, nat)
         rows += [
             (f"{calls} sequential calls timed in the program, per call:", "", ""),
             ("  sub-call through run_code", f"{sub * 1000:.0f} µs", "—"),
             ("  binding awaited directly (bare runtime)", f"{raw * 1000:.0f} µs", "—"),
             ("  native call in a batch", f"{nat * 1000:.0f} µs", "—"),
-            ("  sub-call / native call", f"{sub / nat:.2f}×", "≤ 2×"),
+            ("  sub-call / native call", f"{sub / nat:.2f}×", "—"),
             ("  what the registry adds / native call", f"{(sub - raw) / nat:.2f}×", "—"),
             await _bridge_row(calls, runs),
+        ]  # fmt: skip
+    return rows, per_call
+
+
+_PEER = (
+    "import socket, sys, time\n"
+    "s = socket.socket(fileno=int(sys.argv[1]))\n"
+    "frame = bytes(4) + b'x' * 60\n"
+    "for rounds in (200, 2000):\n"
+    "    t = time.perf_counter()\n"
+    "    for _ in range(rounds):\n"
+    "        s.sendall(frame)\n"
+    "        s.recv(65536)\n"
+    "print((time.perf_counter() - t) / rounds * 1e6)\n"
+)
+_REPLY = bytes(4) + b"y" * 50
+
+
+class _Echo(asyncio.BufferedProtocol):
+    """The host's side of the floor on a loop: each read answered with one reply."""
+
+    def __init__(self, ended: asyncio.Future[None]) -> None:
+        self.buffer = memoryview(bytearray(65536))
+        self.ended = ended
+
+    def connection_made(self, transport: Any) -> None:
+        self.transport = transport
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self.buffer
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self.transport.write(_REPLY)
+
+    def eof_received(self) -> bool:
+        self.ended.set_result(None)
+        return False
+
+
+def _serve_blocking(host: socket.socket) -> None:
+    with host:
+        while host.recv(65536):
+            host.sendall(_REPLY)
+
+
+async def _floor_us(on_loop: bool) -> float:
+    """One bare round trip between two processes, µs (the mean of the peer's 2,000)."""
+    host, peer = socket.socketpair()
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", _PEER, str(peer.fileno()),
+        pass_fds=[peer.fileno()], stdout=subprocess.PIPE,
+    )  # fmt: skip
+    peer.close()
+    if on_loop:
+        loop = asyncio.get_running_loop()
+        ended: asyncio.Future[None] = loop.create_future()
+        transport, _ = await loop.create_unix_connection(lambda: _Echo(ended), sock=host)
+        await ended
+        transport.close()
+    else:
+        await asyncio.to_thread(_serve_blocking, host)
+    out, _ = await proc.communicate()
+    return float(out)
+
+
+async def _floor_rows() -> tuple[list[tuple[str, str, str]], float]:
+    """The floor's rows, and the floor on a loop (µs): the host's side as the runtime's."""
+    blocking, on_loop = [], []
+    for _ in range(3):
+        blocking.append(await _floor_us(False))
+        on_loop.append(await _floor_us(True))
+    both, loop = statistics.median(blocking), statistics.median(on_loop)
+    return [
+        ("floor: a bare round trip between two processes, both blocking", f"{both:.0f} µs", "—"),
+        ("floor: the same, the host on an asyncio loop", f"{loop:.1f} µs", "—"),
+    ], loop
+
+
+def _target_rows(per_call: PerCall, floor_us: float) -> list[tuple[str, str, str]]:
+    """Issue 42 item 3 (a sub-call ≤ 2× a native call), beside its references, per call.
+
+    A sub-call is a native call's pipeline plus the trip to the child and back: the bare
+    runtime (the binding awaited directly, no pipeline) is that trip alone, and the floor is
+    the least any trip between two processes costs on this machine.
+    """
+    rows: list[tuple[str, str, str]] = []
+    for calls in sorted(per_call, reverse=True):
+        sub, raw, nat = (v * 1000 for v in per_call[calls])
+        rows += [
+            (f"sub-call / native call, {calls} sequential calls", f"{sub / nat:.2f}×", "≤ 2×"),
+            ("  per call: sub-call · native call · bare runtime · floor",
+             f"{sub:.0f} · {nat:.0f} · {raw:.0f} · {floor_us:.0f} µs", "—"),
+            ("  sub-call − native call (the trip to the child) / native call",
+             f"{(sub - nat) / nat:.2f}×", "—"),
+            ("  the same / bare runtime (the trip with no pipeline)",
+             f"{(sub - nat) / raw:.2f}×", "—"),
+            ("  bare runtime / floor", f"{raw / floor_us:.1f}×", "—"),
+            ("  sub-call / floor", f"{sub / floor_us:.1f}×", "—"),
         ]  # fmt: skip
     return rows
 
@@ -343,6 +456,15 @@ def write(rows: list[tuple[str, str, str]], seconds: float) -> None:
 - Through the registry (`run_code` with `PythonRuntime` mounted, each binding call a
   sub-call through the full pipeline): a trivial `run_code`, 20 sub-calls, and per sub-call
   (timed inside the program) against the same calls as a native batch.
+- The floor under a sub-call: a bare round trip of a small frame between two processes (a
+  peer blocking on its socket, as a child waiting for its lone call), the host blocking too
+  or on an asyncio loop (as the runtime's host). A sub-call is this round trip plus both
+  sides' work plus a native call's pipeline; a native call crosses no process.
+- The sub-call target (≤ 2× a native call of the same tool) last, from the paired runs
+  above, beside its references: per call, the sub-call, the native call, the bare runtime
+  (the binding awaited directly: the trip to the child and back, no pipeline) and the floor
+  on a loop; what a sub-call costs over a native call, against a native call and against
+  the bare runtime; the bare runtime and the sub-call against the floor.
 
 {chr(10).join(table)}
 """,
@@ -382,7 +504,9 @@ async def main() -> None:
     rows.append(("native registry batch (20 exclusive), per call", f"{native * 1000:.0f} µs", "—"))
     rows.append(("sequential sub-call / direct await", f"{per_seq / direct:.0f}×", "—"))
     rows.append(("sequential sub-call / native call", f"{per_seq / native:.2f}×", "—"))
-    rows.extend(await _registry_rows(runtime))
+    registry_rows, per_call = await _registry_rows(runtime)
+    floor_rows, floor_us = await _floor_rows()
+    rows += [*registry_rows, *floor_rows, *_target_rows(per_call, floor_us)]
     runtime.close()
     cold_rt.close()
     _print(rows)

@@ -193,6 +193,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "toolray.code._child_landlock",
             "toolray.code._child_seccomp",
             "toolray.code._child_boot",
+            "toolray.code._child_wire",
             "toolray.code._failures",
             "toolray.code._frames",
             "toolray.code._confinement",

@@ -13,11 +13,9 @@ import ast
 import asyncio
 import builtins
 import io
-import json
 import keyword
 import os
 import select
-import struct
 import sys
 import traceback
 import types
@@ -27,15 +25,15 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from toolray.code import _child_boot as boot
     from toolray.code import _child_guard as guard
+    from toolray.code._child_wire import MAX_FRAME, Wire, encode
 else:  # loaded by path: the sibling files are not on sys.path by themselves
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import _child_boot as boot
     import _child_guard as guard
+    from _child_wire import MAX_FRAME, Wire, encode
 
     del sys.path[0]
 
-HEADER = struct.Struct(">I")
-MAX_FRAME = 16 * 1024 * 1024
 LOG_BUDGET = 1024 * 1024
 LOG_MARKER = f"[toolray.code] log capture truncated at {LOG_BUDGET} bytes"
 CO_COROUTINE = 0x80  # inspect.CO_COROUTINE: compiled with a top-level await
@@ -52,62 +50,6 @@ class ToolCallError(Exception):
 
 
 ToolCallError.__module__ = "__main__"  # the program's own module: tracebacks say ToolCallError
-
-
-class Wire:
-    """Length-prefixed JSON frames over the child's socket to the host."""
-
-    def __init__(self, channel: int) -> None:
-        # The protocol socket stays on its own descriptor; fd 1 points at stderr and fd 0
-        # at /dev/null, so stray writes from the program cannot corrupt a frame.
-        self.in_fd = self.out_fd = channel
-        os.dup2(2, 1)
-        self._buffer = bytearray()
-        self._early: list[dict[str, Any]] = []  # frames read with the one asked for
-
-    def send(self, message: dict[str, Any], payload: bytes | None = None) -> None:
-        if payload is None:
-            payload = encode(message)
-        data = HEADER.pack(len(payload)) + payload
-        try:
-            while data:
-                try:
-                    data = data[os.write(self.out_fd, data) :]
-                except BlockingIOError:  # the socket is non-blocking while the loop runs
-                    select.select([], [self.out_fd], [])
-        except OSError:
-            os._exit(guard.EXIT_HOST_GONE)
-
-    def feed(self, data: bytes) -> list[dict[str, Any]]:
-        self._buffer += data
-        frames, self._early = self._early, []
-        while len(self._buffer) >= HEADER.size:
-            (size,) = HEADER.unpack_from(self._buffer)
-            if len(self._buffer) < HEADER.size + size:
-                break
-            payload = bytes(self._buffer[HEADER.size : HEADER.size + size])
-            del self._buffer[: HEADER.size + size]
-            frames.append(json.loads(payload))
-        return frames
-
-    def read_blocking(self, idle_s: float) -> dict[str, Any]:
-        if self._early:
-            return self._early.pop(0)
-        while True:
-            readable, _, _ = select.select([self.in_fd], [], [], idle_s)
-            if not readable:
-                os._exit(guard.EXIT_EXPIRED)  # a warm child lives at most its time to live
-            data = os.read(self.in_fd, 65536)
-            if not data:
-                os._exit(guard.EXIT_HOST_GONE)
-            frames = self.feed(data)
-            if frames:
-                self._early = frames[1:]  # never dropped, whatever came with it
-                return frames[0]
-
-
-def encode(message: dict[str, Any]) -> bytes:
-    return json.dumps(message, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
 
 
 class LogStream(io.TextIOBase):
@@ -208,16 +150,39 @@ class Program:
         if len(payload) > MAX_FRAME:
             raise ToolCallError(name, f"tool arguments exceed {MAX_FRAME} bytes")
         self.next_id += 1
+        lone = self.lone()
         future: asyncio.Future[Any] = self.loop.create_future()
         self.pending[call_id] = future
         self.wire.send(frame, payload)
+        if lone:
+            self.wait(future)
         ok, value = await future
         if not ok:
             raise ToolCallError(name, value)
         return value
 
+    def lone(self) -> bool:
+        """Whether nothing else of the program can run before this call's reply.
+
+        No other call pending, no callback ready, no timer set (asyncio's own lists, read
+        defensively: without them, never).
+        """
+        if self.pending:
+            return False
+        return not (getattr(self.loop, "_ready", True) or getattr(self.loop, "_scheduled", True))
+
+    def wait(self, future: asyncio.Future[Any]) -> None:
+        """Block on the socket until ``future`` has its reply.
+
+        Instead of a trip through the event loop, which would wait on the same socket with
+        nothing else to do.
+        """
+        while not future.done():
+            select.select([self.wire.in_fd], [], [])
+            self.on_readable()
+
     def on_readable(self) -> None:
-        data = os.read(self.wire.in_fd, 1 << 20)
+        data = self.wire.receive()
         if not data:
             os._exit(guard.EXIT_HOST_GONE)
         for frame in self.wire.feed(data):

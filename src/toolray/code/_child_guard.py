@@ -164,8 +164,32 @@ def _problem(value: Any, on_path: set[int]) -> str | None:
     return "circular reference" if id(value) in on_path else None
 
 
+_PLAIN = frozenset(_SCALARS)
+_FAST_DEPTH = 16
+
+
+def _plainly_json(value: Any, depth: int) -> bool:
+    """Whether ``value`` is surely lossless: small and shallow, its leaves plain scalars.
+
+    ``False`` leaves the verdict (and the path of a problem) to the full walk.
+    """
+    kind = type(value)
+    if kind in _PLAIN or (kind is float and _float_problem(value) is None):
+        return True
+    if depth > _FAST_DEPTH:
+        return False
+    if kind is dict:
+        for key, item in value.items():
+            if type(key) is not str or not _plainly_json(item, depth + 1):
+                return False
+        return True
+    return kind is list and all(_plainly_json(item, depth + 1) for item in value)
+
+
 def non_json(value: Any, root: str) -> str | None:
     """``"<path>: <problem>"`` for the first non-lossless place in ``value``, else ``None``."""
+    if _plainly_json(value, 0):  # the common case, without building a path per value
+        return None
     problem = _problem(value, set())
     if problem is not None:
         return f"{root}: {problem}"

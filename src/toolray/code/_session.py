@@ -17,6 +17,7 @@ from toolray.procs import MAX_FRAME_BYTES, ExitStatus, FrameDecoder, ProtocolErr
 from ._channel import (
     EXIT_CPU,
     EXIT_MEMORY,
+    ChannelProtocol,
     ChildProtocol,
     RunLimits,
     ended,
@@ -65,9 +66,14 @@ class _Run:
         self.log_bytes = 0
         self.read_bytes = 0
         self.call_ids: set[int] = set()
-        self.calls: set[asyncio.Task[None]] = set()
+        self.calls: dict[int, asyncio.Task[None]] = {}
+        """Binding calls in flight, kept referenced (each removes itself: no done callback,
+        so no loop turn after a reply)."""
+        self.watch: asyncio.Task[None] | None = None
         self.running = 0
         self.writing_paused = False
+        self.paused = False
+        """Whether the host stopped reading the child (too many calls or unread replies)."""
         self.draining = False
         self.backlog: deque[dict[str, Any]] = deque()
         self.exit_status: ExitStatus | None = None
@@ -83,7 +89,7 @@ class _Run:
         self.deadline = self.loop.call_later(BOOT_TIMEOUT_S, self.on_boot_timeout)
         if self.child.report is not None:
             self.check_confinement(self.child.report)
-        protocol = ChildProtocol(self.on_data, self.on_eof, self.on_writing)
+        protocol = ChannelProtocol(self.on_data, self.on_eof, self.on_writing)
         self.channel, _ = await self.loop.create_unix_connection(
             lambda: protocol, sock=self.child.channel
         )
@@ -127,7 +133,7 @@ class _Run:
             self.stderr.close()
 
     # -- bounds: the host never lets a child make it hold unbounded work or bytes ----------
-    def count(self, data: bytes) -> bool:
+    def count(self, data: bytes | memoryview) -> bool:
         self.read_bytes += len(data)
         if self.read_bytes <= self.limits.max_run_bytes:
             return True
@@ -151,10 +157,13 @@ class _Run:
         if channel is None or channel.is_closing() or self.draining:
             return
         self.drain()
-        if self.blocked():
-            channel.pause_reading()
-        elif not channel.is_closing():
-            channel.resume_reading()
+        blocked = self.blocked()
+        if blocked != self.paused and not channel.is_closing():
+            self.paused = blocked
+            if blocked:
+                channel.pause_reading()
+            else:
+                channel.resume_reading()
 
     def drain(self) -> None:
         self.draining = True
@@ -175,7 +184,7 @@ class _Run:
         self.stderr_tail += data
         del self.stderr_tail[:-_STDERR_TAIL]
 
-    def on_data(self, data: bytes) -> None:
+    def on_data(self, data: memoryview) -> None:
         if self.settled.done() or not self.count(data):
             return
         try:
@@ -188,9 +197,8 @@ class _Run:
     def on_eof(self) -> None:
         if not self.eof_seen and not self.settled.done():
             self.eof_seen = True
-            task = self.loop.create_task(self.on_exit())
-            self.calls.add(task)  # kept referenced; the run awaits settlement, not this task
-            task.add_done_callback(self.calls.discard)
+            # kept referenced; the run awaits settlement, not this task
+            self.watch = self.loop.create_task(self.on_exit())
 
     def on_exited(self, status: ExitStatus) -> None:
         if not self.settled.done():
@@ -285,19 +293,10 @@ class _Run:
         except Exception as err:  # a binding that fails before it awaits
             self.reply(call_id, False, failure_message(err))
             return
-        task = self.loop.create_task(self.settle_call(call_id, pending))
-        self.calls.add(task)
-        task.add_done_callback(self.calls.discard)
+        self.calls[call_id] = self.loop.create_task(self.settle_call(call_id, pending))
         self.running += 1
 
     async def settle_call(self, call_id: int, pending: Any) -> None:
-        try:
-            await self.settle_value(call_id, pending)
-        finally:
-            self.running -= 1
-            self.flow()
-
-    async def settle_value(self, call_id: int, pending: Any) -> None:
         try:
             value = snapshot_json(await pending if inspect.isawaitable(pending) else pending)
         except NotJsonError as err:
@@ -306,6 +305,11 @@ class _Run:
             self.reply(call_id, False, failure_message(err))
         else:
             self.reply(call_id, True, value)
+        finally:
+            del self.calls[call_id]
+            self.running -= 1
+            if self.paused or self.backlog:  # else nothing waits for this call's slot
+                self.flow()
 
     def reply(self, call_id: int, ok: bool, payload: Any) -> None:
         if self.settled.done() or self.channel is None or self.channel.is_closing():
