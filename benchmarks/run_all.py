@@ -27,6 +27,7 @@ SCRIPTS = [
     "bench_pipeline.py",
     "bench_batch.py",
     "bench_observability.py",
+    "soak.py",
 ]
 QUICK = (
     "bench_code.py",
@@ -42,8 +43,10 @@ ARGS = {
     "bench_observability.py": ["--ray"],
     "bench_registry.py": ["--write", str(HERE / "RESULTS-registry.md")],
     "bench_batch.py": ["--write"],
+    "soak.py": ["--minutes", "60", "--write"],
 }
-"""Options a script always runs with (the observability benchmark's Ray row)."""
+"""Options a script always runs with (the observability benchmark's Ray row; the soak's
+hour, which the full run takes)."""
 OUT = HERE / "RESULTS.md"
 
 
@@ -142,7 +145,9 @@ HEADLINES = (
              "RESULTS-rollout.md", "| toolray |", 4, "", "0"),
     Headline("rollout 24 × 4 × 4 (4 % faulty), isolation \"call\": turn p50 / p99",
              "RESULTS-rollout.md", "| toolray |", 6, "", "p99 ≤ 600 ms",
-             note="measured at a 1-minute load of about 33 from other sessions on this 2-core machine: the faulty calls' ladders and the good bodies' sleeps waited for a CPU"),
+             note="measured at a 1-minute load of about 33 from other sessions on this "
+             "2-core machine: the faulty calls' ladders and the good bodies' sleeps waited "
+             "for a CPU"),
     Headline("rollout 24 × 4 × 4 (4 % faulty), isolation \"call\": calls/s",
              "RESULTS-rollout.md", "| toolray |", 7, "", "≥ 90 % of the kill-first bound",
              versus="rollout 24 × 4 × 4 (4 % faulty), the gather pattern: calls/s",

@@ -195,7 +195,7 @@ def results(out: dict[str, Any]) -> str:
     lines = [
         f"# Soak: {out['minutes']:g} minutes under a mixed load",
         "",
-        f"`python benchmarks/soak.py --minutes {out['minutes']:g} --write`, {out['date']}, "
+        f"`python benchmarks/soak.py --minutes {out['minutes']:g}`, {out['date']}, "
         f"{out['machine']}; 1-minute load average {min(loads)}–{max(loads)} (other "
         f"sessions share this machine). {len(out['samples'])} samples, every "
         f"{out['sample_s']:g} s; the load rests {out['rest_s']:g} s at its baseline mark "
@@ -206,12 +206,12 @@ def results(out: dict[str, Any]) -> str:
         "|---|---:|---|:---:|",
         f"| RSS growth of each long-lived actor ({v['long_lived_actors']}), {rest} "
         f"| max {v['rss']['max_growth_pct']:+.2f} % | ≤ 5 % | {yes[v['rss']['met']]} |",
-        f"| open files of each long-lived actor, {rest} | max {v['fds']['max_growth']:+d} "
+        f"| open files of each long-lived actor, {rest} | {_growth(v['fds']['max_growth'])} "
         f"| ≤ +{v['fds']['slack']} | {yes[v['fds']['met']]} |",
-        f"| threads of each long-lived actor, {rest} | max {v['threads']['max_growth']:+d} "
+        f"| threads of each long-lived actor, {rest} | {_growth(v['threads']['max_growth'])} "
         f"| ≤ +{v['threads']['slack']} | {yes[v['threads']['met']]} |",
-        f"| processes of the namespace, {rest} | {p['mark']} → {p['end']} ({p['growth']:+d}) "
-        f"| ≤ +{p['slack']} | {yes[p['met']]} |",
+        f"| processes of the namespace ({p['mark']} → {p['end']}), {rest} "
+        f"| {_growth(p['growth'])} | ≤ +{p['slack']} | {yes[p['met']]} |",
         f"| calls lost / environment instances lost | {v['lost']['calls']} / "
         f"{v['lost']['instances']} | 0 | {yes[v['lost']['met']]} |",
         f"| leftover processes 30 s after the shutdown (of {out['processes_seen']} seen) "
@@ -243,14 +243,27 @@ def results(out: dict[str, Any]) -> str:
         "|---|---:|---:|---:|---:|---:|",
     ]
     for a in v["actors"]:
-        kind, name = a["actor"].split(":")[:2]
+        kind, name = _names(a["actor"])
         lines.append(
-            f"| {kind} `{name[:40]}` | {a['rss_mark_mb']} MB | {a['rss_end_mb']} MB "
+            f"| {kind} `{name}` | {a['rss_mark_mb']} MB | {a['rss_end_mb']} MB "
             f"| {a['rss_growth_pct']:+.2f} % | {a['fds'][0]} → {a['fds'][1]} "
             f"| {a['threads'][0]} → {a['threads'][1]} |"
         )
     lines += ["", "![RSS of every long-lived actor over the run](../docs/assets/soak.svg)", ""]
     return "\n".join(lines)
+
+
+def _names(key: str) -> tuple[str, str]:
+    """An actor's kind and short name from its sample key (``kind:name:pid``)."""
+    kind, rest = key.split(":", 1)
+    name, pid = rest.rsplit(":", 1)
+    name = name.removeprefix("toolray:").removeprefix(f"{kind}:")
+    return kind, name if kind != "worker" else f"pid {pid}"
+
+
+def _growth(n: float) -> str:
+    """A growth as the results table shows it (``run_all`` reads the number)."""
+    return f"{n:+g}" if n > 0 else "no growth"
 
 
 def chart(out: dict[str, Any], path: Path) -> None:
@@ -269,8 +282,8 @@ def chart(out: dict[str, Any], path: Path) -> None:
         key = a["actor"]
         xs = [s["t"] / 60 for s in samples if key in s["actors"]]
         ys = [s["actors"][key]["rss"] / 2**20 for s in samples if key in s["actors"]]
-        kind, name = key.split(":")[:2]
-        top.plot(xs, ys, linewidth=1.2, label=f"{kind} {name[-14:]} ({a['rss_growth_pct']:+.1f} %)")
+        kind, name = _names(key)
+        top.plot(xs, ys, linewidth=1.2, label=f"{kind} {name} ({a['rss_growth_pct']:+.1f} %)")
     for ax in (top, bottom):
         for s in samples:
             if s.get("rest"):
