@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import asyncio
 import random
+import sys
+import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -103,6 +105,7 @@ class Book:
         got = [r.call_id for r in out.results]
         if got != ids:
             self.lost[lane] += len(set(ids) ^ set(got)) or len(ids)
+            self.note(f"{lane}: results {got} for calls {ids}")
         for item in out.results:
             result = item.result
             if not result.is_error:
@@ -114,7 +117,12 @@ class Book:
     def crashed(self, lane: str, calls: Sequence[ToolCall], err: BaseException) -> None:
         """A batch that raised: every call of it went without a result."""
         self.lost[lane] += len(calls)
-        self.raised.append(f"{lane}: {type(err).__name__}: {str(err)[:200]}")
+        self.note(f"{lane}: {type(err).__name__}: {str(err)[:200]}")
+
+    def note(self, what: str) -> None:
+        """What went wrong, for the record (and the log, as it happens)."""
+        self.raised.append(what)
+        print(f"SOAK {time.strftime('%H:%M:%S')} {what}", file=sys.stderr, flush=True)
 
     def snapshot(self) -> Json:
         """The counters so far (JSON)."""
@@ -136,7 +144,7 @@ class Book:
             "failed_by_lane": failed,
             "lost_by_lane": dict(sorted(self.lost.items())),
             "env": dict(sorted(self.env.items())),
-            "raised": list(self.raised[:20]),
+            "raised": list(self.raised[:50]),
         }
 
 
@@ -202,7 +210,7 @@ async def _env(rt: RayRuntime, book: Book, agent: int, go: Go) -> None:
             book.env["closed"] += 1
         except Exception as err:
             book.env["close_raised"] += 1
-            book.raised.append(f"env close: {type(err).__name__}: {str(err)[:200]}")
+            book.note(f"env close: {type(err).__name__}: {str(err)[:200]}")
         rt.scope(key).dispose()
         await asyncio.sleep(rng.random())
 
@@ -212,7 +220,7 @@ def _book_step(book: Book, seen: dict[str, object]) -> None:
     book.env["opened"] += bool(seen.get("opened"))
     if "raised" in seen:
         book.lost["env"] += 1
-        book.raised.append(f"env: {seen['raised']}")
+        book.note(f"env: {seen['raised']}")
     elif "code" in seen:
         book.failed.setdefault("env", Counter())[str(seen["code"])] += 1
     elif seen.get("verdict") == "ok":
@@ -220,12 +228,15 @@ def _book_step(book: Book, seen: dict[str, object]) -> None:
     else:  # a silent reset or a lost update: the state went wrong without a fault
         book.lost["env"] += 1
         book.env[f"verdict_{seen.get('verdict')}"] += 1
+        book.note(f"env: {seen}")
     if seen.get("reopened"):
         book.env["lost_instances"] += 1
     if "fork" in seen:
         book.env["forked"] += 1
         book.ok["env"] += seen["fork"] == "ok"
         book.lost["env"] += seen["fork"] != "ok"
+        if seen["fork"] != "ok":
+            book.note(f"env fork: {seen}")
     elif "fork_code" in seen:
         book.env["forked"] += 1
         book.failed.setdefault("env", Counter())[str(seen["fork_code"])] += 1

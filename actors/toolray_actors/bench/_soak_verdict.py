@@ -7,11 +7,12 @@ process count is the union of them all.
 
 The load rests twice — after the *baseline mark* (``max(60 s, T / 12)`` of load: 5 minutes
 of an hour) and after the whole run — for :data:`REST_S` seconds: every batch in flight
-ends, idle call processes beyond the warm ones exit (they do after 60 s idle), environment
-instances park. The sample that ends a rest is *at rest*; the verdicts
-(:func:`verdicts`) compare the two at-rest samples, ``mark`` and ``end``, so the other
-sessions' load on this machine (calls that wait longer hold more processes for a while)
-does not pass for growth:
+ends, environment instances park. Then a 12-call batch wakes the workers (a worker lets its
+call processes idle for 60 s beyond the warm ones go when it next releases one; a worker
+that goes quiet keeps them until then), and the sample that follows is *at rest*. The
+verdicts (:func:`verdicts`) compare the two at-rest samples, ``mark`` and ``end``, so the
+other sessions' load on this machine (calls that wait longer hold more processes for a
+while) does not pass for growth:
 
 - a *long-lived* actor is one alive (same kind, name and pid) in both;
 - **RSS**: each long-lived actor's RSS at ``end`` is at most 5 % above its RSS at ``mark``;
@@ -19,7 +20,8 @@ does not pass for growth:
   *flat*: at ``end`` at most :data:`SLACK` above ``mark`` (2 each: a connection or a thread
   a moment's work holds);
 - **lost**: no call without a result (a batch that raised, an id missing), no environment
-  instance lost or reset (nothing here kills one);
+  step gone wrong (a handle's verb that raised, a silent reset, a lost update, a fork that
+  started elsewhere), no instance lost (nothing here kills one);
 - **leftover**: every process of the run (the embedded Ray's, the actors', their children)
   is gone within 30 s of the shutdown.
 """
