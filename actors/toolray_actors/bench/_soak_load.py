@@ -212,6 +212,7 @@ async def _env(rt: RayRuntime, book: Book, agent: int, go: Go) -> None:
             book.env["close_raised"] += 1
             book.note(f"env close: {type(err).__name__}: {str(err)[:200]}")
         rt.scope(key).dispose()
+        rt.scope(tally.branch).dispose()  # the scope its forks went to
         await asyncio.sleep(rng.random())
 
 
