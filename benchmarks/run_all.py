@@ -27,6 +27,7 @@ SCRIPTS = [
     "bench_pipeline.py",
     "bench_batch.py",
     "bench_observability.py",
+    "soak.py",
 ]
 QUICK = (
     "bench_code.py",
@@ -42,8 +43,10 @@ ARGS = {
     "bench_observability.py": ["--ray"],
     "bench_registry.py": ["--write", str(HERE / "RESULTS-registry.md")],
     "bench_batch.py": ["--write"],
+    "soak.py": ["--minutes", "60", "--write"],
 }
-"""Options a script always runs with (the observability benchmark's Ray row)."""
+"""Options a script always runs with (the observability benchmark's Ray row; the soak's
+hour, which the full run takes)."""
 OUT = HERE / "RESULTS.md"
 
 

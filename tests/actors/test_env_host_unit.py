@@ -36,12 +36,17 @@ async def _nested(ident: Any, request: NestedRequest) -> NestedAnswer:
 
 
 @pytest.fixture
-def host() -> Iterator[ProcessInstances]:
-    code = TemplateCode()
+def code() -> Iterator[TemplateCode]:
+    held = TemplateCode()
+    yield held
+    held.stop()
+
+
+@pytest.fixture
+def host(code: TemplateCode) -> Iterator[ProcessInstances]:
     instances = ProcessInstances(code, memory_mb=512, nested=_nested)
     yield instances
     instances.close()
-    code.stop()
 
 
 def _ident(token: str, name: str = "incr") -> dict[str, Any]:
@@ -139,3 +144,24 @@ def test_create_raising_leaves_no_process(host: ProcessInstances) -> None:
 
     asyncio.run(main())
     assert host.pids() == ()
+
+
+def test_an_instance_opens_after_the_template_let_its_definition_go(
+    host: ProcessInstances, code: TemplateCode
+) -> None:
+    """The template keeps its latest 256 loads: a definition it let go is loaded again.
+
+    The soak found it (issue 42, item 2): after hundreds of scopes' own tools had arrived,
+    an environment's open failed "definition did not arrive" — the worker still counted it
+    among the template's loads, so a fresh instance process was sent none.
+    """
+
+    async def main() -> None:
+        for r in range(5):  # each open refreshes the definition here, not in the template
+            await host.open(f"i{r}", "env:c", BLOB, {"start": r}, None)
+            assert (await _incr(host, f"i{r}", f"t{r}")).value == r + 1
+            await host.operate(f"i{r}", "close")
+            for i in range(150):  # other definitions (scopes' own tools) reach the template
+                code.learn(f"def:other-{r}-{i}", INCR)
+
+    asyncio.run(main())

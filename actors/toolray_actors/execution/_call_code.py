@@ -6,6 +6,11 @@ holds it — and the modules it imported. A template that restarted has lost its
 are sent again before its next fork. The blobs stay here too (least recently used go
 first), for call processes forked before their tool arrived.
 
+The template keeps its latest 256 loads (``toolray.isolation``'s preload): what it holds is
+mirrored here in the order it loaded them, so a definition it let go is loaded again
+before a fork is said to hold it — an instance's process is sent no definition it is
+said to hold, and has no other way to get one.
+
 With ``isolation="sandbox"`` (a :class:`SandboxSpec`) the template is the sandbox's
 (``toolray.isolation.sandbox_template``: nothing of the worker's environment) and each
 child gets a scratch directory of its own, removed once it ended.
@@ -36,6 +41,7 @@ class SandboxSpec:
 
 
 _MAX_BLOBS = 256
+"""Blobs kept here, and loads the template keeps (``_MAX_PRELOADED`` of its preload)."""
 
 
 class TemplateCode:
@@ -49,7 +55,8 @@ class TemplateCode:
         self._template: Template | None = None
         self._pid: int | None = None
         self._blobs: OrderedDict[str, bytes] = OrderedDict()
-        self._loaded: set[str] = set()
+        self._loaded: OrderedDict[str, None] = OrderedDict()
+        """What the template holds, in the order it loaded it (it lets the oldest go)."""
 
     def template(self) -> Template:
         """The running template, holding every known definition."""
@@ -60,7 +67,7 @@ class TemplateCode:
         template.start()
         if template.pid != self._pid:  # new, or restarted: it has lost its loads
             self._pid = template.pid
-            self._loaded = set()
+            self._loaded = OrderedDict()
             for key, blob in self._blobs.items():
                 self._load(key, blob)
         return template
@@ -71,15 +78,17 @@ class TemplateCode:
             self._template.load(key, blob)
         except OSError:  # it died: the next fork restarts it and loads everything again
             return
-        self._loaded.add(key)
+        self._loaded[key] = None
+        self._loaded.move_to_end(key)
+        if len(self._loaded) > _MAX_BLOBS:  # the template let its oldest load go too
+            self._loaded.popitem(last=False)
 
     def learn(self, key: str, blob: bytes) -> None:
         """A definition arrived: keep its blob; the template loads it (once)."""
         self._blobs[key] = blob
         self._blobs.move_to_end(key)
-        if len(self._blobs) > _MAX_BLOBS:
-            oldest, _ = self._blobs.popitem(last=False)
-            self._loaded.discard(oldest)
+        if len(self._blobs) > _MAX_BLOBS:  # the template may still hold it: _loaded says
+            self._blobs.popitem(last=False)
         if key not in self._loaded and self._template is not None:
             self._load(key, blob)
 
