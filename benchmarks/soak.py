@@ -191,7 +191,7 @@ def results(out: dict[str, Any]) -> str:
     yes = {True: "yes", False: "**NO**"}
     loads = [s["load"] for s in out["samples"]]
     p = v["processes"]
-    rest = f"at rest after {v['mark_s'] / 60:.1f} min vs at rest after the run"
+    rest = f"at rest after {out['mark_s'] / 60:g} min of load vs at rest after the run"
     lines = [
         f"# Soak: {out['minutes']:g} minutes under a mixed load",
         "",
@@ -219,9 +219,11 @@ def results(out: dict[str, Any]) -> str:
         "",
         f"Under load the namespace ran up to {p['under_load_max']} processes (call processes "
         "fork while calls wait and exit after 60 s idle). Calls: "
-        f"{c['calls']:,} — {c['ok']:,} ok, {c['failed']:,} failed with their own fault's "
-        f"code, {c['lost']} lost, {c['unexpected']} with a code their lane's faults do not "
-        f"explain. Environments: {env.get('opened', 0):,} opened, {env.get('forked', 0):,} "
+        f"{c['calls']:,} — {c['ok']:,} ok, {c['failed']:,} failed with a code "
+        f"({c['unexpected']:,} of them a code their lane's own faults do not explain), "
+        f"{c['lost']} lost (a batch that raised, a result missing, an environment step "
+        "gone wrong). "
+        f"Environments: {env.get('opened', 0):,} opened, {env.get('forked', 0):,} "
         f"forked, {env.get('parked_seen', 0):,} seen parked after an idle pause (restored "
         f"by their next call), {env.get('closed', 0):,} closed; "
         f"{env.get('scopes_disposed', 0):,} scopes created and disposed. Rollout calls "
