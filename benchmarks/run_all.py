@@ -66,6 +66,12 @@ class Headline:
     """Why the figure misses its target (required exactly when it does)."""
 
 
+_LOADED_ENV = (
+    "measured at a 1-minute load of 73 to 119 from other sessions on this 2-core machine: the "
+    "instance's template process waited for a CPU (a quieter run earlier read a process fork "
+    "of a 50 MB state at 21 to 23 ms through Ray, 8 ms in the worker itself)"
+)
+
 HEADLINES = (
     Headline("argument validation vs jsonschema (4-level nested object, valid)",
              "RESULTS-validator.md", "| nested objects (4 levels) | valid |", 7,
@@ -129,6 +135,20 @@ HEADLINES = (
              "| 10,000 × 2 | sharded", 9, "", "≤ 1 GB"),
     Headline("Ray: 100,000 new scopes × 2 calls at once, sharded (2 shards): last result",
              "RESULTS-scopes.md", "| 100,000 × 2 | sharded", 4, "", "measured"),
+    Headline("environments: a call of an environment's tool / the same stateless call, p50",
+             "RESULTS-environments.md", "| a call of an environment's tool", 4, "", "≤ 1.2×"),
+    Headline("environments: `open()` of a warm definition, p50", "RESULTS-environments.md",
+             "| open() of a warm definition", 2, "", 3,
+             note=_LOADED_ENV),
+    Headline("environments: `fork=\"process\"` of a 50 MB state, p50", "RESULTS-environments.md",
+             "| fork=\"process\" of a 50 MB state", 2, "", 3, note=_LOADED_ENV),
+    Headline("environments: 1,000 open instances of a 100 KB state, isolation \"call\": added",
+             "RESULTS-environments.md",
+             "| 1000 open instances of a 100 KB state, isolation \"call\"", 2, "", 3),
+    Headline("environments: 10,000 instances with parking: toolray's processes at the peak",
+             "RESULTS-environments.md", "| 10000 instances with parking", 2, "", 3),
+    Headline("environments: stateful multi-turn replay with forks against plain Python",
+             "RESULTS-environments.md", "| multi-turn replay with forks", 4, "", "the same"),
     Headline("Code Mode: trivial `run_code` through the registry, warm, p50 / p99",
              "RESULTS-code.md", "| registry: trivial `run_code`", 2, " ms", 3),
     Headline("Code Mode: trivial run `1 + 1`, warm child, confinement \"auto\", p50 / p95 / p99",
