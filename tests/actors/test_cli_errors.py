@@ -57,8 +57,8 @@ def test_a_bare_toolray_prints_its_usage_on_stderr_and_exits_2(
     usage, line = captured.err.strip().splitlines()
     assert usage.startswith("usage: toolray ")
     assert line == (
-        "toolray: choose a command: demo, bench, trace, top, chaos (toolray --help says what "
-        "each does)"
+        "toolray: choose a command: demo, bench, trace, top, serve, chaos (toolray --help says "
+        "what each does)"
     )
 
 
@@ -87,7 +87,7 @@ def test_a_bare_toolray_prints_its_usage_on_stderr_and_exits_2(
         ),
         (
             ["dmeo"],
-            "toolray: unknown command 'dmeo' (choose from demo, bench, trace, top, chaos) "
+            "toolray: unknown command 'dmeo' (choose from demo, bench, trace, top, serve, chaos) "
             "(toolray --help lists the options)",
         ),
         (
