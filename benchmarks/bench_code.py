@@ -23,7 +23,9 @@ Run: ``.venv/bin/python benchmarks/bench_code.py [--quick] [--confinement] [--no
   against the same calls as a native batch: target ≤ 2× a native call;
 - the floor under a sub-call: a bare round trip of a small frame between two processes on
   this machine (a peer blocking on its socket, as a child waiting for its lone call), the
-  host blocking too, or on an asyncio loop (as the runtime's host);
+  host blocking too, or on an asyncio loop (as the runtime's host), the two processes where
+  the kernel puts them or both on one core (on a virtual machine, waking an idle core costs
+  more than switching between two processes on one);
 - the sub-call target (issue 42, item 3: ≤ 2× a native call of the same tool), for 200 and
   20 sequential calls, beside its references in the same run: per call, the sub-call, the
   native call, the bare runtime (the trip to the child alone) and the floor, and their
@@ -33,6 +35,7 @@ Run: ``.venv/bin/python benchmarks/bench_code.py [--quick] [--confinement] [--no
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import statistics
 import subprocess
@@ -305,8 +308,21 @@ def _serve_blocking(host: socket.socket) -> None:
             host.sendall(_REPLY)
 
 
-async def _floor_us(on_loop: bool) -> float:
-    """One bare round trip between two processes, µs (the mean of the peer's 2,000)."""
+async def _floor_us(on_loop: bool, pinned: bool = False) -> float:
+    """One bare round trip between two processes, µs (the mean of the peer's 2,000).
+
+    ``pinned``: both on one core (a switch between them, no idle core to wake).
+    """
+    cores = os.sched_getaffinity(0)
+    if pinned:
+        os.sched_setaffinity(0, {min(cores)})  # this thread, and the peer it starts
+    try:
+        return await _floor_once(on_loop)
+    finally:
+        os.sched_setaffinity(0, cores)
+
+
+async def _floor_once(on_loop: bool) -> float:
     host, peer = socket.socketpair()
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-c", _PEER, str(peer.fileno()),
@@ -326,16 +342,19 @@ async def _floor_us(on_loop: bool) -> float:
 
 
 async def _floor_rows() -> tuple[list[tuple[str, str, str]], float]:
-    """The floor's rows, and the floor on a loop (µs): the host's side as the runtime's."""
-    blocking, on_loop = [], []
+    """The floor's rows, and the floor (µs): the host on a loop as the runtime's, the two
+    processes wherever the kernel puts them or both on one core, whichever costs less."""
+    blocking, on_loop, pinned = [], [], []
     for _ in range(3):
         blocking.append(await _floor_us(False))
         on_loop.append(await _floor_us(True))
-    both, loop = statistics.median(blocking), statistics.median(on_loop)
+        pinned.append(await _floor_us(True, pinned=True))
+    both, loop, one = (statistics.median(v) for v in (blocking, on_loop, pinned))
     return [
         ("floor: a bare round trip between two processes, both blocking", f"{both:.0f} µs", "—"),
         ("floor: the same, the host on an asyncio loop", f"{loop:.1f} µs", "—"),
-    ], loop
+        ("floor: the same, both processes on one core", f"{one:.1f} µs", "—"),
+    ], min(loop, one)
 
 
 def _target_rows(per_call: PerCall, floor_us: float) -> list[tuple[str, str, str]]:
@@ -430,7 +449,6 @@ def _print(rows: list[tuple[str, str, str]]) -> None:
 
 def write(rows: list[tuple[str, str, str]], seconds: float) -> None:
     """``RESULTS-code.md``: how, where and when, then every row (ms unless shown)."""
-    import os
     import platform
 
     table = ["| figure | p50 / p99 (ms), or as shown | target |", "|---|---:|---|"]
@@ -458,13 +476,16 @@ def write(rows: list[tuple[str, str, str]], seconds: float) -> None:
   (timed inside the program) against the same calls as a native batch.
 - The floor under a sub-call: a bare round trip of a small frame between two processes (a
   peer blocking on its socket, as a child waiting for its lone call), the host blocking too
-  or on an asyncio loop (as the runtime's host). A sub-call is this round trip plus both
-  sides' work plus a native call's pipeline; a native call crosses no process.
+  or on an asyncio loop (as the runtime's host), the processes where the kernel puts them
+  or both on one core (waking an idle core of a virtual machine can cost more than the
+  switch). A sub-call is this round trip plus both sides' work plus a native call's
+  pipeline; a native call crosses no process.
 - The sub-call target (≤ 2× a native call of the same tool) last, from the paired runs
   above, beside its references: per call, the sub-call, the native call, the bare runtime
   (the binding awaited directly: the trip to the child and back, no pipeline) and the floor
-  on a loop; what a sub-call costs over a native call, against a native call and against
-  the bare runtime; the bare runtime and the sub-call against the floor.
+  (the host on a loop; the lesser of the two placements); what a sub-call costs over a
+  native call, against a native call and against the bare runtime; the bare runtime and the
+  sub-call against the floor.
 
 {chr(10).join(table)}
 """,

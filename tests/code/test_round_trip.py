@@ -1,5 +1,6 @@
 """The binding round trip's fast paths: large frames in chunks, a lone call waited for on the
-socket (and never when something else of the program could run), the limits still enforced."""
+socket (polled a moment first; never when something else of the program could run), the
+limits still enforced."""
 
 from __future__ import annotations
 
@@ -35,6 +36,21 @@ async def test_sequential_calls_return_their_own_values_in_order(runtime: Python
 
     program = "[await echo(i=i) for i in range(300)]"
     assert (await run(runtime, program, {"echo": echo})).result == list(range(300))
+
+
+async def test_a_lone_call_gets_its_reply_whether_it_comes_soon_or_late(
+    runtime: PythonRuntime,
+) -> None:
+    # The child polls a moment for a lone call's reply, then blocks (and after a reply that
+    # came late, blocks at once for a while): fast and slow replies, in every mix, arrive
+    # whole and in order.
+    async def pick(args: Any) -> Any:
+        if args["i"] % 20 < 3:  # a slow tool, three calls in a row
+            await asyncio.sleep(0.005)
+        return args["i"]
+
+    program = "[await pick(i=i) for i in range(60)]"
+    assert (await run(runtime, program, {"pick": pick})).result == list(range(60))
 
 
 async def test_a_call_made_while_another_task_is_ready_does_not_hold_it_back(

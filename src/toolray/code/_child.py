@@ -15,7 +15,6 @@ import builtins
 import io
 import keyword
 import os
-import select
 import sys
 import traceback
 import types
@@ -178,7 +177,7 @@ class Program:
         nothing else to do.
         """
         while not future.done():
-            select.select([self.wire.in_fd], [], [])
+            self.wire.wait_readable()
             self.on_readable()
 
     def on_readable(self) -> None:

@@ -3,7 +3,8 @@
 Standard library only, loaded by path with ``_child.py`` (see ``toolray.code``). Reads go
 into one reused buffer (64 KiB: a larger read buffer is mapped and unmapped by the C library
 on every read), the rest of a larger frame at once; JSON is the standard library's, its C
-encoder made directly (``JSONEncoder.encode`` costs about three times as much per frame).
+encoder made directly (``JSONEncoder.encode`` costs about three times as much per frame). A
+lone call's reply is polled for a moment before the child blocks on the socket.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import os
 import select
 import struct
 import sys
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +29,14 @@ else:  # loaded by path: the sibling files are not on sys.path by themselves
 HEADER = struct.Struct(">I")
 MAX_FRAME = 16 * 1024 * 1024
 READ_CHUNK = 64 * 1024
+SPIN_S = 200e-6
+"""How long a lone call polls for its reply before it blocks (see :meth:`Wire.wait_readable`)."""
+SPIN_BACKOFF = 16
+"""Waits that block at once after a poll that saw no reply (a slow tool), then it polls again."""
+SPINS = len(os.sched_getaffinity(0)) > 1
+"""Whether polling can help: another core runs the host meanwhile."""
+_clock = time.perf_counter  # bound now: the program may replace the module's attributes
+_select = select.select
 
 
 def _compact_json() -> Callable[[Any], str]:
@@ -63,6 +73,7 @@ class Wire:
         self._buffer = bytearray()
         self._early: list[dict[str, Any]] = []  # frames read with the one asked for
         self._inbox = memoryview(bytearray(READ_CHUNK))  # reused: no allocation per read
+        self._skip_spins = 0
 
     def send(self, message: dict[str, Any], payload: bytes | None = None) -> None:
         if payload is None:
@@ -102,6 +113,27 @@ class Wire:
             return READ_CHUNK
         size: int = HEADER.unpack_from(self._buffer)[0]
         return max(READ_CHUNK, HEADER.size + size - len(self._buffer))
+
+    def wait_readable(self) -> None:
+        """Until the host's socket is readable: polled for up to :data:`SPIN_S` first.
+
+        A reply to a lone call usually comes within it, and blocking at once lets this core
+        go idle, which the host's reply must then wake: on a virtual machine that costs tens
+        of microseconds each way, more than the poll. A poll that sees no reply (a slow tool)
+        makes the next :data:`SPIN_BACKOFF` waits block at once, so a slow tool costs the
+        program's CPU budget at most one poll per that many calls.
+        """
+        if self._skip_spins:
+            self._skip_spins -= 1
+        elif SPINS:
+            end = _clock() + SPIN_S
+            while not _select([self.in_fd], [], [], 0)[0]:
+                if _clock() > end:
+                    self._skip_spins = SPIN_BACKOFF
+                    break
+            else:
+                return
+        _select([self.in_fd], [], [])
 
     def read_blocking(self, idle_s: float) -> dict[str, Any]:
         if self._early:
