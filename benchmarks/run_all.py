@@ -37,6 +37,7 @@ QUICK = (
     "rollout.py",
     "deadlines.py",
     "bench_scopes.py",
+    "bench_environments.py",
 )
 """The scripts that take ``--quick`` (the Ray benchmarks)."""
 ARGS = {
