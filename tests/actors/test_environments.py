@@ -299,6 +299,28 @@ def test_an_executor_killed_with_an_instance_loses_it_loudly(env_rt: Any, scope_
     assert run(env_rt, scope_key, ("incr", {"by": 1})) == [11]
 
 
+def test_an_instance_is_recorded_before_its_first_result_leaves(
+    env_rt: Any, scope_key: str
+) -> None:
+    """An executor killed right after a call that opened (or a fork that made) an instance
+    must come back knowing of it: the record is written before the result can leave."""
+    from toolray_actors.control._store import Store
+
+    store = Store(env_rt.config.namespace)
+
+    def recorded(scope: str) -> set[tuple[str | None, str]]:
+        held = store.instances(f"toolray:executor:{scope}")
+        return {(s, n) for s, n, where in held if where}
+
+    assert run(env_rt, scope_key, ("incr", {"by": 1})) == [1]  # opened with config=None
+    assert recorded(scope_key) == {(scope_key, "counter")}
+    branch = f"{scope_key}-rec"
+    env_rt.executor(scope_key).environment("counter").fork_sync(branch)
+    assert recorded(branch) == {(branch, "counter")}
+    env_rt.executor(branch).environment("counter").close_sync()
+    wait_for(lambda: not recorded(branch), "the closed branch's record to go")
+
+
 def test_the_namespace_ending_closes_its_instances(ray_runtime: Any, tmp_path: Path) -> None:
     from toolray_actors import RayRuntime, RuntimeConfig
 

@@ -99,6 +99,24 @@ async def test_messages_cross_each_gets_its_own_chunks_and_the_socket_leaves_no_
     server.close()
 
 
+def test_both_ends_work_on_uvloop_which_ray_runs_async_actors_on_when_installed() -> None:
+    import uvloop  # the serve extra (Ray Serve's uvicorn) installs it
+
+    async def round_trip() -> list[bytes]:
+        assert "uvloop" in type(asyncio.get_running_loop()).__module__
+        server = LaneServer(Body())
+        try:
+            client = await LaneClient.connect(await server.open("n"), Lost())
+            try:
+                return await asyncio.wait_for(collect(client.deliver(b"uv")), GUARD_S)
+            finally:
+                client.close()
+        finally:
+            server.close()
+
+    assert uvloop.run(round_trip()) == [b"uv:0", b"uv:1", b"uv:2"]
+
+
 async def test_a_failing_message_fails_alone_and_the_lane_goes_on() -> None:
     server = LaneServer(Body())
     client = await LaneClient.connect(await server.open("n"), Lost())

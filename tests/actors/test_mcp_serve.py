@@ -172,7 +172,7 @@ async def test_replicas_sharing_a_table_serve_one_session(mcp_rt: Any, tmp_path:
                 await until(lambda: (tmp_path / "started").exists(), 60)
                 cancelled = await http.post(two.url, json=cancel, headers=session)
                 await until(lambda: (tmp_path / "aborted").exists(), 30)
-                await running
+                hushed = await running
                 ended = await http.delete(two.url, headers=session)
                 gone = await http.post(one.url, json=nap, headers=session)
     finally:
@@ -182,6 +182,7 @@ async def test_replicas_sharing_a_table_serve_one_session(mcp_rt: Any, tmp_path:
     assert "a_only" in listed.text
     assert cancelled.status_code == 202
     assert (tmp_path / "aborted").read_text() == "the MCP client cancelled the call"
+    assert (hushed.status_code, hushed.content) == (202, b"")  # no reply to a cancelled request
     assert ended.status_code == 200
     assert gone.status_code == 404  # ended on the other replica: ended for all
 

@@ -115,6 +115,31 @@ async def test_a_client_cancel_aborts_the_call(served: str, request: pytest.Fixt
     assert texts(reason) == ["the MCP client cancelled the call"]
 
 
+async def test_a_cancelled_request_gets_no_reply_its_post_is_answered_202(
+    stateless: Served,
+) -> None:
+    """The MCP specification: no response to a cancelled request (a client that left its
+    session meanwhile would otherwise get the aborted call's reply on a closed stream)."""
+
+    def body(request_id: int, name: str) -> dict[str, object]:
+        params = {"name": name, "arguments": {"key": "hush"}}
+        return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 5}}
+    headers = {**MCP_HEADERS, **bearer("tok-a")}
+    async with httpx2.AsyncClient(headers=headers, timeout=60) as http:
+        waiting = asyncio.ensure_future(http.post(stateless.url, json=body(5, "wait")))
+        started = await http.post(stateless.url, json=body(6, "wait_started"))
+        cancelled = await http.post(stateless.url, json=cancel)
+        hushed = await waiting
+        seen = await http.post(stateless.url, json=body(7, "abort_seen"))
+        after = await http.post(stateless.url, json=body(8, "abort_seen"))
+    assert (started.status_code, cancelled.status_code) == (200, 202)
+    assert (hushed.status_code, hushed.content) == (202, b"")
+    assert "the MCP client cancelled the call" in seen.text
+    assert after.status_code == 200  # an answered request is not hushed by the one before
+
+
 async def test_no_wrong_or_expired_token_is_401_with_www_authenticate(stateless: Served) -> None:
     async with httpx2.AsyncClient() as http:
         missing = await http.post(stateless.url, json=list_body(), headers=MCP_HEADERS)

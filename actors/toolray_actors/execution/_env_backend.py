@@ -53,6 +53,11 @@ class RayInstance:
     node: str
     lost: str | None = None
 
+    @property
+    def where(self) -> bytes:
+        """Its worker and instance id, as its executor's record of it says."""
+        return f"{self.slot.wid} {self.iid}".encode()
+
     def lose(self, why: str) -> EnvironmentLostError:
         """It is lost (``why``): the error its call in flight ends with."""
         self.lost = self.lost or why
@@ -89,10 +94,15 @@ class RayEnvironments:
     """The ``EnvironmentBackend`` of one executor actor."""
 
     def __init__(
-        self, placements: Placements, key_of: Callable[[object], tuple[str, bytes] | None]
+        self,
+        placements: Placements,
+        key_of: Callable[[object], tuple[str, bytes] | None],
+        record: Callable[[str | None, str, bytes], Awaitable[None]] | None = None,
     ) -> None:
         self._placements = placements
         self._key_of = key_of
+        self._record = record
+        """Told (and awaited) where each new instance of a scope lives, before its first use."""
         self._held: dict[str, int] = {}  # wid → instances this executor placed there
 
     # ------------------------------------------------------------------ placing
@@ -136,13 +146,18 @@ class RayEnvironments:
         definition: EnvironmentDefinition,
         config: object,
         snapshot: object,
+        *,
+        new: bool = True,
     ) -> RayInstance:
         pool = self._placements.pool_for(definition.placement)
         slot = await self._pick(pool)
         data = cast("bytes | None", snapshot)  # Ray hands the worker a reference's bytes
         opened = send(slot.handle, ToolWorker.env_open, ref.iid, key, blob, config, data)
         info = await self._call(None, pool, slot, opened)
-        return self._placed(ref, key, blob, pool, slot, info)
+        placed = self._placed(ref, key, blob, pool, slot, info)
+        if new and self._record is not None:  # a parked one's record stayed while parked
+            await self._record(ref.scope, ref.name, placed.where)
+        return placed
 
     async def _call(
         self, placed: RayInstance | None, pool: PoolClient, slot: WorkerSlot, ref: Awaitable[_T]
@@ -200,7 +215,9 @@ class RayEnvironments:
         """A new instance from snapshot bytes, or from this executor's parked snapshot."""
         if isinstance(data, Parked) and isinstance(data.token, _ParkedHere):
             token = data.token  # Ray hands the worker the bytes behind the reference
-            return await self._open(ref, token.key, token.blob, definition, None, token.ref)
+            return await self._open(
+                ref, token.key, token.blob, definition, None, token.ref, new=False
+            )
         key, blob = self.code(definition)
         return await self._open(ref, key, blob, definition, None, data)
 

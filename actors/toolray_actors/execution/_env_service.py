@@ -53,6 +53,9 @@ _DISPOSE_WAIT_S = 10.0
 """How long a disposed scope's instances may take to close before they are discarded."""
 
 
+_Note = tuple[str | None, str, bytes | None, "asyncio.Future[None]"]
+
+
 class _Held:
     """Which instances this executor holds, kept in the GCS in order (one writer task).
 
@@ -62,18 +65,24 @@ class _Held:
 
     def __init__(self, store: Store, executor: str) -> None:
         self._store, self._executor = store, executor
-        self._queue: asyncio.Queue[tuple[str | None, str, bytes | None]] = asyncio.Queue()
+        self._queue: asyncio.Queue[_Note] = asyncio.Queue()
         self._writer: asyncio.Task[None] | None = None
 
-    def note(self, scope: str | None, name: str, where: bytes | None) -> None:
-        """Held at ``where`` (``None``: no longer held)."""
-        self._queue.put_nowait((scope, name, where))
+    def note(self, scope: str | None, name: str, where: bytes | None) -> asyncio.Future[None]:
+        """Held at ``where`` (``None``: no longer held); done once it is written (or failed).
+
+        A new instance's record is awaited before its first call's result can leave: an
+        executor killed right after would otherwise come back knowing nothing of it.
+        """
+        done = asyncio.get_running_loop().create_future()
+        self._queue.put_nowait((scope, name, where, done))
         if self._writer is None or self._writer.done():
             self._writer = asyncio.ensure_future(self._write())
+        return done
 
     async def _write(self) -> None:
         while not self._queue.empty():
-            scope, name, where = self._queue.get_nowait()
+            scope, name, where, done = self._queue.get_nowait()
             try:
                 if where is None:
                     await asyncio.to_thread(self._store.del_instance, self._executor, scope, name)
@@ -82,6 +91,9 @@ class _Held:
                     await asyncio.to_thread(self._store.put_instance, *args)
             except Exception:  # the GCS is restarting: this record is lost, not the instance
                 _log.debug("toolray: could not record an instance", exc_info=True)
+            finally:
+                if not done.done():
+                    done.set_result(None)
 
     async def previous(self) -> list[tuple[str | None, str, bytes]]:
         """What this executor's previous incarnation held."""
@@ -96,9 +108,11 @@ class EnvService:
     ) -> None:
         self._mirror = mirror
         self._placements = placements
-        self.backend = RayEnvironments(placements, lambda d: self._mirror().key_of(d))
-        self.instances = Instances(self.backend, self._resolve, clock)
         self._held = _Held(Store(placements.namespace), executor)
+        self.backend = RayEnvironments(
+            placements, lambda d: self._mirror().key_of(d), record=self._held.note
+        )
+        self.instances = Instances(self.backend, self._resolve, clock)
         self.metrics = EnvMetrics()
         self.instances.listeners.append(self._changed)
         self._parker: asyncio.Task[None] | None = None
@@ -110,11 +124,7 @@ class EnvService:
     def _changed(self, event: EnvironmentEvent) -> None:
         scope, name = event.scope, event.environment
         self.metrics.pending.append((name, event.event))
-        if event.event in ("open", "fork"):
-            placed = self.instances.placed(scope, name)
-            where = f"{placed.slot.wid} {placed.iid}".encode() if placed is not None else b""
-            self._held.note(scope, name, where)
-        elif event.event == "close":
+        if event.event == "close":  # a new instance's record is written as it is placed
             self._held.note(scope, name, None)
 
     def _resolve(self, scope: str | None, name: str) -> EnvironmentDefinition | None:
@@ -188,7 +198,9 @@ class EnvService:
             if copy.snapshot is None:
                 await self._discard_copy(copy, definition)
             raise
-        return await self.instances.fork_in(scope, name, definition, placed, copy.iid, live=True)
+        status = await self.instances.fork_in(scope, name, definition, placed, copy.iid, live=True)
+        await self._held.note(scope, name, placed.where)  # before the branch's first call
+        return status
 
     async def _adopt(self, copy: ForkCopy, definition: EnvironmentDefinition) -> RayInstance:
         pool = self._placements.pool_for(definition.placement)

@@ -101,6 +101,22 @@ async def read_frame(
     return kind, message, (await reader.readexactly(length) if length else b"")
 
 
+def _connected(name: bytes) -> socket.socket:
+    """A socket connected to the abstract ``name``, made here.
+
+    uvloop (Ray's loop for async actors when it is installed) refuses an abstract name given
+    as a path.
+    """
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.setblocking(False)
+        sock.connect(name)  # a unix socket connects at once, or refuses (backlog full)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
 def _same_user(sock: socket.socket | None) -> bool:
     if sock is None:
         return False
@@ -216,7 +232,7 @@ class LaneClient:
         cls, address: LaneAddress, lost: Callable[[], Awaitable[BaseException]]
     ) -> LaneClient:
         """Connect to ``address`` and say its secret."""
-        reader, writer = await asyncio.open_unix_connection(address.name)  # type: ignore[arg-type]
+        reader, writer = await asyncio.open_unix_connection(sock=_connected(address.name))
         try:  # nothing is sent before the worker took the secret: a refusal loses nothing
             if not _same_user(writer.get_extra_info("socket")):  # not the worker's: leave
                 raise LaneError("the lane's listener is not this user's process")

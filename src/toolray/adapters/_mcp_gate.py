@@ -43,6 +43,7 @@ INFO_KEY: Final = "toolray.mcp"
 
 _LOOPBACK_NAMES: Final = ("127.0.0.1", "localhost", "[::1]")
 _CANCELLED: Final = b"notifications/cancelled"
+_EMPTY: Final = [(b"content-length", b"0")]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -132,6 +133,7 @@ class SessionGate:
             body, receive = await read_body(receive)
             if await self._took_cancel(body, key, scope, receive, send):
                 return
+            send = self._hushing(send, key, body)
         scope[INFO_KEY] = RequestInfo(
             caller=caller, session=None, scope=caller.scope, cancel_key=key
         )
@@ -162,8 +164,10 @@ class SessionGate:
             await Response(status_code=405, headers={"Allow": "POST, DELETE"})(scope, receive, send)
             return
         body, receive = await read_body(receive)
-        if await self._took_cancel(body, cancel_key(session.id, ""), scope, receive, send):
+        key = cancel_key(session.id, "")
+        if await self._took_cancel(body, key, scope, receive, send):
             return
+        send = self._hushing(send, key, body)
         try:
             await self._serve(scope, receive, send, caller, session)
         finally:
@@ -211,6 +215,30 @@ class SessionGate:
 
         await self.app(scope, receive, send_with_id)
         return status == [200]
+
+    def _hushing(self, send: Send, key: str, body: bytes) -> Send:
+        """``send``, but a request its client cancelled is answered ``202`` with no reply.
+
+        The MCP specification: no response to a cancelled request. A client that left its
+        session meanwhile would otherwise get the aborted call's reply on a closed stream.
+        """
+        message = _message(body)
+        if message is None or message.get("method") != "tools/call" or "id" not in message:
+            return send
+        where = (key, request_key(message["id"]))
+        inflight = self.core.inflight
+        hushed = False
+
+        async def hush(reply: Message) -> None:
+            nonlocal hushed
+            if reply["type"] == "http.response.start" and inflight.cancelled(*where):
+                hushed = True
+                await send({"type": reply["type"], "status": 202, "headers": _EMPTY})
+                await send({"type": "http.response.body", "body": b""})
+            elif not hushed:
+                await send(reply)
+
+        return hush
 
     async def _took_cancel(
         self, body: bytes, key: str, scope: Scope, receive: Receive, send: Send

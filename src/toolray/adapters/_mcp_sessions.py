@@ -166,12 +166,17 @@ def request_key(request_id: object) -> str:
     return json.dumps(request_id)
 
 
+_HUSHED = 4096
+"""Cancelled calls whose replies are yet to start that a server remembers."""
+
+
 @final
 class InFlight:
     """The calls a server is running, by (cancel key, request id)."""
 
     def __init__(self) -> None:
         self._calls: dict[tuple[str, str], list[AbortController]] = {}
+        self._cancelled: dict[tuple[str, str], None] = {}  # oldest first, at most _HUSHED
 
     def add(self, key: str, request_id: str, controller: AbortController) -> Disposer:
         """Register a running call; the disposer forgets it."""
@@ -193,7 +198,14 @@ class InFlight:
         if len(calls) != 1:
             return False
         calls[0].abort(reason)
+        self._cancelled[(key, request_id)] = None
+        while len(self._cancelled) > _HUSHED:  # replies that never started: forget them
+            del self._cancelled[next(iter(self._cancelled))]
         return True
+
+    def cancelled(self, key: str, request_id: str) -> bool:
+        """Whether the call so named was cancelled by its client (asked once, by its reply)."""
+        return self._cancelled.pop((key, request_id), 0) is None
 
     def cancel_all(self, key: str, reason: str) -> int:
         """Abort every call of ``key`` (a session that ended); how many there were."""
