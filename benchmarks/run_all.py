@@ -74,6 +74,17 @@ _LOADED_ENV = (
     "instance's template process waited for a CPU (a quieter run earlier read a process fork "
     "of a 50 MB state at 21 to 23 ms through Ray, 8 ms in the worker itself)"
 )
+_SUB_CALL = (
+    "a sub-call is a native call's whole pipeline plus a trip to the child and back, and "
+    "that trip alone (the bare runtime: the binding awaited directly, no pipeline) costs more "
+    "than a native call on this 2-core machine, several times the floor of a bare round trip "
+    "between two processes (the detailed file has every figure beside it); reused read "
+    "buffers, compact frames, fewer loop turns per call and a child that polls a moment for "
+    "its reply took the ratio from 4.4–4.7× to this, and the rest is both sides' per-frame "
+    "Python and the switches between two processes, which load on the shared machine "
+    "stretches (a native call crosses no process)"
+)
+"""Why a Code Mode sub-call misses ≤ 2× a native call (issue 42, item 3)."""
 
 HEADLINES = (
     Headline("argument validation vs jsonschema (4-level nested object, valid)",
@@ -160,6 +171,15 @@ HEADLINES = (
              "RESULTS-sandbox.md", "| no-op round trip, warm: sandbox / call p50 |", 2, "", 3),
     Headline("Ray: no-op round trip p50, isolation \"sandbox\", warm",
              "RESULTS-sandbox.md", "| no-op round trip, warm: sandbox p50 |", 2, "", 3),
+    Headline("Code Mode: a sub-call / a native call of the same tool, 200 sequential calls",
+             "RESULTS-code.md", "| sub-call / native call, 200 sequential calls |", 2, "", 3,
+             note=_SUB_CALL),
+    Headline("Code Mode: a sub-call / a native call of the same tool, 20 sequential calls",
+             "RESULTS-code.md", "| sub-call / native call, 20 sequential calls |", 2, "", 3,
+             note="as for 200 calls; a native batch of 20 spreads its own cost over fewer "
+             "calls, so its call costs more and the ratio is lower"),
+    Headline("Code Mode: per call, sub-call · native call · bare runtime · floor (200 calls)",
+             "RESULTS-code.md", "| per call: sub-call · native call", 2, "", "reference"),
     Headline("Ray: 1,000 no-op calls, cap 1000, isolation \"call\": toolray / raw Ray",
              "RESULTS-rollout.md", "| call |", 4, "", 5),
     Headline("Ray: 1,000 no-op calls, cap 1000, isolation \"shared\": toolray / raw Ray",
