@@ -185,6 +185,11 @@ def test_create_raising_and_an_unknown_environment(rt: Any, scope_key: str) -> N
     ]
     with pytest.raises(UnknownEnvironmentError):
         rt.executor(scope_key).environment("nowhere").open_sync()
+    # nothing that failed to open stays recorded (its executor's successor would say "lost")
+    from toolray_actors.control._store import Store
+
+    held = Store(rt.config.namespace).instances
+    wait_for(lambda: held(f"toolray:executor:{scope_key}") == [], "the failed open's record to go")
 
 
 def test_an_idle_instance_parks_into_the_object_store_and_comes_back(

@@ -10,6 +10,7 @@ dies with it; a body that ignores its deadline is killed with its sandbox.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import socket
@@ -125,8 +126,11 @@ def listener() -> Iterator[tuple[int, list[bytes]]]:
     thread = threading.Thread(target=accept, daemon=True)
     thread.start()
     yield server.getsockname()[1], received
+    with contextlib.suppress(OSError):  # wakes the blocked accept (a close alone does not)
+        server.shutdown(socket.SHUT_RDWR)
     server.close()
     thread.join(WAIT_S)
+    assert not thread.is_alive()
 
 
 def test_the_network_is_the_placements_to_grant(

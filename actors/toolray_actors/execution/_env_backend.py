@@ -97,12 +97,13 @@ class RayEnvironments:
         self,
         placements: Placements,
         key_of: Callable[[object], tuple[str, bytes] | None],
-        record: Callable[[str | None, str, bytes], Awaitable[None]] | None = None,
+        record: Callable[[str | None, str, bytes | None], Awaitable[None]] | None = None,
     ) -> None:
         self._placements = placements
         self._key_of = key_of
         self._record = record
-        """Told (and awaited) where each new instance of a scope lives, before its first use."""
+        """Told where each new instance of a scope lives (``None``: it did not open), and
+        awaited before its first use."""
         self._held: dict[str, int] = {}  # wid → instances this executor placed there
 
     # ------------------------------------------------------------------ placing
@@ -152,12 +153,19 @@ class RayEnvironments:
         pool = self._placements.pool_for(definition.placement)
         slot = await self._pick(pool)
         data = cast("bytes | None", snapshot)  # Ray hands the worker a reference's bytes
+        record = self._record if new else None  # a parked one's record stayed while parked
+        # written while the worker opens it, awaited before its first use can answer
+        recorded = record(ref.scope, ref.name, f"{slot.wid} {ref.iid}".encode()) if record else None
         opened = send(slot.handle, ToolWorker.env_open, ref.iid, key, blob, config, data)
-        info = await self._call(None, pool, slot, opened)
-        placed = self._placed(ref, key, blob, pool, slot, info)
-        if new and self._record is not None:  # a parked one's record stayed while parked
-            await self._record(ref.scope, ref.name, placed.where)
-        return placed
+        try:
+            info = await self._call(None, pool, slot, opened)
+        except BaseException:
+            if record is not None:
+                record(ref.scope, ref.name, None)  # it never opened: not held
+            raise
+        if recorded is not None:
+            await recorded
+        return self._placed(ref, key, blob, pool, slot, info)
 
     async def _call(
         self, placed: RayInstance | None, pool: PoolClient, slot: WorkerSlot, ref: Awaitable[_T]
