@@ -249,12 +249,7 @@ HEADLINES = (
              "RESULTS-observability.md", "| Ray: batch of 100", 5, "", "reported"),
     Headline("MCP over HTTP, 200 clients × 20 calls of 20 ms CPU: `mcp_http_app` on Ray / "
              "the SDK's `MCPServer`, throughput", "RESULTS-mcp.md", "| mcp_http_app on Ray |",
-             7, "", "≥ 1.5×",
-             note="the clients and every server process share 2 cores: each call cost 31 ms of "
-             "server CPU against its 20 ms body (its own process, Ray's actor hops) and 2 ms "
-             "of the client's, so two cores give at most ≈ 60 calls/s against the peer's ≈ 44 "
-             "on one core (1000 / 22.8 ms): ≤ 1.36× on an idle machine, and other sessions "
-             "held the cores (the detailed file's columns and load averages)"),
+             7, "", "≥ 1.5×"),
     Headline("MCP over HTTP, the same load: `toolray serve` (Ray Serve) / `MCPServer`, "
              "throughput", "RESULTS-mcp.md", "| toolray serve |", 7, "", "≥ 1.5×",
              note="Serve's HTTP proxy and replica are two more processes on every call's path "
