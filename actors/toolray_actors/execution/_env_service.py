@@ -81,19 +81,34 @@ class _Held:
         return done
 
     async def _write(self) -> None:
+        """Write what is queued, per instance its latest word (earlier ones are moot).
+
+        Different instances' records are written at once; one instance's stay in order (one
+        batch at a time).
+        """
         while not self._queue.empty():
-            scope, name, where, done = self._queue.get_nowait()
+            latest: dict[tuple[str | None, str], bytes | None] = {}
+            waiting: list[asyncio.Future[None]] = []
+            while not self._queue.empty():
+                scope, name, where, done = self._queue.get_nowait()
+                latest[(scope, name)] = where
+                waiting.append(done)
             try:
-                if where is None:
-                    await asyncio.to_thread(self._store.del_instance, self._executor, scope, name)
-                else:
-                    args = (self._executor, scope, name, where)
-                    await asyncio.to_thread(self._store.put_instance, *args)
-            except Exception:  # the GCS is restarting: this record is lost, not the instance
-                _log.debug("toolray: could not record an instance", exc_info=True)
+                await asyncio.gather(*(self._put(s, n, w) for (s, n), w in latest.items()))
             finally:
-                if not done.done():
-                    done.set_result(None)
+                for done in waiting:
+                    if not done.done():
+                        done.set_result(None)
+
+    async def _put(self, scope: str | None, name: str, where: bytes | None) -> None:
+        try:
+            if where is None:
+                await asyncio.to_thread(self._store.del_instance, self._executor, scope, name)
+            else:
+                args = (self._executor, scope, name, where)
+                await asyncio.to_thread(self._store.put_instance, *args)
+        except Exception:  # the GCS is restarting: this record is lost, not the instance
+            _log.debug("toolray: could not record an instance", exc_info=True)
 
     async def previous(self) -> list[tuple[str | None, str, bytes]]:
         """What this executor's previous incarnation held."""
