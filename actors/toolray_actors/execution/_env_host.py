@@ -110,19 +110,16 @@ class ProcessInstances:
         except BaseException:
             self._end(proc)
             raise
-        finally:  # the next one forked ahead once this open is answered, not beside it
-            if key not in self._spares:
-                self._spares[key] = asyncio.ensure_future(self._fork())
         self.opened += 1
         return proc.link.pid
 
     async def _forked(self, key: str) -> tuple[Child, set[str]]:
         """A fresh process for an instance of ``key`` (the one forked ahead, if it lives).
 
-        The next one is forked ahead after each open, so a warm definition's open waits for
-        no fork (and its own ``create`` does not share the CPU with the next fork).
+        The next one is forked ahead at once, so a warm definition's open waits for no fork.
         """
         spare = self._spares.pop(key, None)
+        self._spares[key] = asyncio.ensure_future(self._fork())
         if spare is not None:
             with contextlib.suppress(Exception):
                 child, known = await spare
