@@ -39,6 +39,11 @@ _T = TypeVar("_T")
 _WORKER_DIED = "the worker holding it died"
 
 
+def held_at(wid: str, iid: str) -> bytes:
+    """Where an executor's record says an instance lives: its worker and instance id."""
+    return f"{wid} {iid}".encode()
+
+
 @dataclass(eq=False, slots=True)
 class RayInstance:
     """One instance as its executor knows it: the worker holding it and its process."""
@@ -56,7 +61,7 @@ class RayInstance:
     @property
     def where(self) -> bytes:
         """Its worker and instance id, as its executor's record of it says."""
-        return f"{self.slot.wid} {self.iid}".encode()
+        return held_at(self.slot.wid, self.iid)
 
     def lose(self, why: str) -> EnvironmentLostError:
         """It is lost (``why``): the error its call in flight ends with."""
@@ -155,7 +160,7 @@ class RayEnvironments:
         data = cast("bytes | None", snapshot)  # Ray hands the worker a reference's bytes
         record = self._record if new else None  # a parked one's record stayed while parked
         # written while the worker opens it, awaited before its first use can answer
-        recorded = record(ref.scope, ref.name, f"{slot.wid} {ref.iid}".encode()) if record else None
+        recorded = record(ref.scope, ref.name, held_at(slot.wid, ref.iid)) if record else None
         opened = send(slot.handle, ToolWorker.env_open, ref.iid, key, blob, config, data)
         try:
             info = await self._call(None, pool, slot, opened)

@@ -43,6 +43,7 @@ INFO_KEY: Final = "toolray.mcp"
 
 _LOOPBACK_NAMES: Final = ("127.0.0.1", "localhost", "[::1]")
 _CANCELLED: Final = b"notifications/cancelled"
+_TOOLS_CALL: Final = b"tools/call"
 _EMPTY: Final = [(b"content-length", b"0")]
 
 
@@ -222,6 +223,8 @@ class SessionGate:
         The MCP specification: no response to a cancelled request. A client that left its
         session meanwhile would otherwise get the aborted call's reply on a closed stream.
         """
+        if _TOOLS_CALL not in body:  # not a call: no need to read it here
+            return send
         message = _message(body)
         if message is None or message.get("method") != "tools/call" or "id" not in message:
             return send
