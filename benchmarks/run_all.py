@@ -193,15 +193,12 @@ HEADLINES = (
     Headline("rollout 24 × 4 × 4 (4 % faulty), isolation \"call\": good calls failed",
              "RESULTS-rollout.md", "| toolray |", 4, "", "0"),
     Headline("rollout 24 × 4 × 4 (4 % faulty), isolation \"call\": turn p50 / p99",
-             "RESULTS-rollout.md", "| toolray |", 6, "", "p99 ≤ 600 ms",
-             note="measured at a 1-minute load of about 33 from other sessions on this 2-core "
-             "machine: the faulty calls' ladders and the good bodies' sleeps waited for a CPU"),
+             "RESULTS-rollout.md", "| toolray |", 6, "", "p99 ≤ 600 ms"),
     Headline("rollout 24 × 4 × 4 (4 % faulty), isolation \"call\": calls/s",
              "RESULTS-rollout.md", "| toolray |", 7, "", "≥ 90 % of the kill-first bound",
-             versus="rollout 24 × 4 × 4 (4 % faulty), the gather pattern: calls/s",
-             note="75 % of the bound, measured at a 1-minute load of about 33 from other "
-             "sessions on this 2-core machine (a quiet run read 91 % last round); a call "
-             "costs about 3 ms of CPU across driver, executor, worker and call process"),
+             versus="rollout 24 × 4 × 4 (4 % faulty), the kill-first bound: calls/s"),
+    Headline("rollout 24 × 4 × 4 (4 % faulty), the kill-first bound: calls/s",
+             "RESULTS-rollout.md", "| kill-first bound |", 7, "", "reference"),
     Headline("rollout 24 × 4 × 4 (4 % faulty), the gather pattern: calls/s",
              "RESULTS-rollout.md", "| gather |", 7, "", "reference"),
     Headline("rollout 24 × 4 × 4 (4 % faulty), isolation \"shared\": good calls failed",
@@ -209,15 +206,16 @@ HEADLINES = (
     Headline("rollout 200 × 4 × 4 (800 calls in flight), isolation \"call\": good calls failed",
              "RESULTS-rollout.md", "| toolray (trainer) |", 4, "", "0",
              note="bodies whose own 50 ms sleeps ran past their 400 ms inside their processes, "
-             "waiting for a CPU (measured at a 1-minute load of about 33 from other sessions "
-             "on this 2-core machine; 14 at a load of 7–11)"),
+             "waiting for a CPU: 800 calls in flight, each in a process of its own, on two "
+             "cores (this run at a 1-minute load of 2 to 5; 48 at a load of about 33 and 14 at "
+             "7–11 in runs before the local lanes worked)"),
     Headline("rollout 200 × 4 × 4 (800 calls in flight), isolation \"call\": turn p50 / p99",
              "RESULTS-rollout.md", "| toolray (trainer) |", 6, "", "reported"),
     Headline("rollout 200 × 4 × 4 (800 calls in flight), isolation \"call\": calls/s",
              "RESULTS-rollout.md", "| toolray (trainer) |", 7, "", "≥ the gather pattern's",
              versus="rollout 200 × 4 × 4 (800 calls in flight), the gather pattern: calls/s",
-             note="about 3 ms of CPU per call across driver, executor, worker and call "
-             "process bound two cores near 700 calls/s; gather's threads cost next to nothing "
+             note="about 2 ms of CPU per call across driver, executor, worker and call "
+             "process bound two cores near 900 calls/s; gather's threads cost next to nothing "
              "(and leave its hung calls running)"),
     Headline("rollout 200 × 4 × 4 (800 calls in flight), the gather pattern: calls/s",
              "RESULTS-rollout.md", "| gather (trainer) |", 7, "", "reference"),

@@ -78,7 +78,8 @@ async def test_a_tiny_rollout_runs_through_toolray_and_its_peers(ray_runtime: An
     gather = reports[1]
     assert gather.no_result == kinds.count("crash")  # a crash would have ended its process
     text = table(reports, PLAN)
-    assert text.count("\n| ") == len(reports)  # one row per backend below the header
+    assert text.count("\n| ") == len(reports) + 1  # a row per backend, then the bound's
+    assert f"\n| kill-first bound | - | - | - | - | - | {PLAN.kill_first_bound:.0f} | - |" in text
 
 
 def test_an_unknown_backend_is_a_usage_error(capsys: Any) -> None:

@@ -76,8 +76,9 @@ def test_the_verdicts_agree_with_the_detailed_files_own() -> None:
     assert "**NO**" in _detailed_row(ray_b.headline)
     assert ray_b.met is False
     rollout = (ROOT / "benchmarks" / "RESULTS-rollout.md").read_text(encoding="utf-8")
-    assert "- FAIL calls/s ≥ 90% of the kill-first bound (369): 278 = 75% of the bound" in rollout
-    assert by_figure['rollout 24 × 4 × 4 (4 % faulty), isolation "call": calls/s'].met is False
+    own = next(x for x in rollout.splitlines() if "calls/s ≥ 90% of the kill-first bound" in x)
+    ours = by_figure['rollout 24 × 4 × 4 (4 % faulty), isolation "call": calls/s']
+    assert ours.met is own.startswith("- PASS"), (own, ours)
 
 
 def _detailed_row(headline: Any) -> str:

@@ -304,6 +304,7 @@ def table(reports: Sequence[BackendReport], plan: RolloutPlan) -> str:
         "|---|---|---|---|---|---|---|---|",
     ]
     lines.extend(_row(r) for r in reports)
+    lines.append(f"| kill-first bound | - | - | - | - | - | {plan.kill_first_bound:.0f} | - |")
     lines.append("")
     lines.append(
         f"Plan: {plan.trajectories} trajectories × {plan.turns} turns × {plan.calls_per_turn} "
