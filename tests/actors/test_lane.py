@@ -5,17 +5,23 @@ that finds a lane cannot drive it; ``worker_transport = "ray"`` keeps every mess
 
 from __future__ import annotations
 
+import os
 import pickle
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import cloudpickle
 import pytest
 
+from tests import envs
 from tests.actors._variants import variant_runtime
 from tests.actors._waits import stats_when
 from tests.tools import JSON_OUT, crash_tool, text_echo_tool
-from toolray import AbortController, ToolBatchInput, ToolCall, define_tool
+from toolray import AbortController, EnvironmentLostError, ToolBatchInput, ToolCall, define_tool
+
+cloudpickle.register_pickle_by_value(envs)
 
 pytestmark = pytest.mark.ray
 
@@ -78,6 +84,47 @@ async def test_a_worker_that_dies_on_its_lane_fails_only_its_call_and_is_replace
     assert replaced.workers == before.workers
     again = await ex.execute_batch(_batch(_echoes("ln_after", 4), scope_key))
     assert [r.result.value["text"] for r in again.results] == ["t0", "t1", "t2", "t3"]
+
+
+def _count(state: Any) -> int:
+    return int(state["n"])
+
+
+async def test_an_environments_verbs_go_on_the_lane_and_a_killed_instance_is_lost(
+    rt: Any, scope_key: str
+) -> None:
+    rt.owned.append(rt.registry.register_environment(envs.counter_env(fork="process")))
+    for definition in envs.COUNTER_TOOLS:
+        rt.owned.append(rt.registry.register(definition))
+    ex = rt.executor(scope_key)
+    h = ex.environment("counter")
+    status = await h.open({"start": 5})  # its worker's lane opens in the background
+    for _ in range(_WARM_TRIES):
+        before = await ex.statistics()
+        assert await h.run(_count) == 5
+        after = await ex.statistics()
+        if after.local_messages - before.local_messages == 1:
+            break
+    else:
+        raise AssertionError(f"no verb of {_WARM_TRIES} went on the worker's lane: {after}")
+    before = await ex.statistics()
+    assert await h.run(_count) == 5
+    assert (await h.snapshot())["n"] == 5
+    await h.fork(f"{scope_key}-copy")  # a process fork, on the instance's worker
+    after = await ex.statistics()
+    assert after.messages - before.messages == 3  # one message to the worker each
+    assert after.local_messages - before.local_messages == 3
+    copy = rt.executor(f"{scope_key}-copy").environment("counter")
+    assert await copy.run(_count) == 5
+    os.kill(status.pid, signal.SIGKILL)  # the instance's process: a loss, on the lane too
+    with pytest.raises(EnvironmentLostError, match=r"killed by SIGKILL|\(it was lost\)"):
+        await h.run(_count)
+    assert (await h.status()).state == "lost"
+    assert await copy.run(_count) == 5  # the copy is a process of its own
+    await copy.close()
+    await h.open({"start": 1})
+    assert await h.run(_count) == 1
+    await h.close()
 
 
 class _Canary:

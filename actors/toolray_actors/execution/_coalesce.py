@@ -111,6 +111,11 @@ class Outbox:
         self.messages = 0
         self.requests = 0
 
+    @property
+    def transport(self) -> Transport:
+        """Where its messages go."""
+        return self._send
+
     def submit(
         self, request: WorkerRequest, on_overdue: OnOverdue | None = None
     ) -> asyncio.Future[Outcome]:

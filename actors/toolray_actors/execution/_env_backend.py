@@ -15,11 +15,12 @@ then ``gone``): the core's instances ask :meth:`RayEnvironments.lost` after ever
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
-from typing import TypeVar, cast
+from typing import Concatenate, ParamSpec, TypeVar, cast
 
 import cloudpickle
+import ray
 import ray.exceptions as rex
 
 from toolray import EnvironmentDefinition, EnvironmentLostError
@@ -28,6 +29,8 @@ from toolray_actors._env_wire import ForkCopy, InstanceInfo
 from toolray_actors._errors import is_actor_death, task_cause, translate
 from toolray_actors._remote import put, send
 
+from ._env_lane import read_reply, request
+from ._lane import LaneClient
 from ._placements import Placements
 from ._pool_client import PoolClient, WorkerSlot
 from ._worker import ToolWorker
@@ -35,6 +38,8 @@ from ._worker import ToolWorker
 __all__ = ("RayEnvironments", "RayInstance", "Returned", "Shipped")
 
 _T = TypeVar("_T")
+_R = TypeVar("_R")
+_P = ParamSpec("_P")
 
 _WORKER_DIED = "the worker holding it died"
 
@@ -103,12 +108,15 @@ class RayEnvironments:
         placements: Placements,
         key_of: Callable[[object], tuple[str, bytes] | None],
         record: Callable[[str | None, str, bytes | None], Awaitable[None]] | None = None,
+        lanes: Callable[[WorkerSlot], LaneClient | None] | None = None,
     ) -> None:
         self._placements = placements
         self._key_of = key_of
         self._record = record
         """Told where each new instance of a scope lives (``None``: it did not open), and
         awaited before its first use."""
+        self._lanes = lanes
+        """A worker's open local lane (``None``: its verbs go as Ray calls)."""
         self._held: dict[str, int] = {}  # wid → instances this executor placed there
 
     # ------------------------------------------------------------------ placing
@@ -119,6 +127,23 @@ class RayEnvironments:
             blob = bytes(cloudpickle.dumps(definition))
             return f"envdef:{definition.name}", blob
         return found
+
+    def _verb(
+        self,
+        slot: WorkerSlot,
+        method: Callable[Concatenate[ToolWorker, _P], Coroutine[object, object, _R]],
+        *args: _P.args,
+        **kwargs: _P.kwargs,
+    ) -> Awaitable[_R]:
+        """``method(*args)`` of the slot's worker: on its local lane when open, else on Ray.
+
+        A reference into the object store (a parked snapshot) goes on Ray, which hands the
+        worker its bytes.
+        """
+        client = self._lanes(slot) if self._lanes is not None else None
+        if client is None or kwargs or any(isinstance(a, ray.ObjectRef) for a in args):
+            return send(slot.handle, method, *args, **kwargs)
+        return cast("Awaitable[_R]", _on_lane(client, request(method.__name__, *args)))
 
     async def _pick(self, pool: PoolClient) -> WorkerSlot:
         if not pool.slots:
@@ -161,7 +186,7 @@ class RayEnvironments:
         record = self._record if new else None  # a parked one's record stayed while parked
         # written while the worker opens it, awaited before its first use can answer
         recorded = record(ref.scope, ref.name, held_at(slot.wid, ref.iid)) if record else None
-        opened = send(slot.handle, ToolWorker.env_open, ref.iid, key, blob, config, data)
+        opened = self._verb(slot, ToolWorker.env_open, ref.iid, key, blob, config, data)
         try:
             info = await self._call(None, pool, slot, opened)
         except BaseException:
@@ -178,6 +203,10 @@ class RayEnvironments:
         """Await a worker's answer: its own failure raised, its death an instance's loss."""
         try:
             return await ref
+        except EnvironmentLostError as err:  # the worker's own word (on the local lane)
+            if placed is not None:
+                placed.lost = str(err)
+            raise
         except rex.RayError as err:
             if is_actor_death(err):
                 if placed is not None:
@@ -195,7 +224,7 @@ class RayEnvironments:
     async def _operate(
         self, placed: RayInstance, op: str, data: bytes | None = None
     ) -> bytes | None:
-        ref = send(placed.slot.handle, ToolWorker.env_operate, placed.iid, op, data)
+        ref = self._verb(placed.slot, ToolWorker.env_operate, placed.iid, op, data)
         return await self._call(placed, placed.pool, placed.slot, ref)
 
     def forget(self, placed: RayInstance) -> None:
@@ -239,7 +268,7 @@ class RayEnvironments:
     ) -> RayInstance:
         """A copy on the same worker: its process forked, or the definition's callable."""
         how = "process" if definition.fork == "process" else "callable"
-        handle_ref = send(placed.slot.handle, ToolWorker.env_fork, placed.iid, ref.iid, how)
+        handle_ref = self._verb(placed.slot, ToolWorker.env_fork, placed.iid, ref.iid, how)
         info = await self._call(placed, placed.pool, placed.slot, handle_ref)
         return self._placed(ref, placed.key, placed.blob, placed.pool, placed.slot, info)
 
@@ -271,7 +300,7 @@ class RayEnvironments:
         self._unplaced(placed)
         if not placed.slot.gone:
             with contextlib.suppress(Exception):  # its worker may be gone meanwhile
-                await send(placed.slot.handle, ToolWorker.env_discard, placed.iid)
+                await self._verb(placed.slot, ToolWorker.env_discard, placed.iid)
 
     def lost(self, placed: RayInstance) -> str | None:
         """Why the instance is gone, or ``None`` while it lives."""
@@ -287,3 +316,7 @@ class RayEnvironments:
     def state_of(self, placed: RayInstance) -> object:
         """Bodies run on the worker, not in this executor."""
         return None
+
+
+async def _on_lane(client: LaneClient, payload: bytes) -> object:
+    return read_reply(await client.ask(payload))

@@ -38,8 +38,10 @@ from toolray_actors._wire import unknown
 from toolray_actors.control._store import Store
 
 from ._env_backend import RayEnvironments, RayInstance, Returned, Shipped
+from ._lane import LaneClient
 from ._metrics import EnvMetrics, flush_every
 from ._placements import Placements
+from ._pool_client import WorkerSlot
 from ._worker import ToolWorker
 
 __all__ = ("EnvService",)
@@ -119,13 +121,18 @@ class EnvService:
     """The environment instances of one executor actor, and its drivers' requests."""
 
     def __init__(
-        self, placements: Placements, mirror: Callable[[], Mirror], clock: Clock, executor: str
+        self,
+        placements: Placements,
+        mirror: Callable[[], Mirror],
+        clock: Clock,
+        executor: str,
+        lanes: Callable[[WorkerSlot], LaneClient | None] | None = None,
     ) -> None:
         self._mirror = mirror
         self._placements = placements
         self._held = _Held(Store(placements.namespace), executor)
         self.backend = RayEnvironments(
-            placements, lambda d: self._mirror().key_of(d), record=self._held.note
+            placements, lambda d: self._mirror().key_of(d), record=self._held.note, lanes=lanes
         )
         self.instances = Instances(self.backend, self._resolve, clock)
         self.metrics = EnvMetrics()

@@ -84,7 +84,6 @@ class ExecutorActor:
         self.batches: dict[str, AbortController] = {}
         self.placements = Placements(namespace, self.config)
         self.scopes_seen: set[str | None] = set()
-        self.envs = EnvService(self.placements, lambda: self.mirror, SystemClock(), name)
         self.runner = RayBodyRunner(
             self.placements.pool_for,
             self._key_of,
@@ -93,6 +92,9 @@ class ExecutorActor:
             home=(name, namespace),
             on_kill=self.placements.killed,
             node=node_id() if self.config.worker_transport == "local" else None,
+        )
+        self.envs = EnvService(
+            self.placements, lambda: self.mirror, SystemClock(), name, self.runner.env_lane
         )
         self.calls = CallService(
             lambda: self.mirror, self.runner, self.batches, self.scopes_seen, self._touch

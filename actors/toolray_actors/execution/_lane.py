@@ -4,8 +4,9 @@ A Ray actor call costs about 1.3 ms of round trip on a busy two-core node (each 
 worker, its RPC and the hand-over to the actor's loop thread); the same bytes between the
 two processes' event loops on a unix socket cost about 0.1 ms. So an executor actor sends a
 worker on its own node the call messages a Ray call would carry — the bytes
-``ToolWorker.run_many_wire`` takes, and the chunks it yields — on a socket the worker opens
-when the executor first asks (``ToolWorker.lane``). Everything else stays a Ray actor call:
+``ToolWorker.run_many_wire`` takes, and the chunks it yields — and its environment
+instances' verbs (:mod:`._env_lane`) on a socket the worker opens when the executor first
+asks (``ToolWorker.lane``). Everything else stays a Ray actor call:
 aborts, interrupts and kills (the worker's control lane, which answers while its default
 loop is busy, and which already copes with an abort that arrives before its call), chains,
 preparation, statistics; and so does every call to a worker on another node.
@@ -21,7 +22,8 @@ its messages simply go as Ray calls.
 Frames: a 9-byte header (payload length, kind, message id), then the payload. The client
 sends ``HELLO`` once and waits for the worker's empty ``HELLO``, then sends one ``RUN`` per
 message; the worker answers each message with its ``CHUNK`` frames as outcomes settle and
-one ``END`` (``FAIL`` if the message itself failed).
+one ``END`` (``FAIL`` if the message itself failed). An ``ENV`` message (an environment
+instance's verb, :mod:`._env_lane`) is answered with one ``CHUNK`` and its ``END``.
 When the connection ends — the worker died, was killed or closed it — every message still
 open fails with the error a Ray call to that worker gives at that moment (its death,
 usually), so the runner decides exactly as for a Ray message.
@@ -38,7 +40,7 @@ import os
 import socket
 import struct
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
 __all__ = ("LANES", "LaneAddress", "LaneClient", "LaneError", "LaneServer")
@@ -47,7 +49,7 @@ LANES = sys.platform.startswith("linux")
 """Abstract unix sockets and ``SO_PEERCRED`` are Linux's: elsewhere every message is a Ray call."""
 
 _HEADER = struct.Struct("!IBI")
-HELLO, RUN, CHUNK, END, FAIL, _LOST = range(1, 7)
+HELLO, RUN, CHUNK, END, FAIL, _LOST, ENV = range(1, 8)
 _SECRET_BYTES = 32
 _HELLO_S = 30.0
 """A connection that has not said its secret within this long is closed (and a client whose
@@ -126,10 +128,18 @@ def _same_user(sock: socket.socket | None) -> bool:
 
 
 class LaneServer:
-    """A worker's end: serves ``run`` (the worker's ``run_many_wire``) to its executors."""
+    """A worker's end: serves ``run`` (the worker's ``run_many_wire``) to its executors.
 
-    def __init__(self, run: Callable[[bytes], AsyncIterator[bytes]]) -> None:
+    ``env`` answers an ``ENV`` message (``None``: such a message breaks the protocol).
+    """
+
+    def __init__(
+        self,
+        run: Callable[[bytes], AsyncIterator[bytes]],
+        env: Callable[[bytes], Awaitable[bytes]] | None = None,
+    ) -> None:
         self._run = run
+        self._env = env
         self._secret = os.urandom(_SECRET_BYTES)
         self._name = b"\0toolray-lane-" + os.urandom(16).hex().encode()
         self._server: asyncio.AbstractServer | None = None
@@ -178,10 +188,14 @@ class LaneServer:
             writer.write(frame(HELLO, 0))  # the client sends no message before this answer
             while (got := await read_frame(reader)) is not None:
                 kind, message, payload = got
-                if kind != RUN:
+                if kind == RUN:
+                    work = self._message(writer, message, payload)
+                elif kind == ENV and self._env is not None:
+                    work = self._answer(writer, message, self._env(payload))
+                else:
                     return
                 self.messages += 1
-                task = asyncio.ensure_future(self._message(writer, message, payload))
+                task = asyncio.ensure_future(work)
                 tasks.add(task)
                 task.add_done_callback(tasks.discard)
         except Exception:  # a peer that breaks the protocol, or goes: its connection ends
@@ -204,6 +218,19 @@ class LaneServer:
             writer.write(frame(FAIL, message, text.encode(errors="replace")))
         else:
             writer.write(frame(END, message))
+
+    async def _answer(
+        self, writer: asyncio.StreamWriter, message: int, work: Awaitable[bytes]
+    ) -> None:
+        try:
+            reply = await work
+        except Exception as err:
+            text = f"{type(err).__name__}: {err}"
+            writer.write(frame(FAIL, message, text.encode(errors="replace")))
+            return
+        writer.write(frame(CHUNK, message, reply) + frame(END, message))
+        if writer.transport.get_write_buffer_size() > _HIGH_WATER:
+            await writer.drain()
 
 
 class LaneClient:
@@ -248,7 +275,7 @@ class LaneClient:
             raise
         return cls(reader, writer, lost)
 
-    def deliver(self, payload: bytes) -> AsyncIterator[bytes]:
+    def deliver(self, payload: bytes, kind: int = RUN) -> AsyncGenerator[bytes, None]:
         """Send one message now; its reply chunks as they come."""
         message = next(self._ids) & 0xFFFFFFFF
         queue: asyncio.Queue[tuple[int, bytes]] = asyncio.Queue()
@@ -256,12 +283,22 @@ class LaneClient:
         if self.closed:
             queue.put_nowait((_LOST, b""))
         else:
-            self._writer.write(frame(RUN, message, payload))
+            self._writer.write(frame(kind, message, payload))
         return self._replies(message, queue)
+
+    async def ask(self, payload: bytes) -> bytes:
+        """Send one ``ENV`` message; its one reply."""
+        replies = self.deliver(payload, ENV)
+        try:
+            async for reply in replies:
+                return reply
+        finally:
+            await replies.aclose()
+        raise LaneError("the worker answered nothing")
 
     async def _replies(
         self, message: int, queue: asyncio.Queue[tuple[int, bytes]]
-    ) -> AsyncIterator[bytes]:
+    ) -> AsyncGenerator[bytes, None]:
         try:
             while True:
                 kind, data = await queue.get()

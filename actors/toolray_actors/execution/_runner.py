@@ -44,6 +44,7 @@ from ._call_clock import CallClock
 from ._chains import RunnerChains, fits
 from ._coalesce import AbortQueue, Outbox
 from ._env_backend import RayInstance
+from ._lane import LaneClient
 from ._pool_client import PoolClient, WorkerSlot
 from ._prepare import CodePreparer
 from ._worker import ToolWorker
@@ -137,6 +138,13 @@ class RayBodyRunner:
             transport = WorkerTransport(handle, self._node, self._count)
             lane = self._lanes[slot] = (Outbox(transport), aborts)
         return lane
+
+    def env_lane(self, slot: WorkerSlot) -> LaneClient | None:
+        """The worker's open local lane, for one verb of its instances (``None``: Ray's)."""
+        outbox, _ = self._lane(slot)
+        client = outbox.transport.lane() if isinstance(outbox.transport, WorkerTransport) else None
+        self._count(client is not None)
+        return client
 
     def _count(self, local: bool) -> None:
         self.stats.messages += 1

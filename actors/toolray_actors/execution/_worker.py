@@ -30,7 +30,7 @@ import functools
 import os
 import threading
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Mapping
 from typing import Any, cast
 
 from toolray import AbortSignal, ToolRunContext
@@ -60,6 +60,7 @@ from ._call_queue import Overdue, body_budget
 from ._call_sizing import node_limit
 from ._chain_gate import UNSTARTED, ChainGates
 from ._children import CallProcesses
+from ._env_lane import answer as env_answer
 from ._env_worker import WorkerEnvironments, instance_of
 from ._lane import LANES, LaneAddress, LaneServer
 from ._nested_remote import nested_call, worker_context
@@ -114,7 +115,7 @@ class ToolWorker:
         self._last = time.monotonic()  # the last start or end of a call
         self._draining = False
         self._chains = ChainGates()
-        self._lane = LaneServer(self.run_lane)
+        self._lane = LaneServer(self.run_lane, self._env_lane)
 
     def _context(self, signal: AbortSignal, ident: Mapping[str, Any]) -> ToolRunContext:
         ctx = worker_context(signal, dict(ident))
@@ -351,6 +352,11 @@ class ToolWorker:
         """A copy of an instance held here (``how``: ``"process"`` or ``"callable"``)."""
         pid = await self._envs.fork(iid, new_iid, how)
         return InstanceInfo(pid=pid, node=node_id())
+
+    def _env_lane(self, payload: bytes) -> Awaitable[bytes]:
+        """An environment verb sent on the local lane (:mod:`._env_lane`)."""
+        verbs = (self.env_open, self.env_operate, self.env_fork, self.env_discard)
+        return env_answer(payload, {v.__name__: v for v in verbs})
 
     async def env_discard(self, iid: str) -> None:
         """Free what is left of an instance (a lost one, or an unclaimed fork)."""

@@ -58,6 +58,15 @@ class WorkerTransport:
                 return _one(send(handle, ToolWorker.run_wire, encode(request)))
         return _many(stream(handle, ToolWorker.run_many_wire, encode(requests)))
 
+    def lane(self) -> LaneClient | None:
+        """The open local lane (``None``: none yet, or none at all: use Ray); asks for it once."""
+        client = self._client
+        if client is not None and not client.closed:
+            return client
+        if self._node is not None and self._opening is None:
+            self._opening = asyncio.ensure_future(self._open(self._node))
+        return None
+
     async def _open(self, node: str) -> None:
         try:
             address = await send(self._handle, ToolWorker.lane, node)
