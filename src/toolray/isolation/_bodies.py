@@ -28,6 +28,7 @@ import contextvars
 import ctypes
 import inspect
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -77,6 +78,8 @@ class _Running:
     thread: int | None = None
     done: bool = False
     started: bool = False  # its body started (it holds a body slot)
+    ended_at: float | None = None  # when a body thread's body returned or raised
+    finished: bool = False  # the call's task has its body's value (or error)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -174,11 +177,13 @@ class BodyHost:
             budget = _seconds(ident.get("timeout_s"))  # the body's own, from its start
             expiry = None
             if overdue is not None and budget is not None:
-                expiry = running.loop.call_later(budget, overdue)
+                deadline = running.loop.time() + budget
+                expiry = running.loop.call_later(budget, _expired, running, deadline, overdue)
             try:
                 with activated(ident.get("traceparent")):  # the body runs in its call's span
                     value = await self._body(running, execute, arguments, ctx)
             finally:
+                running.finished = True
                 if expiry is not None:
                     expiry.cancel()
                 self._slots.release()
@@ -246,6 +251,7 @@ class BodyHost:
             await self._stop_thread(running, thread_future)
             raise
         if inspect.isawaitable(value):
+            running.ended_at = None  # the body goes on in what it returned
             value = await value
         return value
 
@@ -271,6 +277,7 @@ class BodyHost:
         try:
             return execute(arguments, ctx)
         finally:
+            running.ended_at = time.monotonic()  # the loop's clock
             try:
                 with running.lock:
                     running.thread = None
@@ -337,3 +344,23 @@ def _seconds(value: Any) -> float | None:
     if isinstance(value, int | float) and not isinstance(value, bool):
         return max(0.0, float(value))
     return None
+
+
+def _expired(running: _Running, deadline: float, overdue: Callable[[], None]) -> None:
+    """A body's budget ran out on its loop's clock: ``overdue()``, unless the body ended in time.
+
+    In a starved process (hundreds of them on two cores) the loop may run this timer before
+    the completion of a body that returned long before its deadline — a body thread's end is
+    already queued, an async body's wake-up comes first in the next round — so it looks
+    once more, one round later.
+    """
+    ended = running.ended_at
+    if running.finished or (ended is not None and ended <= deadline):
+        return
+    running.loop.call_soon(_still_running, running, deadline, overdue)
+
+
+def _still_running(running: _Running, deadline: float, overdue: Callable[[], None]) -> None:
+    ended = running.ended_at
+    if not running.finished and (ended is None or ended > deadline):
+        overdue()
