@@ -3,7 +3,8 @@
 Each executor actor observes every call it runs (:class:`FarmObserver`, an observer of the
 core's seam): per tool, the calls that ended, the calls in flight, the failures by code, a
 latency sketch (log buckets, about 5 % wide) and the calls of the last few seconds; per
-scope, the same counts without the sketch. Reading them is cheap — the executor sends its
+scope, the same counts without the sketch, kept until the scope is disposed
+(:meth:`FarmObserver.forget_scope`). Reading them is cheap — the executor sends its
 samples, the driver adds them up (:func:`merge_tools`) and reads p50 / p99 off the merged
 buckets. Every ended call is also handed to the executor's Ray metrics (batched, see
 ``_metrics``).
@@ -86,6 +87,8 @@ class _Counts:
     buckets: dict[int, int] = field(default_factory=dict)
     window: list[int] = field(default_factory=lambda: [0] * RATE_WINDOW_S)
     stamps: list[int] = field(default_factory=lambda: [0] * RATE_WINDOW_S)
+    forgotten: bool = False
+    """Its scope was disposed while calls of it ran: it goes as the last of them ends."""
 
     def ended(self, outcome: str, second: int) -> None:
         self.calls += 1
@@ -112,6 +115,7 @@ def _bucket(seconds: float) -> int:
 class _Open:
     tool: _Counts
     scope: _Counts
+    scope_key: str | None
     name: str
     started: float
 
@@ -152,9 +156,10 @@ class FarmObserver:
         scope = self._scopes.get(call.scope)
         if scope is None:
             scope = self._scopes[call.scope] = _Counts()
+        scope.forgotten = False  # a scope of this name again (it was disposed, calls ran on)
         tool.in_flight += 1
         scope.in_flight += 1
-        return _Open(tool, scope, name, self._clock())
+        return _Open(tool, scope, call.scope, name, self._clock())
 
     def call_ended(self, call: _Open, end: CallEnd) -> None:
         """Counted, timed and queued for the metrics."""
@@ -163,9 +168,25 @@ class FarmObserver:
         second = int(now)
         call.tool.ended(end.outcome, second)
         call.scope.ended(end.outcome, second)
+        if call.scope.forgotten and call.scope.in_flight == 0:
+            del self._scopes[call.scope_key]
         bucket = _bucket(seconds)
         call.tool.buckets[bucket] = call.tool.buckets.get(bucket, 0) + 1
         self.pending.append((call.name, end.outcome, seconds))
+
+    def forget_scope(self, scope: str) -> None:
+        """Scope ``scope`` was disposed: its counts go (once its calls still running end).
+
+        Scopes come and go (one per trajectory): kept, the counts of every scope ever seen
+        would grow without bound.
+        """
+        counts = self._scopes.get(scope)
+        if counts is None:
+            return
+        if counts.in_flight > 0:
+            counts.forgotten = True
+        else:
+            del self._scopes[scope]
 
     def in_flight(self) -> dict[str, int]:
         """Calls in flight per tool (every tool seen, zeros included)."""

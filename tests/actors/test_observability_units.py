@@ -59,6 +59,32 @@ def test_the_farm_observer_counts_in_flight_failures_and_latency() -> None:
     assert farm.in_flight() == {"t": 0}
 
 
+def test_a_disposed_scopes_counts_go_once_its_last_call_ended() -> None:
+    clock = FakeClock()
+    farm = FarmObserver(clock.now)
+    _run(farm, clock, "t", 1)  # scope "a"
+    held = farm.call_started(_start("t", "b"), None)
+    farm.forget_scope("a")
+    farm.forget_scope("b")
+    farm.forget_scope("never-seen")
+    assert [s.scope for s in farm.scopes()] == ["b"]  # a call of it still runs
+    farm.call_ended(held, CallEnd(outcome="ok"))
+    assert farm.scopes() == ()
+    (sample,) = farm.tools()  # the tool's counts stay
+    assert (sample.calls, sample.in_flight) == (2, 0)
+
+
+def test_a_scope_used_again_after_its_dispose_keeps_its_counts() -> None:
+    clock = FakeClock()
+    farm = FarmObserver(clock.now)
+    held = farm.call_started(_start("t", "a"), None)
+    farm.forget_scope("a")
+    _run(farm, clock, "t", 1)  # a scope "a" again, while the old call runs
+    farm.call_ended(held, CallEnd(outcome="ok"))
+    (scope,) = farm.scopes()
+    assert (scope.scope, scope.calls, scope.in_flight) == ("a", 2, 0)
+
+
 def test_rates_forget_calls_older_than_the_window() -> None:
     clock = FakeClock()
     farm = FarmObserver(clock.now)

@@ -162,6 +162,8 @@ async def test_disposing_a_scope_frees_its_state_in_the_shard_and_not_the_shard(
     after = await ex_a.statistics()
     assert after.pid == before.pid  # the shard lives on
     assert after.scopes == before.scopes - 1  # only the disposed scope's state went
+    assert a in {s.scope for s in before.scope_calls}
+    assert a not in {s.scope for s in after.scope_calls}  # its call counts too
     assert srt.registry.info()["executors"].count(ex_a.name) == 1
     again = await ex_b.execute_batch(_batch([ToolCall("c", "sh_global_echo", "{}")], b))
     assert not again.results[0].result.is_error

@@ -184,6 +184,7 @@ class ExecutorActor:
             case wire.ScopeDisposed(key, op_ids):  # in a shard: this scope's state only
                 self.mirror.dispose_scope(key, op_ids)
                 self.scopes_seen.discard(key)
+                self.farm.forget_scope(key)
                 disposed.append(key)
             case _:
                 wire.unknown(delta, "a registry change")
