@@ -8,6 +8,7 @@ the same sequence through the same core code gives the same views, shadowing and
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,6 +68,8 @@ class Mirror:
     keys: dict[int, str] = field(default_factory=dict)  # id(definition) -> cache key
     owners: dict[int, int] = field(default_factory=dict)  # op id -> id(definition)
     executors: dict[int, Any] = field(default_factory=dict)  # op id -> set_executor() object
+    on_forget: Callable[[str], None] | None = None
+    """Told the cache key of a definition whose contribution went (no call names it again)."""
 
     def apply(self, op: Op, *, replace: bool = False) -> None:
         """Replay one contribution (raises what the core raises)."""
@@ -123,8 +126,9 @@ class Mirror:
         self.blobs.pop(op_id, None)
         self.executors.pop(op_id, None)
         owner = self.owners.pop(op_id, None)
-        if owner is not None:
-            self.keys.pop(owner, None)
+        key = self.keys.pop(owner, None) if owner is not None else None
+        if key is not None and self.on_forget is not None:
+            self.on_forget(key)
         return disposer
 
     def remove(self, op_id: int) -> None:

@@ -27,6 +27,7 @@ from toolray import (
     ToolCall,
     ToolRegistry,
 )
+from toolray_actors._config import RuntimeConfig
 from toolray_actors._fingerprint import fingerprint
 from toolray_actors._mirror import Mirror, Op
 from toolray_actors._placement import placement_key
@@ -34,6 +35,8 @@ from toolray_actors._wire import Committed, LogRecord, WorkerRequest
 from toolray_actors.control._leases import LeaseTable
 from toolray_actors.driver._batch_stream import Accumulator
 from toolray_actors.driver._portal import Portal
+from toolray_actors.execution._placements import Placements
+from toolray_actors.execution._pool_client import PoolClient, WorkerSlot
 from toolray_actors.execution._worker import ToolWorker
 
 
@@ -70,6 +73,22 @@ def test_a_mirror_swaps_a_registration_in_place_and_forgets_a_disposed_scope() -
     assert mirror.disposers == {}
     assert mirror.blobs == {}
     assert mirror.keys == {}
+
+
+def test_a_disposed_scopes_definitions_leave_what_the_worker_slots_remember_sending() -> None:
+    placements = Placements("ns", RuntimeConfig())
+    pool = placements.pools["default"] = PoolClient(None)
+    slot = pool.slots["w1"] = WorkerSlot("w1", None)
+    mirror = Mirror(ToolRegistry(), on_forget=placements.forget_code)
+    mirror.apply(_register(1, None, "shared"))
+    mirror.apply(Op(id=2, kind="scope", key="agent"))
+    mirror.apply(_register(3, "agent", "own"))
+    mirror.apply(_register(4, "agent", "other"))
+    slot.sent |= {"def:1", "def:3", "def:4"}  # what the body runner sent this worker
+    mirror.swap(4, _register(5, "agent", "other", safe=False))
+    assert slot.sent == {"def:1", "def:3"}
+    mirror.dispose_scope("agent", [2, 3, 5])
+    assert slot.sent == {"def:1"}  # the global tool's code stays known
 
 
 # ---------------------------------------------------------------- leases

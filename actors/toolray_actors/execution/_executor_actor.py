@@ -115,7 +115,7 @@ class ExecutorActor:
     # ------------------------------------------------------------------ the mirror
     def _rebuild(self, ops: list[Op]) -> None:
         registry = code_registry(self.config, self.code, self.limiter, self.envs.instances)
-        self.mirror = Mirror(registry)
+        self.mirror = Mirror(registry, on_forget=self.placements.forget_code)
         for op in ops:
             self.mirror.apply(op)
         self.executor = BatchExecutor(

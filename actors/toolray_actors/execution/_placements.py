@@ -40,6 +40,15 @@ class Placements:
             handle = self.buckets[tool] = create_bucket(tool, self.namespace, control)
         return handle
 
+    def forget_code(self, key: str) -> None:
+        """Definition ``key`` went (its scope was disposed): the pools forget sending it.
+
+        Every worker slot remembers the definitions it was sent; a scope's own tools come
+        and go with it, so what went has to be forgotten, or the sets grow without bound.
+        """
+        for client in self.pools.values():
+            client.forget_code(key)
+
     def killed(self, pool: PoolClient) -> None:
         """The ladder killed in ``pool``: its metric (tagged with the pool's key)."""
         self.metrics.killed(next((k for k, c in self.pools.items() if c is pool), ""))

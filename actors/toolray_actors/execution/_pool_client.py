@@ -184,6 +184,11 @@ class PoolClient:
         except Exception:  # the manager is restarting: the next wait asks again
             _log.debug("toolray: the pool manager could not grow", exc_info=True)
 
+    def forget_code(self, key: str) -> None:
+        """Definition ``key`` went from the registry: no slot needs to remember sending it."""
+        for slot in self.slots.values():
+            slot.sent.discard(key)
+
     def released(self, slot: WorkerSlot) -> None:
         """``slot`` finished one of this executor's calls (a waiting call may go now)."""
         if self.elastic:
