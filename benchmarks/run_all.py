@@ -69,10 +69,20 @@ class Headline:
     """Why the figure misses its target (required exactly when it does)."""
 
 
-_LOADED_ENV = (
-    "measured at a 1-minute load of 73 to 119 from other sessions on this 2-core machine: the "
-    "instance's template process waited for a CPU (a quieter run earlier read a process fork "
-    "of a 50 MB state at 21 to 23 ms through Ray, 8 ms in the worker itself)"
+_FORK_50MB = (
+    "a fork is two driver requests (the source's executor makes the copy, the target's "
+    "adopts it: about 1.7 ms each here), the source's worker forking the instance's process "
+    "twice (the copy must leave the source to become the template's child) and its "
+    "template adopting it, and the target's record in Ray's GCS; a 1 KB state takes 11.1 ms "
+    "the same way, so the 50 MB costs 3 ms, and the path itself is the miss (the verbs on "
+    "the worker's local lane took about 2.5 ms off it this round)"
+)
+_INSTANCE_PSS = (
+    "each instance is a Python process of its own forked from the worker's template: about "
+    "4.4 MB of proportional set size each here (its event loop, body threads and the pages "
+    "its first calls touch); the 1.47 MB each of the morning's run (at a load of 73–119) "
+    "did not reproduce: the code of that run reads 4.8 MB each today (100 instances, the "
+    "same measure), so that run undercounted"
 )
 _SUB_CALL = (
     "a sub-call is a native call's whole pipeline plus a trip to the child and back, and "
@@ -149,22 +159,22 @@ HEADLINES = (
              "| 10,000 × 2 | sharded", 9, "", "≤ 1 GB"),
     Headline("Ray: 100,000 new scopes × 2 calls at once, sharded (2 shards): last result",
              "RESULTS-scopes.md", "| 100,000 × 2 | sharded", 4, "", "≤ 90 s",
-             note="backpressure (at most 256 batches of a driver in flight per shard) bounds "
-             "the shards' memory (4.1 GB before it, 516 MB now: the next row) and costs about "
-             "a tenth of the throughput (94.6 s before it on this machine); the two shards and "
-             "the driver share 2 cores at about 1,900 calls/s"),
+             note="1.3 % over: backpressure (at most 256 batches of a driver in flight per "
+             "shard) bounds the shards' memory (4.1 GB before it, 518 MB now: the next row); "
+             "the two shards and the driver share 2 cores at about 2,200 calls/s (105.1 s at a "
+             "load of 33 → 6 with the local lanes off, 91.2 s quiet with them on)"),
     Headline("Ray: control actors' peak RSS with 100,000 scopes in flight (sampled every 0.5 s)",
              "RESULTS-scopes.md", "| 100,000 × 2 | sharded", 12, "", "≤ 2.5 GB"),
     Headline("environments: a call of an environment's tool / the same stateless call, p50",
              "RESULTS-environments.md", "| a call of an environment's tool", 4, "", "≤ 1.2×"),
     Headline("environments: `open()` of a warm definition, p50", "RESULTS-environments.md",
-             "| open() of a warm definition", 2, "", 3,
-             note=_LOADED_ENV),
+             "| open() of a warm definition", 2, "", 3),
     Headline("environments: `fork=\"process\"` of a 50 MB state, p50", "RESULTS-environments.md",
-             "| fork=\"process\" of a 50 MB state", 2, "", 3, note=_LOADED_ENV),
+             "| fork=\"process\" of a 50 MB state", 2, "", 3, note=_FORK_50MB),
     Headline("environments: 1,000 open instances of a 100 KB state, isolation \"call\": added",
              "RESULTS-environments.md",
-             "| 1000 open instances of a 100 KB state, isolation \"call\"", 2, "", 3),
+             "| 1000 open instances of a 100 KB state, isolation \"call\"", 2, "", 3,
+             note=_INSTANCE_PSS),
     Headline("environments: 10,000 instances with parking: toolray's processes at the peak",
              "RESULTS-environments.md", "| 10000 instances with parking", 2, "", 3),
     Headline("environments: stateful multi-turn replay with forks against plain Python",
@@ -207,8 +217,9 @@ HEADLINES = (
              "RESULTS-rollout.md", "| toolray (trainer) |", 4, "", "0",
              note="bodies whose own 50 ms sleeps ran past their 400 ms inside their processes, "
              "waiting for a CPU: 800 calls in flight, each in a process of its own, on two "
-             "cores (this run at a 1-minute load of 2 to 5; 48 at a load of about 33 and 14 at "
-             "7–11 in runs before the local lanes worked)"),
+             "cores (this run at a 1-minute load of 4.6 → 2.7; 129 in the same day's run before "
+             "bodies that ended in time stopped being told overdue, 31 in one after it at a "
+             "load of 9 → 1.5)"),
     Headline("rollout 200 × 4 × 4 (800 calls in flight), isolation \"call\": turn p50 / p99",
              "RESULTS-rollout.md", "| toolray (trainer) |", 6, "", "reported"),
     Headline("rollout 200 × 4 × 4 (800 calls in flight), isolation \"call\": calls/s",
