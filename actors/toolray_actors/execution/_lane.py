@@ -144,6 +144,7 @@ class LaneServer:
         self._name = b"\0toolray-lane-" + os.urandom(16).hex().encode()
         self._server: asyncio.AbstractServer | None = None
         self._peers: set[asyncio.StreamWriter] = set()
+        self._verbs: set[asyncio.Task[None]] = set()
         self.connections = 0
         """Connections that said the secret."""
         self.messages = 0
@@ -196,8 +197,12 @@ class LaneServer:
                     return
                 self.messages += 1
                 task = asyncio.ensure_future(work)
-                tasks.add(task)
-                task.add_done_callback(tasks.discard)
+                if kind == RUN:  # an environment's verb runs to its end, as on Ray
+                    tasks.add(task)
+                    task.add_done_callback(tasks.discard)
+                else:
+                    self._verbs.add(task)
+                    task.add_done_callback(self._verbs.discard)
         except Exception:  # a peer that breaks the protocol, or goes: its connection ends
             _log.debug("toolray: a lane connection ended", exc_info=True)
         finally:
@@ -226,9 +231,12 @@ class LaneServer:
             reply = await work
         except Exception as err:
             text = f"{type(err).__name__}: {err}"
-            writer.write(frame(FAIL, message, text.encode(errors="replace")))
+            reply_frame = frame(FAIL, message, text.encode(errors="replace"))
+        else:
+            reply_frame = frame(CHUNK, message, reply) + frame(END, message)
+        if writer.is_closing():  # its executor went: the verb ran to its end all the same
             return
-        writer.write(frame(CHUNK, message, reply) + frame(END, message))
+        writer.write(reply_frame)
         if writer.transport.get_write_buffer_size() > _HIGH_WATER:
             await writer.drain()
 
