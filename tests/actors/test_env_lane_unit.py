@@ -169,3 +169,28 @@ async def _collect(items: Any) -> list[bytes]:
 
 async def _lost() -> BaseException:
     return LaneError("the worker is gone")
+
+
+async def test_a_verb_runs_to_its_end_when_its_executor_goes() -> None:
+    """As an actor call does: an open cut short would leave its record wrong."""
+    started, release, ended = asyncio.Event(), asyncio.Event(), asyncio.Event()
+
+    async def nothing(payload: bytes) -> Any:
+        yield payload
+
+    async def slow(payload: bytes) -> bytes:
+        started.set()
+        await release.wait()
+        ended.set()
+        return b"N"
+
+    server = LaneServer(nothing, slow)
+    client = await LaneClient.connect(await server.open("n"), _lost)
+    asking = asyncio.ensure_future(client.ask(b"x"))
+    await asyncio.wait_for(started.wait(), GUARD_S)
+    client.close()  # the executor goes
+    with pytest.raises(LaneError):
+        await asyncio.wait_for(asking, GUARD_S)
+    release.set()
+    await asyncio.wait_for(ended.wait(), GUARD_S)  # never cancelled
+    server.close()

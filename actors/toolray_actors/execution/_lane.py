@@ -190,19 +190,15 @@ class LaneServer:
             while (got := await read_frame(reader)) is not None:
                 kind, message, payload = got
                 if kind == RUN:
-                    work = self._message(writer, message, payload)
-                elif kind == ENV and self._env is not None:
-                    work = self._answer(writer, message, self._env(payload))
+                    work, held = self._message(writer, message, payload), tasks
+                elif kind == ENV and self._env is not None:  # runs to its end, as on Ray
+                    work, held = self._answer(writer, message, self._env(payload)), self._verbs
                 else:
                     return
                 self.messages += 1
                 task = asyncio.ensure_future(work)
-                if kind == RUN:  # an environment's verb runs to its end, as on Ray
-                    tasks.add(task)
-                    task.add_done_callback(tasks.discard)
-                else:
-                    self._verbs.add(task)
-                    task.add_done_callback(self._verbs.discard)
+                held.add(task)
+                task.add_done_callback(held.discard)
         except Exception:  # a peer that breaks the protocol, or goes: its connection ends
             _log.debug("toolray: a lane connection ended", exc_info=True)
         finally:
