@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import sqlite3
+from pathlib import Path
+
 import pytest
 
 from toolray import Placement, RateLimit
 from toolray_actors import RuntimeConfig
 from toolray_actors._placement import placement_key, pool_plan
-from toolray_actors.bench._chaos_check import rate_windows_over
+from toolray_actors.bench._chaos_check import check, rate_windows_over
 from toolray_actors.execution._elastic import ElasticPolicy
 
 
@@ -68,3 +71,38 @@ def test_the_campaign_counts_windows_over_the_limit() -> None:
     steady = [i / 10 for i in range(50)]  # 10/s for 5 s
     assert rate_windows_over(steady, 10, 1) == 0
     assert rate_windows_over([0.0] * 12 + steady, 10, 1) > 0
+
+
+def test_a_call_below_a_killed_process_is_not_collateral(tmp_path: Path) -> None:
+    """A call forked by a worker after the kill of its pool was aimed died with that worker.
+
+    ``killed`` is what the campaign saw below its victims when it struck; the ledger's
+    lineage (the run's process and its ancestors) finds a call forked after that.
+    """
+    ledger = tmp_path / "ledger.sqlite"
+    db = sqlite3.connect(ledger)
+    db.execute("CREATE TABLE runs (call_id TEXT, pid INTEGER, at REAL, lineage TEXT)")
+    db.executemany(
+        "INSERT INTO runs VALUES (?, ?, ?, ?)",
+        [
+            ("a-1", 501, 1.0, "501 500 400"),  # forked late below worker 500 (killed)
+            ("a-2", 601, 1.0, "601 600 400"),  # below a worker nobody killed
+            ("a-3", 502, 1.0, "502 500 400"),  # a success below the killed worker
+        ],
+    )
+    db.commit()
+    db.close()
+    (tmp_path / "logs").mkdir()
+    records = [
+        {
+            "agent": "a",
+            "phase": "chaos",
+            "ids": ["a-1", "a-2", "a-3"],
+            "result_ids": ["a-1", "a-2", "a-3"],
+            "codes": ["WORKER_LOST", "WORKER_LOST", None],
+        }
+    ]
+    figures = check(records, str(ledger), tmp_path / "logs", killed={500})
+    assert figures["collateral"] == 1
+    assert figures["collateral_calls"] == ["a-2 in [400, 600, 601]"]
+    assert check(records, str(ledger), tmp_path / "logs", killed={400})["collateral"] == 0

@@ -10,8 +10,10 @@ unless retried); every failure carries a fault code; the rate-limited tool's sta
 within its limit plus one burst over every window; every agent recovered; every JSONL log
 parses and holds a ``tool/call`` and a ``tool/result`` for every call of every returned
 batch. No collateral damage: a call that failed ``WORKER_LOST`` after its body started (its
-pid is in the ledger) must have run in a process the campaign killed — a fault fails only
-the calls of the process that died.
+pid is in the ledger) must have run in a process the campaign killed, or below one (the
+ledger keeps each run's ancestors: a worker that its pool's death takes a moment later may
+fork a call's process after the kill was aimed) — a fault fails only the calls of the
+process that died.
 """
 
 from __future__ import annotations
@@ -79,10 +81,12 @@ def check(
     ``killed`` holds every pid the campaign killed (with what ran below it then).
     """
     db = sqlite3.connect(ledger)
-    rows = list(db.execute("SELECT call_id, pid, at FROM runs ORDER BY rowid"))
+    rows = list(db.execute("SELECT call_id, pid, at, lineage FROM runs ORDER BY rowid"))
     db.close()
-    runs = Counter(cid for cid, _, _ in rows)
-    ran_in = {cid: pid for cid, pid, _ in rows}  # the last attempt's process
+    runs = Counter(cid for cid, _, _, _ in rows)
+    ran_in = {  # the last attempt's process and its ancestors
+        cid: {pid, *(int(p) for p in (line or "").split())} for cid, pid, _, line in rows
+    }
     raised = [r for r in records if "raised" in r]
     returned = [r for r in records if "codes" in r]
     misordered = [r for r in returned if r["result_ids"] != r["ids"]]
@@ -98,11 +102,11 @@ def check(
         for r in records
         if r["phase"] == "recovery" and "codes" in r and not any(r["codes"])
     }
-    limited = [at for cid, _, at in rows if cid.endswith("L")]
+    limited = [at for cid, _, at, _ in rows if cid.endswith("L")]
     collateral = [
-        cid
+        f"{cid} in {sorted(ran_in[cid])}"
         for cid, code in failures
-        if code == "WORKER_LOST" and cid in ran_in and ran_in[cid] not in (killed or set())
+        if code == "WORKER_LOST" and cid in ran_in and not ran_in[cid] & (killed or set())
     ]
     return {
         "batches": len(records),
@@ -114,6 +118,7 @@ def check(
         "lost": len(raised) + len(misordered) + sum(1 for _, c in failures if c not in FAULT_CODES),
         "re_run": sum(1 for cid, n in runs.items() if n > 1 and not cid.endswith("R")),
         "collateral": len(collateral),
+        "collateral_calls": collateral,
         "success_not_exactly_once": sum(
             1 for cid in successes if not 1 <= runs.get(cid, 0) <= allowed.get(cid, 1)
         ),

@@ -53,6 +53,25 @@ TOOLS = {"": "ledger", "R": "ledger_retry", "L": "ledger_limited", "E": "ledger_
 and on an elastic pool (which grows and shrinks under the campaign's bursts)."""
 
 
+def lineage() -> str:
+    """This process's pid and its ancestors' up to (not including) pid 1, space-separated.
+
+    The campaign's check reads it: a call whose process was forked below a killed process
+    after the kill was aimed (a call process forked by a worker that its pool's death was
+    about to take) died with it, not beside it.
+    """
+    pids: list[str] = []
+    pid = os.getpid()
+    while pid > 1 and len(pids) < 16:
+        pids.append(str(pid))
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:  # a sandboxed body may not see its ancestors
+            break
+        pid = int(stat.rsplit(")", 1)[1].split()[1])
+    return " ".join(pids)
+
+
 def ledger_tool(path: str, name: str = "ledger", **controls: Any) -> Any:
     """Appends its call id to the SQLite ledger on entry, then works for a few ms."""
 
@@ -60,8 +79,8 @@ def ledger_tool(path: str, name: str = "ledger", **controls: Any) -> Any:
         db = sqlite3.connect(path, timeout=30, isolation_level=None)
         try:
             db.execute(
-                "INSERT INTO runs (call_id, pid, at) VALUES (?, ?, ?)",
-                (ctx.call_id, os.getpid(), time.time()),
+                "INSERT INTO runs (call_id, pid, at, lineage) VALUES (?, ?, ?, ?)",
+                (ctx.call_id, os.getpid(), time.time(), lineage()),
             )
         finally:
             db.close()

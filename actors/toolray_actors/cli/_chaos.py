@@ -247,7 +247,7 @@ def run(args: argparse.Namespace) -> int:
     ledger = str(work / "ledger.sqlite")
     db = sqlite3.connect(ledger)
     db.execute("PRAGMA journal_mode=WAL")
-    db.execute("CREATE TABLE runs (call_id TEXT, pid INTEGER, at REAL)")
+    db.execute("CREATE TABLE runs (call_id TEXT, pid INTEGER, at REAL, lineage TEXT)")
     db.commit()
     db.close()
     if args.isolation == "sandbox":  # its bodies are uid 65534: the ledger is theirs to write
@@ -324,8 +324,8 @@ def run(args: argparse.Namespace) -> int:
     ]
     out = check(records, ledger, work / "logs", killed)
     out.update(check_env(records))
-    if args.isolation == "sandbox":  # a sandboxed body is pid 1 of its own namespace: the
-        out["collateral"] = None  # ledger cannot say which host process ran it
+    if args.isolation == "sandbox":  # a sandboxed body is pid 1 of its own namespace:
+        out["collateral"] = out["collateral_calls"] = None  # no host process to name
     if args.hostile:
         out.update(check_hostile(work / "hostile", records, args.isolation))
     calm = [r for r in records if r["phase"] == "chaos" and r["end"] < chaos_start]
