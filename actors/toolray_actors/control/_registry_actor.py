@@ -3,13 +3,13 @@
 It validates every write by applying it to its own core ``ToolRegistry`` (so errors and
 messages are the core's), records the contribution as an :class:`Op`, persists it (one KV
 key per contribution, see ``_store``), and returns only after every executor actor has
-applied the change to its mirror — a call that starts after a write returns sees it.
-Writes are serialized, so executors receive changes in sequence order.
+applied the change to its mirror — a call that starts after a write returns sees it
+(writes are serialized: executors receive changes in sequence order).
 
 Registration is idempotent: an identical definition (same fingerprint) under a live name
 in the same layer adds a holder instead of failing, and the registration stays until every
-holder has disposed it. It also owns the namespace's leases (``_leases``): when the last
-lease of a non-detached namespace ends, it stops every actor of the namespace and exits.
+holder has disposed it. It owns the namespace's leases (``_leases``): when the last lease
+of a non-detached namespace ends, it stops every actor of the namespace and exits.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from dataclasses import replace
 from typing import Any
 
 from toolray import RegistryStatistics, ToolPromptSection
+from toolray_actors._collector import pace_collector
 from toolray_actors._config import RuntimeConfig
 from toolray_actors._errors import RuntimeUnavailableError
 from toolray_actors._handles import executor_name, get_named, kill, kill_self
@@ -61,13 +62,13 @@ class RegistryActor:
         per_scope: bool = True,
         config: dict[str, Any] | None = None,
     ) -> None:
+        pace_collector()
         self.namespace = namespace
         self.detached = detached
         self.per_scope = per_scope
         self.store = Store(namespace)
         cfg = RuntimeConfig.model_validate(config or {})
-        # the same mode, cap and runtime language as the executors' mirrors (no program runs here)
-        self.mirror = Mirror(code_registry(cfg, CodePool(cfg.code)))
+        self.mirror = Mirror(code_registry(cfg, CodePool(cfg.code)))  # the executors' mode and cap
         self.contributions = Contributions()
         self.next_id = 1
         self.restarts = 0

@@ -34,6 +34,7 @@ from toolray import (
 )
 from toolray.lowlevel import Observer, SystemClock, TraceParent, observe
 from toolray_actors import _wire as wire
+from toolray_actors._collector import pace_collector
 from toolray_actors._config import RuntimeConfig
 from toolray_actors._env_wire import EnvRequest
 from toolray_actors._errors import namespace_ended
@@ -75,6 +76,7 @@ class ExecutorActor:
     """Runs batches for the scopes routed to it (single calls: its ``calls``, a CallService)."""
 
     def __init__(self, name: str, scope: str | None, namespace: str, config: dict[str, Any]):
+        pace_collector()
         self.name = name
         self.scope = scope
         self.namespace = namespace

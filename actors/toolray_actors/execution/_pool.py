@@ -24,6 +24,7 @@ import time
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, TypeVar
 
+from toolray_actors._collector import pace_collector
 from toolray_actors._handles import create_pool, create_worker, kill, resources_offered
 from toolray_actors._placement import PoolPlan, WorkerSettings
 from toolray_actors._remote import Handle, send
@@ -66,6 +67,7 @@ class PoolManager:
         settings: WorkerSettings,
         elastic: ElasticPolicy | None = None,
     ) -> None:
+        pace_collector()
         self._options = options
         self._settings = settings
         self._children: dict[str, ChildStats] = {}  # last seen, per worker (dead ones too)

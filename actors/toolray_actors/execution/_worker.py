@@ -43,6 +43,7 @@ from toolray.isolation import (
     sandbox_config,
 )
 from toolray.lowlevel import Link
+from toolray_actors._collector import pace_collector
 from toolray_actors._env_wire import InstanceInfo
 from toolray_actors._executor_wire import CallOverdue
 from toolray_actors._placement import PROCESS_ISOLATION, WorkerSettings
@@ -93,6 +94,7 @@ class ToolWorker:
         *,
         env: Mapping[str, str] | None = None,
     ) -> None:
+        pace_collector()
         self.settings = settings or WorkerSettings(threads=threads, isolation="shared")
         settings = self.settings
         limit = settings.max_bodies or body_limit(settings.threads)
