@@ -68,7 +68,9 @@ def lineage() -> str:
             stat = Path(f"/proc/{pid}/stat").read_text()
         except OSError:  # a sandboxed body may not see its ancestors
             break
-        pid = int(stat.rsplit(")", 1)[1].split()[1])
+        _, _, fields = stat.rpartition(")")  # past the command's name: state, then ppid
+        _state, ppid, *_ = fields.split()
+        pid = int(ppid)
     return " ".join(pids)
 
 
