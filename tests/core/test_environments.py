@@ -375,6 +375,34 @@ def test_a_parked_state_that_cannot_come_back_is_lost_loudly_until_opened() -> N
     assert _run(reg, "a", ("incr", {"by": 1})) == [4]
 
 
+def test_an_open_whose_process_died_leaves_the_instance_lost_not_closed() -> None:
+    """An open cut short by a loss is no open: later calls fail until an open succeeds.
+
+    Left ``closed``, the scope's next call would open a new instance with ``config=None``
+    behind the agent's back (the chaos campaign's silent reset after a pool's kill).
+    """
+    from toolray.environments._backend import LocalBackend
+
+    class DiesOnce(LocalBackend):
+        dead = True
+
+        async def create(self, ref: Any, definition: Any, config: Any) -> Any:
+            if self.dead:
+                self.dead = False
+                raise EnvironmentLostError("the worker holding it died")
+            return await super().create(ref, definition, config)
+
+    reg = _registry()
+    reg.environments.backend = DiesOnce()  # before any instance: nothing of the old one kept
+    h = reg.environment("counter", scope="a")
+    with pytest.raises(EnvironmentLostError, match="the worker holding it died"):
+        h.open_sync({"start": 5})
+    assert h.status_sync().state == "lost"
+    assert _run(reg, "a", ("incr", {"by": 1})) == ["ENVIRONMENT_LOST"]  # no silent open
+    h.open_sync({"start": 5})
+    assert _run(reg, "a", ("incr", {"by": 1})) == [6]
+
+
 def test_close_runs_once_and_is_idempotent() -> None:
     envs.closed.clear()
     reg = _registry()

@@ -81,7 +81,8 @@ class Instances:
         inst.iid, since = new_iid(definition.name), self.clock.now()
         try:
             placed = await self.backend.create(inst.ref(), definition, config)
-        except EnvironmentLostError:
+        except EnvironmentLostError as err:  # its process died opening it: lost, not closed
+            self._lose(inst, str(err))  # (a later call must not open another silently)
             raise
         except Exception as err:
             raise failed_error(definition.name, "create", err) from None
