@@ -29,7 +29,8 @@ def test_every_part_measures_and_every_row_has_its_target(ray_runtime: Any) -> N
     assert all(
         report["fork"][f"{k}_intact"] for k in ("process_1kb", "process_big", "snapshot_big")
     )
-    assert set(report["memory"]) == {"instances", "call", "shared"}
+    assert set(report["memory"]) == {"instances", "call", "shared", "fork_floor_mb"}
+    assert 0 < report["memory"]["fork_floor_mb"] < 64
     assert report["parked"]["intact"] == 3
     assert report["replay"]["outcomes_match"]
     assert report["replay"]["states_match"]

@@ -8,8 +8,9 @@ after it:
 - ``open``: ``open()`` of a warm definition, the previous instance closed between rounds;
 - ``fork``: ``fork="process"`` of a 50 MB state against a 1 KB state (and a
   ``"snapshot"`` fork of the same 50 MB for comparison);
-- ``memory``: N open instances of a 100 KB state: the machine's used memory before and
-  after, and the instance processes' proportional set size (``isolation="call"``);
+- ``memory``: N open instances of a 100 KB state: the proportional set size toolray's
+  processes gained, with each isolation; beside it the floor of ``"call"``: what a child
+  forked from the same kind of template adds when it does nothing at all;
 - ``parked``: N instances with ``park_after_s`` short, opened in waves: the peak of every
   toolray process's memory meanwhile, then each state read back and checked;
 - ``replay``: the multi-turn replay of ``_env_replay`` (hundreds of scopes, forks) against
@@ -20,8 +21,10 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
 import random
 import statistics
+import sys
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
@@ -39,6 +42,7 @@ from toolray import (
     define_environment,
     tool,
 )
+from toolray.procs import ChildContext, Template, TemplateSpec
 
 from ._env_replay import make_plan, replay_plain, replay_toolray
 from ._env_world import definitions
@@ -209,7 +213,42 @@ async def _memory(rt: RayRuntime, count: int, kb: int) -> dict[str, object]:
         await asyncio.gather(
             *(rt.registry.environment(name, scope=f"mem-{i}").close() for i in range(count))
         )
+    out["fork_floor_mb"] = await asyncio.to_thread(_fork_floor, min(count, _FLOOR_CHILDREN))
     return out
+
+
+_FLOOR_CHILDREN = 20
+
+
+def idle_child(ctx: ChildContext) -> int:
+    """A template's child that says it is up, then only waits (the floor of a forked child)."""
+    os.write(ctx.channel, b"\1")
+    os.read(ctx.channel, 1)
+    return 0
+
+
+def _fork_floor(children: int) -> float:
+    """MB of PSS one idle child adds, forked from a template preloading the call core."""
+    spec = TemplateSpec(
+        entry=f"{__name__}:idle_child",
+        preload=("toolray.isolation._entry", __name__),
+        sys_path=tuple(p for p in sys.path if p),
+    )
+    template = Template(spec)
+    kids = []
+    try:
+        template.wait_ready(60)
+        assert template.pid is not None
+        before = _pss([template.pid])
+        kids = [template.fork({}) for _ in range(children)]
+        for kid in kids:
+            kid.channel.recv(1)  # it is up and waiting
+        after = _pss([template.pid, *(kid.pid for kid in kids)])
+    finally:
+        for kid in kids:
+            kid.close()
+        template.stop()
+    return (after - before) / 2**20 / max(1, children)
 
 
 def _toolray_pss(rt: RayRuntime) -> int:

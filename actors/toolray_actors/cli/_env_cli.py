@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -87,10 +88,13 @@ def _memory(r: dict[str, object]) -> list[Row]:
     n, kb = _num(r, "memory", "instances"), _num(r, "options", "state_kb")
     budget = 1536 * n / 1000
     rows: list[Row] = []
+    floor = _num(r, "memory", "fork_floor_mb")
     for isolation in ("call", "shared"):
         added = _num(r, "memory", isolation, "added_mb")
         what = f'{n:.0f} open instances of a {kb:.0f} KB state, isolation "{isolation}": added'
         each = f"{added / n:.2f} MB each"
+        if isolation == "call" and math.isfinite(floor):  # (a report before it: no floor)
+            each += f"; an idle fork of a call template alone adds {floor:.2f} MB"
         rows.append((what, f"{added:,.0f} MB (PSS)", f"≤ {budget:,.0f} MB", each, added <= budget))
     return rows
 
