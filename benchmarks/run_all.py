@@ -71,18 +71,19 @@ class Headline:
 
 _FORK_50MB = (
     "a fork is two driver requests (the source's executor makes the copy, the target's "
-    "adopts it: about 1.7 ms each here), the source's worker forking the instance's process "
-    "twice (the copy must leave the source to become the template's child) and its "
-    "template adopting it, and the target's record in Ray's GCS; a 1 KB state takes 11.1 ms "
-    "the same way, so the 50 MB costs 3 ms, and the path itself is the miss (the verbs on "
-    "the worker's local lane took about 2.5 ms off it this round)"
+    "adopts it: 2.5 ms each here, there and back), the instance's process forking twice (the "
+    "copy must leave the source to become the template's child: 3.2 ms for 1 KB, 4.7 ms for "
+    "50 MB), the template adopting it, and the target closing its previous instance and "
+    "writing the copy's record (about 1 ms each); a 1 KB state takes 10.0 ms the same way, "
+    "so the path itself is the miss (stage by stage in benchmarks/README.md)"
 )
 _INSTANCE_PSS = (
     "each instance is a Python process of its own forked from the worker's template: about "
-    "4.4 MB of proportional set size each here (its event loop, body threads and the pages "
-    "its first calls touch); the 1.47 MB each of the morning's run (at a load of 73–119) "
-    "did not reproduce: the code of that run reads 4.8 MB each today (100 instances, the "
-    "same measure), so that run undercounted"
+    "4.3 MB of proportional set size each here (its event loop, messages and the pages its "
+    "first calls touch); a child forked from the same kind of template that does nothing "
+    "at all adds 1.55 MB (the benchmark's reference row: every page its reference counts "
+    "touch is copied), so a process per instance cannot meet 1.5 MB on CPython 3.11; "
+    '"shared" meets it (0.10 MB each)'
 )
 _SUB_CALL = (
     "a sub-call is a native call's whole pipeline plus a trip to the child and back, and "
@@ -158,11 +159,7 @@ HEADLINES = (
     Headline("Ray: control actors' RSS with 10,000 scopes in flight", "RESULTS-scopes.md",
              "| 10,000 × 2 | sharded", 9, "", "≤ 1 GB"),
     Headline("Ray: 100,000 new scopes × 2 calls at once, sharded (2 shards): last result",
-             "RESULTS-scopes.md", "| 100,000 × 2 | sharded", 4, "", "≤ 90 s",
-             note="1.3 % over: backpressure (at most 256 batches of a driver in flight per "
-             "shard) bounds the shards' memory (4.1 GB before it, 518 MB now: the next row); "
-             "the two shards and the driver share 2 cores at about 2,200 calls/s (105.1 s at a "
-             "load of 33 → 6 with the local lanes off, 91.2 s quiet with them on)"),
+             "RESULTS-scopes.md", "| 100,000 × 2 | sharded", 4, "", "≤ 90 s"),
     Headline("Ray: control actors' peak RSS with 100,000 scopes in flight (sampled every 0.5 s)",
              "RESULTS-scopes.md", "| 100,000 × 2 | sharded", 12, "", "≤ 2.5 GB"),
     Headline("environments: a call of an environment's tool / the same stateless call, p50",
