@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import cloudpickle
+import psutil
 
 from toolray import (
     AbortController,
@@ -60,18 +61,12 @@ def lineage() -> str:
     after the kill was aimed (a call process forked by a worker that its pool's death was
     about to take) died with it, not beside it.
     """
-    pids: list[str] = []
-    pid = os.getpid()
-    while pid > 1 and len(pids) < 16:
-        pids.append(str(pid))
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:  # a sandboxed body may not see its ancestors
-            break
-        _, _, fields = stat.rpartition(")")  # past the command's name: state, then ppid
-        _state, ppid, *_ = fields.split()
-        pid = int(ppid)
-    return " ".join(pids)
+    try:
+        me = psutil.Process()
+        pids = [me.pid, *(parent.pid for parent in me.parents())]
+    except psutil.Error:  # a sandboxed body may not see its ancestors
+        pids = [os.getpid()]
+    return " ".join(str(pid) for pid in pids if pid > 1)
 
 
 def ledger_tool(path: str, name: str = "ledger", **controls: Any) -> Any:
