@@ -706,8 +706,8 @@ def patient_tool(name: str, directory: str, placement: Any = None) -> ToolDefini
             await asyncio.sleep(0.005)
         import psutil
 
-        parent = psutil.Process(os.getppid())
-        return {"key": key, "pid": os.getpid(), "parent": parent.pid, "grandparent": parent.ppid()}
+        above = psutil.Process().parents()  # its template, the template's keeper, its worker
+        return {"key": key, "pid": os.getpid(), "parent": above[0].pid, "worker": above[2].pid}
 
     return define_tool(
         name=name,

@@ -128,6 +128,10 @@ class _WorkerClass(ToolWorker):
         return await super().health()
 
     @_control
+    async def until_death(self) -> None:
+        await super().until_death()
+
+    @_control
     async def drain(self) -> int:
         return await super().drain()
 
@@ -136,7 +140,7 @@ class _WorkerClass(ToolWorker):
         return await super().actor_stats()
 
 
-_WorkerActor: Any = _remote(num_cpus=0, concurrency_groups={"control": 4})(_WorkerClass)
+_WorkerActor: Any = _remote(num_cpus=0, concurrency_groups={"control": 5})(_WorkerClass)
 
 
 def create_worker(options: dict[str, object], settings: WorkerSettings) -> Handle:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 from typing import Any
 
 import pytest
@@ -82,6 +84,34 @@ async def test_shared_a_worker_that_dies_gives_worker_lost_and_is_replaced(
         _batch([ToolCall("c2", "rt_after_crash", '{"text": "ok"}')], scope_key)
     )
     assert again.results[0].result.value["text"] == "ok"
+
+
+async def test_shared_a_worker_killed_while_idle_is_replaced_at_once_and_no_call_is_lost_to_it(
+    shared_rt: Any, scope_key: str
+) -> None:
+    """The pool learns of the death itself; a call sent to the dead worker goes elsewhere.
+
+    The executor still lists the dead worker (no call of its met the death): before, its
+    calls sent there failed ``WORKER_LOST`` though they never ran, and the pool replaced
+    the worker only then.
+    """
+    rt = shared_rt
+    rt.owned.append(rt.registry.register(text_echo_tool("rt_idle_death")))
+    ex = rt.executor(scope_key)
+    calls = [ToolCall(f"c{i}", "rt_idle_death", '{"text": "a"}') for i in range(8)]
+    first = await ex.execute_batch(_batch(calls, scope_key))
+    pids = {r.result.value["pid"] for r in first.results}
+    victim = min(pids)
+    assert victim in _worker_pids(rt)  # "shared": the body ran in the worker itself
+    before = rt.stats()
+    os.kill(victim, signal.SIGKILL)
+    after = await stats_when(rt, lambda s: s.replacements > before.replacements)
+    assert after.workers == before.workers
+    assert victim not in _worker_pids(rt)
+    again = await ex.execute_batch(_batch(calls, scope_key))
+    assert [r.result.is_error for r in again.results] == [False] * 8, again.results
+    assert victim not in {r.result.value["pid"] for r in again.results}
+    assert rt.stats().workers_lost == before.workers_lost  # no call met the death
 
 
 async def test_an_executor_killed_mid_batch_gives_executor_lost_and_the_next_batch_a_fresh_one(

@@ -98,7 +98,8 @@ async def _worker_of(rt: Any, scope: str, tag: str, isolation: str) -> set[int]:
     pids = {r.result.value["pid"] for r in out.results}
     if isolation == "shared":
         return pids
-    return {psutil.Process(psutil.Process(pid).ppid()).ppid() for pid in pids}
+    # call process → template → its keeper → worker
+    return {psutil.Process(pid).parents()[2].pid for pid in pids}
 
 
 async def test_four_faulty_bodies_fail_alone_and_their_sixteen_mates_succeed(
@@ -119,7 +120,7 @@ async def test_four_faulty_bodies_fail_alone_and_their_sixteen_mates_succeed(
     assert "the call's process was terminated" in seen[3].error.info.reason
     good = [seen[i].value for i in range(4, 20)]
     assert [v["key"] for v in good] == [f"p{i}" for i in range(16)]
-    assert {v["grandparent"] for v in good} == {worker}  # call process → template → worker
+    assert {v["worker"] for v in good} == {worker}  # call process → template → keeper → worker
     assert len({v["pid"] for v in good}) == 16  # each call alone in its own process
     assert await _worker_of(rt, scope_key, "call", "call") == {worker}  # no restart, no wait
     after = rt.stats()

@@ -72,6 +72,13 @@ def _leaves_a_daemon_and_hangs(args: Any, ctx: Any) -> Any:
     time.sleep(60)  # one C-level sleep: the ladder kills its process at the deadline
 
 
+def _leaves_a_daemon_and_stays(args: Any, ctx: Any) -> Any:
+    import time
+
+    _start_daemon(args["pid_file"])
+    time.sleep(120)  # still running when its worker's pool manager is killed
+
+
 def _tools(placement: Placement) -> list[ToolDefinition]:
     def tool(name: str, body: Any, timeout_ms: float | None = None) -> ToolDefinition:
         return ToolDefinition(
@@ -87,6 +94,7 @@ def _tools(placement: Placement) -> list[ToolDefinition]:
     return [
         tool("daemon", _leaves_a_daemon),
         tool("daemon_hangs", _leaves_a_daemon_and_hangs, timeout_ms=500),
+        tool("daemon_stays", _leaves_a_daemon_and_stays),
     ]
 
 
@@ -138,3 +146,36 @@ def test_a_daemon_dies_when_the_ladder_kills_its_call(
         assert time.monotonic() < deadline
         time.sleep(0.05)
     assert os.getpid() != daemon
+
+
+async def test_a_daemon_dies_when_the_pool_manager_of_its_calls_worker_dies(
+    rt: Any, scope_key: str, tmp_path: Path
+) -> None:
+    """Ray ends a worker whose owner (its pool manager) died, and SIGKILLs the worker's
+    direct children: the call-process template is not one (its keeper is), so it ends its
+    calls and what they started — a daemon still below a running call included."""
+    import asyncio
+    import signal
+
+    scope = rt.registry.scope(scope_key)
+    for tool in _tools(Placement(size=1, spare=0, max_concurrency=5)):  # a pool of its own
+        rt.owned.append(scope.register(tool))
+    pid_file = tmp_path / "daemon.pid"
+    call = ToolCall("c1", "daemon_stays", {"pid_file": str(pid_file)})
+    batch = asyncio.ensure_future(rt.executor(scope_key).execute_batch(ToolBatchInput([call])))
+    deadline = time.monotonic() + WAIT_S
+    while not pid_file.exists() or not pid_file.read_text():  # the body has started it
+        assert time.monotonic() < deadline, batch
+        assert not batch.done(), batch
+        await asyncio.sleep(0.01)
+    daemon = int(pid_file.read_text())
+    call_process = psutil.Process(daemon).ppid()  # the call process keeps it (a subreaper)
+    pool = next(p for p in rt.stats().pools if call_process in p.child_pids)
+    manager = next(a for a in rt.stats().actors if a.name == f"toolray:pool:{pool.name}")
+    assert not _gone(daemon)  # the control: it runs, below its running call
+    os.kill(manager.pid, signal.SIGKILL)
+    (result,) = (await asyncio.wait_for(batch, WAIT_S)).results
+    assert result.result.error.info.code == "WORKER_LOST"  # its worker went with its owner
+    while not _gone(daemon):
+        assert time.monotonic() < deadline + WAIT_S, f"the daemon {daemon} outlived its worker"
+        await asyncio.sleep(0.01)

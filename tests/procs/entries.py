@@ -161,3 +161,18 @@ def fork_a_copy(ctx: Any) -> int:
     _send(ctx.channel, json.dumps({"op": "pids", "copy": copy}).encode())
     os.read(ctx.channel, 1)  # the host has had the template adopt it
     return 0
+
+
+def hang_with_session(ctx: Any) -> int:
+    """Start a ``setsid`` child that stays this one's (a daemon still below a running call)."""
+    read_end, write_end = os.pipe()
+    if os.fork() == 0:
+        os.setsid()
+        os.write(write_end, str(os.getpid()).encode())
+        while True:
+            time.sleep(3600)
+    session = int(os.read(read_end, 64))
+    pids = {"op": "pids", "child": os.getpid(), "session": session}
+    _send(ctx.channel, json.dumps(pids).encode())
+    while True:
+        time.sleep(3600)

@@ -320,7 +320,11 @@ async def test_a_double_forked_daemon_is_killed_when_the_template_adopts_it(
         pids = await asyncio.to_thread(read_frame, child.channel)
         daemon = psutil.Process(pids["daemon"])
         assert os.getsid(daemon.pid) != os.getsid(child.pid)  # it left the child's session
-        assert daemon.ppid() == template.pid  # the template, a subreaper, took it in
+        deadline = asyncio.get_running_loop().time() + WAIT_S
+        while daemon.ppid() != template.pid:  # its intermediate may not have left yet
+            assert asyncio.get_running_loop().time() < deadline
+            await asyncio.sleep(0.001)
+        # the template, a subreaper, took it in
         assert daemon.status() != "zombie"  # the control: it runs
         child.kill()  # its group goes; the daemon is in none of it
         await child.wait_exit()
@@ -374,3 +378,58 @@ async def test_adopting_a_pid_twice_is_refused(make_template) -> None:
         theirs.close()
     finally:
         child.close()
+
+
+@pytest.mark.parametrize("keeper", [True, False])
+def test_a_kill_of_the_hosts_children_leaves_a_kept_template_to_end_what_is_below_it(
+    keeper: bool,
+) -> None:
+    """Ray ends an actor whose owner died with SIGKILLs to it and its direct children.
+
+    A kept template is not such a child: it sees its host's socket close and ends its child
+    and what the child started in a session of its own. Without a keeper (the control) the
+    template dies at once, its child by its parent-death signal, and the session child
+    outlives them all.
+    """
+    import subprocess
+
+    script = str(Path(__file__).with_name("_kept_host.py"))
+    host = subprocess.Popen(
+        [sys.executable, script, str(ENTRIES), "1" if keeper else "0"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    pids: dict[str, int] = {}
+    try:
+        assert host.stdout is not None
+        pids = json.loads(host.stdout.readline())
+        session = psutil.Process(pids["session"])
+        assert session.ppid() == pids["child"]  # below a running child, in its own session
+        direct = psutil.Process(host.pid).children()
+        assert (pids["template"] in {p.pid for p in direct}) is not keeper
+        above = psutil.Process(pids["template"]).parents()  # its keeper, then the host
+        assert [p.pid for p in above[: 2 if keeper else 1]] == [
+            *([direct[0].pid] if keeper else []),
+            host.pid,
+        ]
+        for process in direct:  # what Ray does to an actor's children as it ends it
+            process.kill()
+        host.kill()
+        host.wait(WAIT_S)
+        with contextlib.suppress(psutil.NoSuchProcess):
+            psutil.Process(pids["child"]).wait(WAIT_S)  # by the template, or its own death
+        if keeper:
+            session.wait(WAIT_S)  # ended by the template, which then ends too
+            assert not psutil.pid_exists(pids["session"]) or session.status() == "zombie"
+        else:
+            assert session.is_running()
+            assert session.status() != psutil.STATUS_ZOMBIE
+            assert session.ppid() != pids["child"]  # an orphan nobody will end
+    finally:
+        host.kill()
+        host.wait()
+        if host.stdout is not None:
+            host.stdout.close()
+        for name in ("session", "child", "template"):
+            with contextlib.suppress(psutil.Error, KeyError):
+                psutil.Process(pids[name]).kill()

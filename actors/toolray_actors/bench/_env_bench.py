@@ -260,8 +260,10 @@ def _toolray_pss(rt: RayRuntime) -> int:
 
 
 def _children(pid: int) -> list[psutil.Process]:
+    """``pid``'s children; a template's keeper (a shell) stands for the template below it."""
     try:
-        return list(psutil.Process(pid).children())
+        kids = list(psutil.Process(pid).children())
+        return [*kids, *(g for k in kids if "toolray-keeper" in k.cmdline() for g in k.children())]
     except (psutil.Error, OSError):
         return []
 

@@ -27,9 +27,10 @@ from typing import TYPE_CHECKING, TypeVar
 from toolray_actors._collector import pace_collector
 from toolray_actors._handles import create_pool, create_worker, kill, resources_offered
 from toolray_actors._placement import PoolPlan, WorkerSettings
-from toolray_actors._remote import Handle, send
+from toolray_actors._remote import Handle, node_id, send
 from toolray_actors._stats import ActorStats, ChildStats, PoolStats, actor_stats
 
+from ._deaths import DeathBook, SentAt
 from ._elastic import ElasticPolicy, Resizer
 from ._metrics import PoolMetrics
 from ._pool_client import PoolClient as PoolClient
@@ -87,6 +88,7 @@ class PoolManager:
         self._changed: asyncio.Event | None = None
         self._metrics = PoolMetrics(self._member_count)
         self.resizer = Resizer(self, elastic) if elastic is not None else None
+        self.book = DeathBook(node_id())  # when each worker was known gone
         for _ in range(size):
             wid, handle = self._new_worker()
             self.workers[wid] = handle
@@ -120,6 +122,23 @@ class PoolManager:
             _log.debug("toolray: worker %s failed to start", wid, exc_info=True)
             return
         self._started(wid)
+        await self._await_death(wid, handle)
+
+    async def _await_death(self, wid: str, handle: Handle) -> None:
+        """Learn of ``wid``'s death as it happens (not when a call next meets it)."""
+        try:
+            await send(handle, ToolWorker.until_death)
+        except Exception as err:
+            self.book.record(wid)
+            if "ray.kill" in str(err):  # killed on purpose: whoever killed it replaces it
+                return
+        else:  # it never answers
+            return
+        if wid in self.workers:  # died on its own: a member no longer
+            await self.replace(wid, killed=False)
+        elif any(w == wid for w, _ in self.spares):
+            self.spares = [(w, h) for w, h in self.spares if w != wid]
+            self._refill_spares()
 
     def _started(self, wid: str) -> None:
         if wid in self.started:
@@ -183,9 +202,15 @@ class PoolManager:
         self._watch()
         return self.resizer.grow(waiting) if self.resizer is not None else 0
 
-    async def was_retired(self, wid: str) -> bool:
-        """Whether this pool retired ``wid`` (a call that met it gone never ran there)."""
-        return self.resizer is not None and self.resizer.was_retired(wid)
+    async def never_ran(self, wid: str, sent: SentAt) -> bool:
+        """Whether a message sent to ``wid`` at ``sent`` that met it gone cannot have run.
+
+        It cannot if this pool retired ``wid`` (drained first), or learned of its death
+        before the message left (:mod:`._deaths`).
+        """
+        if self.resizer is not None and self.resizer.was_retired(wid):
+            return True
+        return self.book.before(wid, sent)
 
     async def replace(
         self, wid: str, killed: bool
@@ -195,6 +220,7 @@ class PoolManager:
         A worker that died on its own may have taken its node with it: then every member
         and spare is checked, and the dead ones are replaced too.
         """
+        self.book.record(wid)
         handle = self.workers.pop(wid, None)
         if handle is None:
             return self._members()
@@ -220,6 +246,7 @@ class PoolManager:
         alive = await asyncio.gather(*(self._alive(h) for _, h in members))
         for (wid, handle), ok in zip(members, alive, strict=True):
             if not ok:
+                self.book.record(wid)
                 self.workers.pop(wid, None)
                 self._forget(wid)
                 kill(handle)

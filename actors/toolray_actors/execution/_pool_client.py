@@ -9,6 +9,7 @@ which worker. In an elastic pool a call waits here while every member already ru
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,6 +19,8 @@ from toolray import AbortError, AbortSignal
 from toolray.errors import TOOL_ABORTED_BEFORE_DISPATCH, OverloadedError
 from toolray_actors._placement import Isolation
 from toolray_actors._remote import Handle, send
+
+from ._deaths import SentAt
 
 __all__ = ("PoolClient", "WorkerSlot")
 
@@ -60,8 +63,8 @@ class Members(Protocol):
         """Ask an elastic pool to grow for ``waiting`` calls; the workers added."""
         ...
 
-    async def was_retired(self, wid: str) -> bool:
-        """Whether ``wid`` was retired by the elastic pool (not lost)."""
+    async def never_ran(self, wid: str, sent: SentAt) -> bool:
+        """Whether a message sent to ``wid`` at ``sent`` that met it gone cannot have run."""
         ...
 
     async def replace(self, wid: str, killed: bool) -> MemberList:
@@ -194,14 +197,21 @@ class PoolClient:
         if self.elastic:
             self._freed.set()
 
-    async def was_retired(self, slot: WorkerSlot) -> bool:
-        """Whether the pool retired ``slot``'s worker (then a call that met it dead never ran)."""
-        if not self.elastic:
-            return False
+    async def never_ran(self, slot: WorkerSlot, sent: SentAt) -> bool:
+        """Whether a message sent at ``sent`` that met ``slot``'s worker gone never ran.
+
+        Its pool retired the worker, or knew it dead before the message left (then this
+        view was stale: the current members are fetched).
+        """
         try:
-            return bool(await send(self.manager, Members.was_retired, slot.wid))
-        except Exception:
+            never = bool(await send(self.manager, Members.never_ran, slot.wid, sent))
+        except Exception:  # the manager is restarting: the call may have run
             return False
+        if never:
+            self.retire(slot, killed=False)
+            with contextlib.suppress(Exception):
+                await self.refresh()
+        return never
 
     async def replace(self, slot: WorkerSlot, *, killed: bool) -> None:
         """Retire ``slot``'s worker (we killed it, or it died) and adopt the new members."""

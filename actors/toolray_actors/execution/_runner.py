@@ -31,18 +31,20 @@ from collections.abc import Callable
 from typing import Any
 
 from toolray import AbortError, ToolRunContext, ToolWorkerLostError
-from toolray.isolation import CallOutcome, rebuild_error
+from toolray.isolation import CallOutcome
 from toolray.lowlevel import Entry, Link, run_body_inline, thaw_json
 from toolray.policies import body_timers
 from toolray_actors._errors import is_actor_death, is_cancelled, task_cause, wire_reason
 from toolray_actors._handles import kill
 from toolray_actors._placement import PROCESS_ISOLATION
-from toolray_actors._remote import send
+from toolray_actors._remote import node_id, send
 from toolray_actors._wire import AbortOrder, WorkerRequest
 
 from ._call_clock import CallClock
+from ._call_result import SENDS, unpack
 from ._chains import RunnerChains, fits
 from ._coalesce import AbortQueue, Outbox
+from ._deaths import SentAt
 from ._env_backend import RayInstance
 from ._lane import LaneClient
 from ._pool_client import PoolClient, WorkerSlot
@@ -50,19 +52,13 @@ from ._prepare import CodePreparer
 from ._worker import ToolWorker
 from ._worker_transport import WorkerTransport
 
-__all__ = ("NOT_JSON", "RayBodyRunner", "RunnerStats")
-
-_SENDS = 4
-"""How often a call is sent again that a worker did not start (no definition, retired)."""
+__all__ = ("RayBodyRunner", "RunnerStats")
 
 _KILL_ECHO_S = 0.1
 """How long the executor waits for the worker's own kill of a call's process to answer
 before it orders the kill itself (a worker swamped, or the abort lost with its message)."""
 
 _log = logging.getLogger("toolray")
-
-NOT_JSON = object()
-"""Stands for a worker value that was not lossless JSON (the executor reports it)."""
 
 
 class RunnerStats:
@@ -95,6 +91,7 @@ class RayBodyRunner:
         self._on_kill = on_kill  # the kill step's metric
         self._key_of = key_of
         self._node = node  # this executor's node: workers on it are reached on their lane
+        self._where = node or node_id()
         self._home = home  # (executor actor name, namespace): where workers send nested calls
         self.live: dict[str, ToolRunContext] = {}
         """The contexts of executions whose bodies are out on workers, by token id."""
@@ -188,7 +185,7 @@ class RayBodyRunner:
         if (linked := link) is not None:
             call.notes["chain"] = linked.chain  # its span in a trace says so
         try:
-            for _ in range(_SENDS):
+            for _ in range(SENDS):
                 slot = await self._chains.slot(link, pick) if link else None
                 if slot is None:
                     if link is not None:  # its chain is broken: its turn comes here
@@ -231,7 +228,7 @@ class RayBodyRunner:
                 self._chains.ended(linked, tell_worker=not counted)
         if linked is not None and outcome.status == "ok" and ctx.signal.aborted:
             call.sealed = await self.sealed(linked)  # its success may stand
-        return _unpack(outcome, ctx)
+        return unpack(outcome, ctx)
 
     async def _run_on(
         self,
@@ -246,12 +243,13 @@ class RayBodyRunner:
         token, key = request.token, request.key
         outbox, _ = self._lane(slot)
         sent = request.without_code() if key in slot.sent else request
+        when = SentAt.now(self._where)  # no later than it leaves (``_deaths``)
         result = outbox.submit(sent, clock.overdue)
         slot.sent.add(key)
         slot.in_flight += 1
         self.stats.in_flight += 1
         try:
-            return await self._await(pool, slot, token, result, ctx, notes, instance)
+            return await self._await(pool, (slot, when), token, result, ctx, notes, instance)
         finally:
             slot.in_flight -= 1
             self.stats.in_flight -= 1
@@ -260,14 +258,14 @@ class RayBodyRunner:
     async def _await(
         self,
         pool: PoolClient,
-        slot: WorkerSlot,
+        sent: tuple[WorkerSlot, SentAt],
         token: str,
         result: asyncio.Future[CallOutcome],
         ctx: ToolRunContext,
         notes: dict[str, Any],
         instance: RayInstance | None,
     ) -> CallOutcome:
-        signal = ctx.signal
+        signal, slot = ctx.signal, sent[0]
         if not signal.aborted:
             # one future woken by the result or the signal: no extra task per call
             loop = asyncio.get_running_loop()
@@ -307,7 +305,7 @@ class RayBodyRunner:
                 f"{self.kill_grace * 1000:g}ms"
             )
             raise err
-        return await self._settled(pool, slot, result, ctx, instance)
+        return await self._settled(pool, sent, result, ctx, instance)
 
     def _kill(
         self, pool: PoolClient, slot: WorkerSlot, token: str, notes: dict[str, Any], echoed: bool
@@ -325,11 +323,12 @@ class RayBodyRunner:
     async def _settled(
         self,
         pool: PoolClient,
-        slot: WorkerSlot,
+        sent: tuple[WorkerSlot, SentAt],
         result: Any,
         ctx: ToolRunContext,
         instance: RayInstance | None,
     ) -> CallOutcome:
+        slot, when = sent
         try:
             outcome: CallOutcome = result.result()
         except Exception as raw:
@@ -339,8 +338,8 @@ class RayBodyRunner:
                 aborted.reason = "ray.cancel stopped the tool"
                 raise aborted from None
             if is_actor_death(err):
-                if await pool.was_retired(slot):  # retired by its pool: the call never ran
-                    pool.retire(slot, killed=False)
+                # retired by its pool, or known dead before the call left: it never ran
+                if instance is None and await pool.never_ran(slot, when):
                     return CallOutcome(status="retired")
                 if slot.killed and ctx.signal.aborted:
                     killed = AbortError("tool call aborted")
@@ -380,21 +379,3 @@ def _killed(result: asyncio.Future[CallOutcome]) -> bool:
 def _set(fut: asyncio.Future[None]) -> None:
     if not fut.done():
         fut.set_result(None)
-
-
-def _unpack(outcome: CallOutcome, ctx: ToolRunContext) -> Any:
-    status = outcome.status
-    if status in ("missing", "retired"):
-        raise RuntimeError(f"no worker took the call after {_SENDS} tries ({status})")
-    for message in outcome.contexts:
-        ctx.defer_context(message)
-    if outcome.concludes:
-        ctx.conclude_turn()
-    if status == "ok":
-        return outcome.value
-    if status == "not_json":
-        return NOT_JSON
-    if status == "killed":  # the kill step's own error was raised already; a late echo
-        raise AbortError("tool call aborted")
-    assert outcome.error is not None, outcome
-    raise rebuild_error(outcome.error)  # toolray's own class, a builtin, or a stand-in

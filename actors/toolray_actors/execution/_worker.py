@@ -377,3 +377,7 @@ class ToolWorker:
     async def health(self) -> int:
         """The worker's pid (it answers even while bodies run)."""
         return os.getpid()
+
+    async def until_death(self) -> None:
+        """Never answers: its pool manager learns of the worker's death by its error."""
+        await asyncio.get_running_loop().create_future()

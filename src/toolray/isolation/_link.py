@@ -49,6 +49,7 @@ def call_template(env: Mapping[str, str] | None = None) -> Template:
         loader="toolray.isolation._child:preload",
         env={**os.environ, **(env or {})},
         sys_path=tuple(p for p in sys.path if p),
+        keeper=True,  # Ray's kill of a dying worker's children must not reach it
     )
     return Template(spec)
 

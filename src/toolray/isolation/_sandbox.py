@@ -151,6 +151,7 @@ def sandbox_template() -> Template:
         cwd="/",
         sys_path=tuple(p for p in sys.path if p),
         title_room=_TITLE_ROOM,
+        keeper=True,  # Ray's kill of a dying worker's children must not reach it
     )
     return Template(spec)
 

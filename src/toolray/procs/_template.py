@@ -24,6 +24,12 @@ __all__ = ("ZYGOTE", "Template")
 ZYGOTE: Final = Path(__file__).with_name("_zygote.py")
 """The template's serve loop, run by path."""
 _STOP_WAIT_S: Final = 5.0
+_KEEPER: Final = '"$@" >/dev/null & echo $!; exec >&- 2>/dev/null; wait $!'
+"""The keeper (``TemplateSpec.keeper``): start the template (its output to nowhere, as
+without a keeper), say its pid, let go of its own output, then wait and end as the template
+did (a signal ``n`` as status ``128 + n``). It holds the template's end of the control
+socket too (a POSIX shell closes only descriptors 0-9 by number), and lets go of it as it
+exits, right after the template."""
 
 
 @final
@@ -40,16 +46,22 @@ class _Generation:
         env = dict(os.environ if spec.env is None else spec.env)
         if spec.title_room:
             env[ROOM_VARIABLE] = "x" * spec.title_room
+        config["keeper"] = spec.keeper
+        argv = [spec.python, *flags, "-X", "utf8", str(ZYGOTE), json.dumps(config)]
+        if spec.keeper:
+            argv = ["/bin/sh", "-c", _KEEPER, "toolray-keeper", *argv]
+        self.keeper = spec.keeper
         try:
             self.popen = subprocess.Popen(
-                [spec.python, *flags, "-X", "utf8", str(ZYGOTE), json.dumps(config)],
+                argv,
                 stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
+                stdout=subprocess.PIPE if spec.keeper else subprocess.DEVNULL,
                 pass_fds=(theirs.fileno(),),
                 env=env,
                 cwd=spec.cwd,
                 start_new_session=True,
             )
+            self.pid = self.popen.pid if not spec.keeper else _kept_pid(self.popen)
         except BaseException:
             host.close()
             raise
@@ -83,7 +95,7 @@ class _Generation:
 
     @property
     def parent_pid(self) -> int | None:
-        return None if self.dead.is_set() else self.popen.pid
+        return None if self.dead.is_set() else self.pid
 
     # -- the template's reports (the reader thread) --------------------------------------
     def read(self) -> None:
@@ -131,7 +143,10 @@ class _Generation:
         future.set_result(child)
 
     def on_death(self) -> None:
-        self.status = ExitStatus.from_returncode(self.popen.wait())
+        code = self.popen.wait()
+        if self.keeper and code > 128:  # the keeper's word for the template's signal
+            code = 128 - code
+        self.status = ExitStatus.from_returncode(code)
         self.control.close()
         before = "" if self.ready.is_set() else " before it was ready"
         error = TemplateError(
@@ -150,6 +165,14 @@ class _Generation:
             self.counts["exits"] += 1
             child.settle(lost)
         self.dead.set()
+
+
+def _kept_pid(popen: subprocess.Popen[bytes]) -> int:
+    """The template's pid, as its keeper says it (the keeper's own if it says nothing)."""
+    assert popen.stdout is not None
+    with popen.stdout:
+        said = popen.stdout.readline().strip()
+    return int(said) if said.isdigit() else popen.pid
 
 
 def _status(message: dict[str, Any]) -> ExitStatus:
@@ -202,7 +225,7 @@ class Template:
     def pid(self) -> int | None:
         """The running template's pid."""
         generation = self._generation
-        return None if generation is None or generation.dead.is_set() else generation.popen.pid
+        return None if generation is None or generation.dead.is_set() else generation.pid
 
     @property
     def running(self) -> bool:
@@ -260,7 +283,7 @@ class Template:
         finally:
             for fd in fds:
                 os.close(fd)
-        return generation.popen.pid
+        return generation.pid
 
     def fork_nowait(
         self, args: Any = None, *, pid_namespace: bool = False, capture_stderr: bool = False

@@ -51,6 +51,12 @@ class TemplateSpec:
     """Entries put in front of the template's ``sys.path`` before the preload."""
     title_room: int = 0
     """Bytes reserved in the environment area so children can :meth:`set_title` into it."""
+    keeper: bool = False
+    """Start it under a keeper (``/bin/sh``, which waits for it and passes on how it ended):
+    the template is then not this process's direct child, so a kill of this process's
+    children — Ray's, when an actor's owner dies, takes its direct children with SIGKILL —
+    leaves the template alive to see its control socket close and end everything below
+    it, the orphans its children left included."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

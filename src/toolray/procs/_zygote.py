@@ -365,6 +365,9 @@ def main(config: dict[str, Any]) -> None:
     """Boot: the control socket, the preload list, the init hook; then serve."""
     control = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, fileno=config["control_fd"])
     os.environ.pop(ROOM_VARIABLE, None)
+    if config.get("keeper"):  # a shell's background job ignores these: children must not
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGQUIT, signal.SIG_DFL)
     for path in config.get("sys_path", ()):
         sys.path.insert(0, path)
     for name in config.get("preload", ()):
