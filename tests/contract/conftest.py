@@ -230,8 +230,12 @@ class Backend:
         log: LogStep | None = None,
         tool_set: Any = None,
         deadline_s: float | None = None,
+        agree: bool = True,
     ) -> ToolBatchResult:
-        """Run one batch from ``scope``; its projection must match the other backend's."""
+        """Run one batch from ``scope``; its projection must match the other backend's.
+
+        ``agree=False``: not compared (batches racing each other: their order is the race's).
+        """
         batch = ToolBatchInput(
             calls,
             signal if signal is not None else AbortController().signal,
@@ -244,7 +248,8 @@ class Backend:
         before = len(log.sink.events) if log is not None else 0  # type: ignore[attr-defined]
         result = await asyncio.wait_for(self._execute(batch), WAIT_S)
         events = log.sink.events[before:] if log is not None else []  # type: ignore[attr-defined]
-        self._agree(project(result, events))
+        if agree:
+            self._agree(project(result, events))
         return result
 
     def _agree(self, projection: dict[str, Any]) -> None:
