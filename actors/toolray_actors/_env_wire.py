@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 __all__ = (
     "EnvClose",
+    "EnvForkHere",
     "EnvForkIn",
     "EnvForkOut",
     "EnvOpen",
@@ -97,6 +98,15 @@ class EnvForkOut:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class EnvForkHere:
+    """Fork into ``to_scope``, served by the same executor actor (the copy stays there)."""
+
+    scope: str | None
+    name: str
+    to_scope: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class EnvForkIn:
     """``scope``'s instance becomes ``copy`` (its previous one closed first)."""
 
@@ -121,7 +131,9 @@ class EnvStatusOf:
     name: str
 
 
-EnvRequest = EnvOpen | EnvSnapshot | EnvRun | EnvForkOut | EnvForkIn | EnvClose | EnvStatusOf
+EnvRequest = (
+    EnvOpen | EnvSnapshot | EnvRun | EnvForkOut | EnvForkHere | EnvForkIn | EnvClose | EnvStatusOf
+)
 """What a driver's environment handle asks of the executor actor serving its scope."""
 
 

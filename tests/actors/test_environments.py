@@ -139,6 +139,40 @@ def test_fork_then_diverge(rt: Any, scope_key: str, how: str) -> None:
     assert where["body"] == status.pid
 
 
+@pytest.mark.parametrize("how", ["snapshot", "process"])
+def test_a_fork_between_two_scopes_of_one_shard_is_one_request_and_diverges(
+    sharded_runtime: Any, scope_key: str, how: str
+) -> None:
+    """A shard serving both scopes makes and adopts the copy itself (no second request, no
+    object store); the branch diverges, and a second fork replaces (closes) the first."""
+    rt = sharded_runtime
+    owned = [rt.registry.register_environment(envs.counter_env(fork=how))]
+    owned += [rt.registry.register(definition) for definition in envs.COUNTER_TOOLS]
+    by_actor: dict[str, list[str]] = {}
+    for i in range(16):
+        by_actor.setdefault(rt.executor(f"{scope_key}-{i}").name, []).append(f"{scope_key}-{i}")
+    source, target = next(scopes for scopes in by_actor.values() if len(scopes) > 1)[:2]
+    parent = rt.executor(source).environment("counter")
+    child = rt.executor(target).environment("counter")
+    try:
+        parent.open_sync({"start": 10})
+        assert run(rt, source, ("incr", {"by": 1})) == [11]
+        assert parent.fork_sync(target).scope == target
+        assert child.status_sync().pid != parent.status_sync().pid
+        assert run(rt, target, ("incr", {"by": 100})) == [111]
+        assert run(rt, source, ("incr", {"by": 1})) == [12]
+        assert child.snapshot_sync()["log"] == [1, 100]
+        parent.fork_sync(target)  # the branch's previous instance is closed and replaced
+        assert child.snapshot_sync()["log"] == [1, 1]
+        assert run(rt, target, ("incr", {"by": 1000})) == [1012]
+        assert parent.snapshot_sync()["log"] == [1, 1]
+    finally:
+        child.close_sync()
+        parent.close_sync()
+        for dispose in reversed(owned):
+            dispose()
+
+
 def test_a_crash_loses_its_instance_only_and_open_recovers(env_rt: Any, scope_key: str) -> None:
     other = f"{scope_key}-other"
     h = env_rt.executor(scope_key).environment("counter")

@@ -18,6 +18,7 @@ from toolray import EnvironmentDefinition, EnvironmentStatus
 from toolray.lowlevel import restore_state
 from toolray_actors._env_wire import (
     EnvClose,
+    EnvForkHere,
     EnvForkIn,
     EnvForkOut,
     EnvOpen,
@@ -80,9 +81,15 @@ class RemoteEnvironments:
         return cloudpickle.loads(out)
 
     async def fork(self, scope: str | None, name: str, to_scope: str | None) -> EnvironmentStatus:
-        """The source's executor makes the copy, the target's adopts it."""
+        """The source's executor makes the copy, the target's adopts it.
+
+        When one actor serves both scopes (a shard, say), it is one request.
+        """
         if to_scope == scope:
             raise ValueError(f"fork() needs another scope than the instance's own ({scope!r})")
+        if _actor(self._executors(scope)) == _actor(self._executors(to_scope)) is not None:
+            here = EnvForkHere(scope=scope, name=name, to_scope=to_scope)
+            return await self._ask(scope, here, _Status)
         out = EnvForkOut(scope=scope, name=name, to_scope=to_scope)
         copy = await self._ask(scope, out, ForkCopy)
         return await self._ask(to_scope, EnvForkIn(scope=to_scope, name=name, copy=copy), _Status)
@@ -94,3 +101,9 @@ class RemoteEnvironments:
     async def status(self, scope: str | None, name: str) -> EnvironmentStatus:
         """``scope``'s instance as it is now."""
         return await self._ask(scope, EnvStatusOf(scope=scope, name=name), _Status)
+
+
+def _actor(executor: _Executor) -> str | None:
+    """The name of the actor serving a scope (``None``: not known here)."""
+    name = getattr(executor, "name", None)
+    return name if isinstance(name, str) else None

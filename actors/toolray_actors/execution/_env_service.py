@@ -22,6 +22,7 @@ from toolray import Clock, EnvironmentDefinition, EnvironmentStatus
 from toolray.lowlevel import EnvironmentEvent, InstanceCounts, Instances, failed_error
 from toolray_actors._env_wire import (
     EnvClose,
+    EnvForkHere,
     EnvForkIn,
     EnvForkOut,
     EnvOpen,
@@ -174,6 +175,8 @@ class EnvService:
                 return await self._fork_out(scope, name, to_scope)
             case EnvForkIn(scope=scope, name=name, copy=copy):
                 return await self._fork_in(scope, name, copy)
+            case EnvForkHere(scope=scope, name=name, to_scope=to_scope):
+                return await self._fork_here(scope, name, to_scope)
             case EnvClose(scope=scope, name=name):
                 await instances.close(scope, name)
                 return None
@@ -222,6 +225,24 @@ class EnvService:
             raise
         status = await self.instances.fork_in(scope, name, definition, placed, copy.iid, live=True)
         await self._held.note(scope, name, placed.where)  # before the branch's first call
+        return status
+
+    async def _fork_here(
+        self, scope: str | None, name: str, to_scope: str | None
+    ) -> EnvironmentStatus:
+        """A fork between two scopes of this executor: the copy never leaves it."""
+        out = await self.instances.fork_out(scope, name, to_scope)
+        live = not isinstance(out.value, bytes)
+        try:
+            status = await self.instances.fork_in(
+                to_scope, name, out.definition, out.value, out.iid, live=live
+            )
+        except BaseException:
+            if live:  # a copy nobody took: its process goes
+                await self.backend.discard(out.value)
+            raise
+        if live:
+            await self._held.note(to_scope, name, out.value.where)  # before its first call
         return status
 
     async def _adopt(self, copy: ForkCopy, definition: EnvironmentDefinition) -> RayInstance:
