@@ -180,6 +180,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "toolray.procs._frames",
             "toolray.procs._zygote",
             "toolray.procs._child",
+            "toolray.procs._keeper",
             "toolray.procs._template",
             "toolray.procs",
         ),

@@ -41,8 +41,12 @@ class _Worker:
         async def health() -> int:
             return await asyncio.shield(self.started)  # type: ignore[no-any-return]
 
+        async def until_death() -> None:
+            await asyncio.get_running_loop().create_future()  # it never dies here
+
         self.health = _Call(health)
         self.warm_up = _Call(_no_processes)
+        self.until_death = _Call(until_death)
 
 
 class _Remote:

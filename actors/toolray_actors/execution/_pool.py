@@ -25,6 +25,7 @@ from collections.abc import Coroutine
 from typing import TYPE_CHECKING, TypeVar
 
 from toolray_actors._collector import pace_collector
+from toolray_actors._errors import is_actor_death
 from toolray_actors._handles import create_pool, create_worker, kill, resources_offered
 from toolray_actors._placement import PoolPlan, WorkerSettings
 from toolray_actors._remote import Handle, node_id, send
@@ -129,6 +130,9 @@ class PoolManager:
         try:
             await send(handle, ToolWorker.until_death)
         except Exception as err:
+            if not is_actor_death(err):  # no word on its life: a call that meets it will say
+                _log.debug("toolray: no death watch on worker %s", wid, exc_info=True)
+                return
             self.book.record(wid)
             if "ray.kill" in str(err):  # killed on purpose: whoever killed it replaces it
                 return

@@ -265,7 +265,7 @@ class RayBodyRunner:
         notes: dict[str, Any],
         instance: RayInstance | None,
     ) -> CallOutcome:
-        signal, slot = ctx.signal, sent[0]
+        signal, (slot, _) = ctx.signal, sent
         if not signal.aborted:
             # one future woken by the result or the signal: no extra task per call
             loop = asyncio.get_running_loop()

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Final, final
 
 from ._child import Child
+from ._keeper import keeper_argv, kept_code, kept_pid
 from ._values import ExitStatus, TemplateError, TemplateSpec, TemplateStatistics
 from ._zygote import MAX_CONTROL_BYTES, ROOM_VARIABLE
 
@@ -24,12 +25,6 @@ __all__ = ("ZYGOTE", "Template")
 ZYGOTE: Final = Path(__file__).with_name("_zygote.py")
 """The template's serve loop, run by path."""
 _STOP_WAIT_S: Final = 5.0
-_KEEPER: Final = '"$@" >/dev/null & echo $!; exec >&- 2>/dev/null; wait $!'
-"""The keeper (``TemplateSpec.keeper``): start the template (its output to nowhere, as
-without a keeper), say its pid, let go of its own output, then wait and end as the template
-did (a signal ``n`` as status ``128 + n``). It holds the template's end of the control
-socket too (a POSIX shell closes only descriptors 0-9 by number), and lets go of it as it
-exits, right after the template."""
 
 
 @final
@@ -49,7 +44,7 @@ class _Generation:
         config["keeper"] = spec.keeper
         argv = [spec.python, *flags, "-X", "utf8", str(ZYGOTE), json.dumps(config)]
         if spec.keeper:
-            argv = ["/bin/sh", "-c", _KEEPER, "toolray-keeper", *argv]
+            argv = keeper_argv(argv)
         self.keeper = spec.keeper
         try:
             self.popen = subprocess.Popen(
@@ -61,7 +56,7 @@ class _Generation:
                 cwd=spec.cwd,
                 start_new_session=True,
             )
-            self.pid = self.popen.pid if not spec.keeper else _kept_pid(self.popen)
+            self.pid = self.popen.pid if not spec.keeper else kept_pid(self.popen)
         except BaseException:
             host.close()
             raise
@@ -144,9 +139,7 @@ class _Generation:
 
     def on_death(self) -> None:
         code = self.popen.wait()
-        if self.keeper and code > 128:  # the keeper's word for the template's signal
-            code = 128 - code
-        self.status = ExitStatus.from_returncode(code)
+        self.status = ExitStatus.from_returncode(kept_code(code) if self.keeper else code)
         self.control.close()
         before = "" if self.ready.is_set() else " before it was ready"
         error = TemplateError(
@@ -165,14 +158,6 @@ class _Generation:
             self.counts["exits"] += 1
             child.settle(lost)
         self.dead.set()
-
-
-def _kept_pid(popen: subprocess.Popen[bytes]) -> int:
-    """The template's pid, as its keeper says it (the keeper's own if it says nothing)."""
-    assert popen.stdout is not None
-    with popen.stdout:
-        said = popen.stdout.readline().strip()
-    return int(said) if said.isdigit() else popen.pid
 
 
 def _status(message: dict[str, Any]) -> ExitStatus:
