@@ -21,6 +21,7 @@ __all__ = (
     "WireRecordError",
     "is_actor_death",
     "is_cancelled",
+    "is_dead_actor",
     "is_ray_error",
     "namespace_ended",
     "ray_boundary",
@@ -90,6 +91,11 @@ def is_actor_death(err: BaseException) -> bool:
         | rex.OwnerDiedError
         | rex.ObjectLostError,
     )
+
+
+def is_dead_actor(err: BaseException) -> bool:
+    """Whether ``err`` says the actor died for good (not merely unreachable for a while)."""
+    return isinstance(task_cause(err), rex.ActorDiedError)
 
 
 def is_cancelled(err: BaseException) -> bool:

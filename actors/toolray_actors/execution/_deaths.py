@@ -6,9 +6,16 @@ A call it then sends to the dead worker fails with the actor's death, exactly li
 the worker was running when it died — yet it cannot have run. The manager writes down when
 it learned of each death: its own watch on every worker (a call of
 :meth:`~toolray_actors.execution._worker.ToolWorker.until_death`, which never answers)
-tells it within milliseconds, and so does an executor's report. A call sent *after* that
+tells it within milliseconds. A call sent *after* that
 moment never reached a live process, so the executor may send it to another worker
 without breaking exactly-once.
+
+Only a death known to have landed is written down: the watch's call failing with Ray's
+``ActorDiedError`` for a process that exited (a crash, a SIGKILL, the OOM killer: Ray says
+so once its raylet saw the process end; the workers are never restarted). Not a
+``ray.kill`` — Ray may report it before the kill lands, while the worker can still take a
+message — nor an executor's report of a failed call, which may be a worker unreachable
+for a while.
 
 The comparison is exact on one node (both sides read the same monotonic clock); across
 nodes it uses the wall clock and counts only a death learned more than

@@ -25,7 +25,7 @@ from collections.abc import Coroutine
 from typing import TYPE_CHECKING, TypeVar
 
 from toolray_actors._collector import pace_collector
-from toolray_actors._errors import is_actor_death
+from toolray_actors._errors import is_dead_actor
 from toolray_actors._handles import create_pool, create_worker, kill, resources_offered
 from toolray_actors._placement import PoolPlan, WorkerSettings
 from toolray_actors._remote import Handle, node_id, send
@@ -130,12 +130,12 @@ class PoolManager:
         try:
             await send(handle, ToolWorker.until_death)
         except Exception as err:
-            if not is_actor_death(err):  # no word on its life: a call that meets it will say
+            if not is_dead_actor(err):  # no word on its life: a call that meets it will say
                 _log.debug("toolray: no death watch on worker %s", wid, exc_info=True)
                 return
-            self.book.record(wid)
-            if "ray.kill" in str(err):  # killed on purpose: whoever killed it replaces it
-                return
+            if "ray.kill" in str(err):  # killed on purpose: whoever killed it replaces it (and
+                return  # Ray may say so before the kill lands: no record of it)
+            self.book.record(wid)  # its process exited before Ray said it died
         else:  # it never answers
             return
         if wid in self.workers:  # died on its own: a member no longer
@@ -224,7 +224,6 @@ class PoolManager:
         A worker that died on its own may have taken its node with it: then every member
         and spare is checked, and the dead ones are replaced too.
         """
-        self.book.record(wid)
         handle = self.workers.pop(wid, None)
         if handle is None:
             return self._members()
@@ -249,8 +248,7 @@ class PoolManager:
         members = list(self.workers.items())
         alive = await asyncio.gather(*(self._alive(h) for _, h in members))
         for (wid, handle), ok in zip(members, alive, strict=True):
-            if not ok:
-                self.book.record(wid)
+            if not ok:  # dead, or too slow to answer: its death is recorded once it landed
                 self.workers.pop(wid, None)
                 self._forget(wid)
                 kill(handle)
