@@ -236,11 +236,12 @@ HEADLINES = (
     Headline("soak, an hour under a mixed load: RSS growth of each long-lived actor after "
              "the first 5 minutes", "RESULTS-soak.md", "| RSS growth of each long-lived", 2,
              "", 3,
-             note="the two executor shards rose steadily under load, about 15 MB each over "
-             "the hour (117 → 132 and 121 → 137 MB, 487,057 calls, twice the last hour's "
-             "with the local lanes working), the workers +5.5 and +6.5 %, the other actors "
-             "within 2 %; the sample reads RSS, so whether this is a leak or caches filling "
-             "to their bounds is the next run's question (USS beside RSS)"),
+             note="the two call-isolation workers that ran the rollouts rose steadily under "
+             "load (112.5 → 121.6 and 114.0 → 122.7 MB, +8.1 and +7.7 %); the executor shards, "
+             "+12.5 % in the run before with the collector at Python's pace, stayed within "
+             "5 % (+4.3 / +4.5 %) with it paced; the other actors within 2.2 %; the sample "
+             "reads RSS, so whether the workers leak or fill caches to their bounds is the "
+             "next run's question (USS beside RSS)"),
     Headline("soak, an hour under a mixed load: open files of each long-lived actor",
              "RESULTS-soak.md", "| open files of each long-lived", 2, "", 3),
     Headline("soak, an hour under a mixed load: threads of each long-lived actor",
