@@ -35,6 +35,9 @@ from toolray_actors._mirror import dumps_named
 class _Executor(Protocol):
     """The executor actor serving a scope, as a handle asks it (an ``ExecutorHandle``)."""
 
+    name: str
+    """The actor's name (a shard serves many scopes under one)."""
+
     async def environment_request(self, request: EnvRequest) -> object:
         """One request to the actor."""
         ...
@@ -87,7 +90,7 @@ class RemoteEnvironments:
         """
         if to_scope == scope:
             raise ValueError(f"fork() needs another scope than the instance's own ({scope!r})")
-        if _actor(self._executors(scope)) == _actor(self._executors(to_scope)) is not None:
+        if self._executors(scope).name == self._executors(to_scope).name:
             here = EnvForkHere(scope=scope, name=name, to_scope=to_scope)
             return await self._ask(scope, here, _Status)
         out = EnvForkOut(scope=scope, name=name, to_scope=to_scope)
@@ -101,9 +104,3 @@ class RemoteEnvironments:
     async def status(self, scope: str | None, name: str) -> EnvironmentStatus:
         """``scope``'s instance as it is now."""
         return await self._ask(scope, EnvStatusOf(scope=scope, name=name), _Status)
-
-
-def _actor(executor: _Executor) -> str | None:
-    """The name of the actor serving a scope (``None``: not known here)."""
-    name = getattr(executor, "name", None)
-    return name if isinstance(name, str) else None
