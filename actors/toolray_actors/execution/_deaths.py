@@ -6,9 +6,8 @@ A call it then sends to the dead worker fails with the actor's death, exactly li
 the worker was running when it died — yet it cannot have run. The manager writes down when
 it learned of each death: its own watch on every worker (a call of
 :meth:`~toolray_actors.execution._worker.ToolWorker.until_death`, which never answers)
-tells it within milliseconds. A call sent *after* that
-moment never reached a live process, so the executor may send it to another worker
-without breaking exactly-once.
+tells it within milliseconds. A call sent *after* that moment never reached a live
+process, so the executor may send it to another worker without breaking exactly-once.
 
 Only a death known to have landed is written down: the watch's call failing with Ray's
 ``ActorDiedError`` for a process that exited (a crash, a SIGKILL, the OOM killer: Ray says
