@@ -51,6 +51,7 @@ async def test_an_idle_executor_is_reaped_and_the_next_batch_gets_a_new_one(
             assert time.monotonic() < deadline, "the idle executor was never reaped"
             await asyncio.sleep(0.1)
         assert "toolray:executor:idle-agent" not in rt.registry.info()["executors"]
+        assert _calls(rt, "reap_echo") == 1  # what the reaped executor counted stays counted
         # the handle still holds the reaped actor: every call recreates it transparently
         one = await ex.execute(
             ToolExecutionInput(
@@ -61,9 +62,33 @@ async def test_an_idle_executor_is_reaped_and_the_next_batch_gets_a_new_one(
         second = await ex.execute_batch(batch)
         assert second.results[0].result.value["text"] == "a"
         assert (await ex.statistics()).pid != pid
+        assert _calls(rt, "reap_echo") == 3
         assert rt.registry.names("idle-agent") == ["reap_echo"]
         assert rt.registry.get("reap_echo", "idle-agent") is not None
         assert rt.registry.info()["leases"] >= 1
+    finally:
+        rt.shutdown()
+
+
+def _calls(rt: RayRuntime, tool: str) -> int:
+    return sum(t.calls for t in rt.stats().tools if t.name == tool)
+
+
+def test_a_disposed_scopes_counters_stay_in_the_namespaces_totals(ray_runtime: Any) -> None:
+    rt = _reaping("toolray-dispose-counts")
+    try:
+        for scope in ("gone-1", "gone-2"):
+            ex, batch = _echo(rt, "gone_echo", scope)
+            bad = ToolBatchInput([ToolCall("c2", "gone_echo", "{not json")], scope=scope)
+            assert ex.execute_batch_sync(batch).results[0].result.value["text"] == "a"
+            assert ex.execute_batch_sync(bad).results[0].result.error is not None
+        before = {t.name: t for t in rt.stats().tools}["gone_echo"]
+        assert (before.calls, sum(before.failures.values())) == (4, 2)
+        for scope in ("gone-1", "gone-2"):
+            rt.scope(scope).dispose()  # its executor is killed at once
+        assert rt.stats().executors == ()
+        after = {t.name: t for t in rt.stats().tools}["gone_echo"]
+        assert (after.calls, after.failures) == (before.calls, before.failures)
     finally:
         rt.shutdown()
 

@@ -24,7 +24,8 @@ from toolray import RegistryStatistics, ToolPromptSection
 from toolray_actors._collector import pace_collector
 from toolray_actors._config import RuntimeConfig
 from toolray_actors._errors import RuntimeUnavailableError
-from toolray_actors._handles import executor_name, get_named, kill, kill_self
+from toolray_actors._executor_wire import ExecutorStats
+from toolray_actors._handles import executor_name, get_named, kill_self
 from toolray_actors._mirror import Mirror, Op
 from toolray_actors._remote import freeze, owner_alive, thaw
 from toolray_actors._stats import ActorStats, actor_stats
@@ -43,8 +44,9 @@ from toolray_actors.execution._code_pool import CodePool, code_registry
 from ._ending import stop_namespace
 from ._fanout import Fanout
 from ._index import Contributions
-from ._leases import WATCH_EVERY_S, Lease, LeaseTable
+from ._leases import WATCH_EVERY_S, LeaseTable
 from ._registry_reads import RegistryReader
+from ._retired import Retired
 from ._store import Meta, RegistryInfo, Store
 
 __all__ = ("RegistryActor",)
@@ -78,6 +80,7 @@ class RegistryActor:
         self._watcher: asyncio.Task[None] | None = None
         self._ending = False
         self.reads = RegistryReader(self.mirror)
+        self.exited = Retired()  # what exited executors counted (not persisted)
         self._restore()
         self.reads.count_changes()
         if self.leases.leases:  # restarted: keep judging the restored leases (a loop runs here)
@@ -154,10 +157,6 @@ class RegistryActor:
             return True
         return False
 
-    def lease_list(self) -> list[Lease]:
-        """The live leases."""
-        return self.leases.snapshot()
-
     async def _watch_leases(self) -> None:
         while not self._ending:
             await asyncio.sleep(WATCH_EVERY_S)
@@ -227,10 +226,7 @@ class RegistryActor:
         return new.id, await self._publish(Swapped(live.id, new))
 
     async def ensure_scope(self, key: str, parent: str | None) -> str | None:
-        """Create a scope (and its chain) if new; returns its parent.
-
-        A conflicting parent raises ``ValueError``.
-        """
+        """Create a scope (and its chain) if new; its parent (a conflicting one: ValueError)."""
         async with self._lock:
             reg = self.mirror.registry
             known = self.mirror.has_scope(key)
@@ -276,12 +272,8 @@ class RegistryActor:
             self.mirror.dispose_scope(key, owned)
             seq = await self._publish(ScopeDisposed(key, tuple(owned)))
         await self.fanout.wait(seq)
-        if self.per_scope:  # a disposed scope's own executor exits
-            name = executor_name(key)
-            self.fanout.executors.pop(name, None)
-            handle = get_named(name, self.namespace)
-            if handle is not None:
-                kill(handle)
+        if self.per_scope:  # a disposed scope's own executor exits (what it counted stays)
+            await self.exited.end(executor_name(key), self.fanout.executors, self.namespace)
         return len(owned)
 
     # ------------------------------------------------------------------ executors
@@ -299,6 +291,14 @@ class RegistryActor:
         async with self._lock:
             self.fanout.executors.pop(name, None)
             await self._save_meta()
+
+    async def retire_executor(self, last: ExecutorStats) -> None:
+        """An executor exiting on its own: keep what it counted (totals never go back)."""
+        self.exited.add(last)
+
+    async def retired(self) -> ExecutorStats:
+        """What every exited executor of the namespace counted, as one record."""
+        return self.exited.stats()
 
     async def snapshot(self) -> tuple[int, list[Op]]:
         """The sequence number and every live contribution, in order.

@@ -50,6 +50,8 @@ class Gathered:
     actors: list[ActorStats] = field(default_factory=list)
     """The registry first, then each pool manager with its workers, then the executors."""
     registry_info: dict[str, Any] = field(default_factory=dict)
+    retired: ExecutorStats | None = None
+    """What the namespace's exited executors counted (the registry keeps it)."""
 
 
 async def gather(namespace: str) -> Gathered:
@@ -72,6 +74,7 @@ async def gather(namespace: str) -> Gathered:
     if registry is not None:
         asks.append(_ask(send(registry, RegistryActor.actor_stats)))
         asks.append(_ask(send(registry, RegistryActor.info)))
+        asks.append(_ask(send(registry, RegistryActor.retired)))
     answers = iter(await asyncio.gather(*asks))
     found = Gathered(namespace=namespace, executor_names=executors)
     for name in pools:
@@ -90,7 +93,7 @@ async def gather(namespace: str) -> Gathered:
         if bucket is not None:
             found.actors.append(bucket)
     if registry is not None:
-        own, info = next(answers), next(answers)
+        own, info, found.retired = next(answers), next(answers), next(answers)
         if own is not None:
             found.actors.insert(0, own)
         found.registry_info = dict(info or {})
@@ -101,7 +104,8 @@ async def collect_stats(conn: Connection) -> RuntimeStats:
     """A snapshot of the namespace: every actor, pool counters and executor counters."""
     found = await gather(conn.namespace)
     pools = [st for _, st in found.pools]
-    executors = [st for _, st in found.executors]
+    live = [st for _, st in found.executors]
+    executors = live if found.retired is None else [*live, found.retired]  # counters
     tools, _ = merge_tools(s for st in executors for s in st.tools)
     in_flight, waiting, waited = conn.admission.snapshot()
     return RuntimeStats(

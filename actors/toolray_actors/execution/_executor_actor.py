@@ -15,6 +15,7 @@ an ``EnvService``). After an idle TTL, holding no instance, the actor detaches a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import os
@@ -40,11 +41,7 @@ from toolray_actors._env_wire import EnvRequest
 from toolray_actors._errors import namespace_ended
 from toolray_actors._executor_wire import BatchSpec, ExecutorStats
 from toolray_actors._farm_stats import FarmObserver
-from toolray_actors._handles import (
-    get_named,
-    kill_self,
-    registry_name,
-)
+from toolray_actors._handles import get_named, kill_self, registry_name
 from toolray_actors._ledger import FirstCall, Ledger, joined, stamp_of
 from toolray_actors._mirror import Mirror, Op
 from toolray_actors._remote import actor_id, node_id, send
@@ -88,7 +85,7 @@ class ExecutorActor:
         self.scopes_seen: set[str | None] = set()
         self.runner = RayBodyRunner(
             self.placements.pool_for,
-            self._key_of,
+            lambda definition: self.mirror.key_of(definition),
             cancel_grace_ms=self.config.cancel_grace_ms,
             kill_grace_ms=self.config.kill_grace_ms,
             home=(name, namespace),
@@ -126,9 +123,6 @@ class ExecutorActor:
             runner=self.runner,
             kill_grace_ms=self.config.kill_grace_ms,
         )
-
-    def _key_of(self, definition: Any) -> tuple[str, bytes] | None:
-        return self.mirror.key_of(definition)
 
     async def ready(self, driver: str = "") -> dict[str, Any]:
         """Attach to the registry (once) and mirror its state; ``driver`` joins the ledger."""
@@ -302,8 +296,7 @@ class ExecutorActor:
 
     async def cancel(self, batch_id: str, reason: Any = None) -> bool:
         """Abort a running batch (the driver's signal fired, or its task was cancelled)."""
-        ctrl = self.batches.get(batch_id)
-        if ctrl is not None:
+        if (ctrl := self.batches.get(batch_id)) is not None:
             ctrl.abort(reason)
         return ctrl is not None
 
@@ -314,9 +307,8 @@ class ExecutorActor:
         return quiet and not busy
 
     async def _reap(self) -> None:
-        ttl = self.config.executor_idle_ttl_s
         while True:
-            await asyncio.sleep(min(ttl / 4, 30.0))
+            await asyncio.sleep(min(self.config.executor_idle_ttl_s / 4, 30.0))
             if not self._idle():
                 continue
             registry = get_named(registry_name(), self.namespace)
@@ -328,14 +320,26 @@ class ExecutorActor:
                     self._rebuild(ops)
                     self.seq = seq
                 continue
-            self.code.close()
-            self.metrics.flush(self.farm)  # what this actor counted last leaves with it
-            self.closing = True  # what arrives before the kill lands never starts
-            kill_self()  # no await since the last check: nothing can start in between
+            last = await self.retire()  # no await since the last check: nothing started
+            if registry is not None:  # the namespace's totals keep what was counted here
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(send(registry, RegistryActor.retire_executor, last), 2)
+            kill_self()
             return
 
+    async def retire(self) -> ExecutorStats:
+        """The kill is on its way: what arrives now never starts; the last counters."""
+        self.closing = True
+        self.code.close()
+        self.metrics.flush(self.farm)  # what this actor counted last leaves with it
+        return self._snapshot()
+
     async def statistics(self) -> ExecutorStats:
-        """A frozen snapshot of this actor."""
+        """A frozen snapshot of this actor (none once it retires: the registry has it)."""
+        await self._refuse_if_closing()
+        return self._snapshot()
+
+    def _snapshot(self) -> ExecutorStats:
         ex, rs = self.executor.stats(), self.runner.stats
         return ExecutorStats(
             scope=self.scope,
@@ -366,7 +370,6 @@ class ExecutorActor:
         """Liveness: the pid."""
         return os.getpid()
 
-    # ------------------------------------------------------------------ single calls
     def _touch(self) -> None:
         self.last_active = time.monotonic()
 
@@ -382,6 +385,7 @@ class ExecutorActor:
 
     async def environment(self, request: EnvRequest) -> object:
         """One request of a driver's environment handle (see ``EnvService``)."""
+        await self._refuse_if_closing()
         self.last_active = time.monotonic()
         return await self.envs.handle(request)
 
