@@ -144,8 +144,9 @@ def test_the_readmes_first_command_works_in_a_fresh_clone_as_written() -> None:
     """The first command a reader meets is the clone's, not a package that is not published.
 
     ``./scripts/setup`` is what CI runs first (``scripts/test``), the demo is
-    ``tests/actors/test_cli_demo.py``'s, the docs build and the browser are this folder's
-    tests, and the chart command is ``test_benchmarks_chart.py``'s.
+    ``tests/packaging/test_wheel.py``'s (checked by ``tests/_demo.py``), the docs build and
+    the browser are this folder's tests, and the chart command is
+    ``test_benchmarks_chart.py``'s.
     """
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     first, second = _bash_blocks(readme)[:2]
