@@ -5,14 +5,12 @@ The wheel holds both packages, the shipped configs and, as data, the examples.
 With the ``ray`` extra, ``toolray --version`` and ``toolray demo`` work from an empty
 directory (the demo starts its own local Ray from the shipped ``local`` config). Without
 Ray, every Ray command says so in one line naming the extra and exits 2, while the core and
-``toolray trace --in-process`` work. pip's cache makes the installs local copies.
+``toolray trace --in-process`` work. pip's cache makes the installs local copies; they are
+made in the background from the start of the run (``_wheels``).
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,45 +19,14 @@ import pytest
 
 import toolray
 from tests._demo import check_demo
+from tests.packaging._wheels import ROOT, made, run
 
 pytestmark = [pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _run(argv: list[str], cwd: Path, timeout: float) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "RAY_ADDRESS")}
-    env.pop("TOOLRAY_CONFIG", None)
-    env["RAY_USAGE_STATS_ENABLED"] = "0"
-    # installed without compiling (most of Ray is never imported): the modules a process
-    # imports are compiled once and kept, as on a user's machine, not again in every process
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    return subprocess.run(
-        argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
-    )
-
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("wheel")
-    proc = _run(
-        [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "-q", "-w", str(out)],
-        out,
-        300,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    (built,) = out.glob("toolray-*.whl")
-    return built
-
-
-def _venv(where: Path, requirement: str) -> Path:
-    assert not where.resolve().is_relative_to(ROOT)  # outside the repository
-    proc = _run([sys.executable, "-m", "venv", str(where)], where.parent, 120)
-    assert proc.returncode == 0, proc.stderr
-    pip = [str(where / "bin" / "python"), "-m", "pip", "install", "-q", "--no-compile"]
-    proc = _run([*pip, requirement], where.parent, 900)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return where / "bin"
+def wheel() -> Path:
+    return made("wheel")
 
 
 @pytest.fixture
@@ -110,40 +77,36 @@ def test_the_wheel_holds_both_packages_and_the_shipped_configs(wheel: Path) -> N
 
 @pytest.mark.ray
 @pytest.mark.timeout(1500)
-def test_pip_install_with_ray_then_toolray_demo_from_an_empty_directory(
-    wheel: Path, tmp_path: Path, empty_dir: Path
-) -> None:
-    bin_ = _venv(tmp_path / "venv-ray", f"{wheel}[ray]")
-    version = _run([str(bin_ / "toolray"), "--version"], empty_dir, 60)
+def test_pip_install_with_ray_then_toolray_demo_from_an_empty_directory(empty_dir: Path) -> None:
+    bin_ = made("ray")
+    version = run([str(bin_ / "toolray"), "--version"], empty_dir, 60)
     assert (version.returncode, version.stdout) == (0, f"toolray {toolray.__version__}\n")
-    demo = _run([str(bin_ / "toolray"), "demo"], empty_dir, 400)
+    demo = run([str(bin_ / "toolray"), "demo"], empty_dir, 400)
     assert demo.returncode == 0, demo.stdout[-3000:] + demo.stderr[-3000:]
     assert "Traceback" not in demo.stderr
     check_demo(demo.stdout, demo.stderr)  # every scenario, as Getting started shows it
 
 
 @pytest.mark.timeout(900)
-def test_without_ray_the_core_works_and_ray_commands_say_which_extra(
-    wheel: Path, tmp_path: Path, empty_dir: Path
-) -> None:
-    bin_ = _venv(tmp_path / "venv-core", str(wheel))
+def test_without_ray_the_core_works_and_ray_commands_say_which_extra(empty_dir: Path) -> None:
+    bin_ = made("core")
     python, toolray_cmd = str(bin_ / "python"), str(bin_ / "toolray")
-    probe = _run([python, "-c", "import ray"], empty_dir, 60)
+    probe = run([python, "-c", "import ray"], empty_dir, 60)
     assert probe.returncode != 0  # really no Ray
     for argv in (["demo"], ["bench"], ["chaos"], ["trace"], ["demo", "--config", "cluster"]):
-        proc = _run([toolray_cmd, *argv], empty_dir, 120)
+        proc = run([toolray_cmd, *argv], empty_dir, 120)
         assert proc.returncode == 2, (argv, proc.stderr)
         assert proc.stdout == ""
         (line,) = proc.stderr.strip().splitlines()
         assert line.startswith("toolray: this needs Ray"), line
         assert line.endswith('pip install "toolray[ray]"'), line
-    module = _run([python, "-m", "toolray", "demo"], empty_dir, 120)
+    module = run([python, "-m", "toolray", "demo"], empty_dir, 120)
     assert module.returncode == 2
     assert 'pip install "toolray[ray]"' in module.stderr
-    trace = _run([toolray_cmd, "trace", "--in-process"], empty_dir, 120)
+    trace = run([toolray_cmd, "trace", "--in-process"], empty_dir, 120)
     assert trace.returncode == 0, trace.stderr
     assert (empty_dir / "trace.json").is_file()
-    core = _run(
+    core = run(
         [
             python,
             "-c",
