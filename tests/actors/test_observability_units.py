@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import io
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
 from rich.console import Console
 
-from toolray.lowlevel import CallEnd, CallStart, TraceParent
+from toolray.lowlevel import CallEnd, CallStart, InstanceCounts, TraceParent
 from toolray.testing import FakeClock
 from toolray_actors._farm_stats import (
     OTHER_TOOL,
@@ -21,6 +22,7 @@ from toolray_actors._stats import ActorStats, PoolStats
 from toolray_actors._tracing import SpanRecord, SpanRecorder
 from toolray_actors.cli import main
 from toolray_actors.cli._top_view import render, snapshot
+from toolray_actors.control._retired import Retired
 from toolray_actors.driver._stats_collect import Gathered
 from toolray_actors.execution._executor_actor import ExecutorStats
 
@@ -173,6 +175,26 @@ def test_tops_snapshot_has_its_keys_and_renders() -> None:
     words = ("Scopes", "Tools", "Pools", "Actors", "search", "WORKER_LOST:1", "(global)")
     for word in (*words, "proc kills", "call procs"):
         assert word in text
+
+
+def test_what_exited_executors_counted_stays_in_tops_totals() -> None:
+    live = _gathered()
+    (_, executor), *_ = live.executors
+    held = InstanceCounts(open=2, parked=1, lost=1, opens=5, losses=1)
+    retired = Retired()
+    retired.add(replace(executor, environments=held, kills=2))
+    retired.add(replace(executor, environments=held))
+    last = retired.stats()
+    assert (last.kills, last.workers_lost, last.calls, last.in_flight) == (2, 2, 6, 0)
+    assert last.environments == InstanceCounts(opens=10, losses=2)  # states are not held
+    alone = {t["name"]: t for t in snapshot(live)["tools"]}
+    live.retired = last
+    snap = snapshot(live)
+    tools = {t["name"]: t for t in snap["tools"]}
+    assert tools["search"]["calls"] == 3 * alone["search"]["calls"]
+    assert tools["search"]["failures"] == {"WORKER_LOST": 3}
+    assert tools["fetch"]["in_flight"] == alone["fetch"]["in_flight"] == 1  # none exited
+    assert (snap["environments"]["opens"], snap["environments"]["open"]) == (10, 0)
 
 
 @pytest.mark.parametrize("interval", ["0", "-1", "soon"])

@@ -37,7 +37,8 @@ def _plain(value: Any) -> Any:
 def snapshot(found: Gathered) -> dict[str, Any]:
     """The namespace as one JSON-ready object (see the module docstring)."""
     executors = found.executors
-    tools, recent = merge_tools(s for _, st in executors for s in st.tools)
+    counted = [st for _, st in executors] + ([found.retired] if found.retired else [])
+    tools, recent = merge_tools(s for st in counted for s in st.tools)  # exited ones too
     tool_rows = []
     for tool in tools:
         row = _plain(tool)
@@ -48,7 +49,7 @@ def snapshot(found: Gathered) -> dict[str, Any]:
         row["scope"] = row["scope"] or ""
         row["calls_per_s"] = round(row["calls_per_s"], 2)
     pools = [{**_plain(st), "name": name} for name, st in found.pools]
-    envs = _plain(total_counts(st.environments for _, st in executors))
+    envs = _plain(total_counts(st.environments for st in counted))
     return {
         "namespace": found.namespace,
         "environments": envs,
