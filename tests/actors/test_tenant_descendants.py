@@ -170,8 +170,13 @@ async def test_a_daemon_dies_when_the_pool_manager_of_its_calls_worker_dies(
         await asyncio.sleep(0.01)
     daemon = int(pid_file.read_text())
     call_process = psutil.Process(daemon).ppid()  # the call process keeps it (a subreaper)
-    pool = next(p for p in rt.stats().pools if call_process in p.child_pids)
-    manager = next(a for a in rt.stats().actors if a.name == f"toolray:pool:{pool.name}")
+    manager = None
+    while manager is None:  # a snapshot leaves out an actor too busy to answer: ask again
+        stats = rt.stats()
+        pool = next((p for p in stats.pools if call_process in p.child_pids), None)
+        named = f"toolray:pool:{pool.name}" if pool is not None else None
+        manager = next((a for a in stats.actors if a.name == named), None)
+        assert manager is not None or time.monotonic() < deadline, stats.pools
     assert not _gone(daemon)  # the control: it runs, below its running call
     os.kill(manager.pid, signal.SIGKILL)
     (result,) = (await asyncio.wait_for(batch, WAIT_S)).results
