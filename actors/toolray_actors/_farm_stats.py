@@ -12,13 +12,14 @@ buckets. Every ended call is also handed to the executor's Ray metrics (batched,
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, final
 
-from toolray.lowlevel import BatchStart, CallEnd, CallStart
+from toolray.lowlevel import BatchStart, CallEnd, CallStart, InstanceCounts
 
 __all__ = (
     "OTHER_TOOL",
@@ -29,6 +30,8 @@ __all__ = (
     "merge_scopes",
     "merge_tools",
     "percentile_ms",
+    "sum_samples",
+    "total_counts",
 )
 
 _GAMMA = 1.1
@@ -237,8 +240,8 @@ def percentile_ms(buckets: Mapping[int, int], q: float) -> float | None:
     raise AssertionError("unreachable")
 
 
-def merge_tools(samples: Iterable[ToolSample]) -> tuple[tuple[ToolStats, ...], dict[str, int]]:
-    """Every executor's samples as one ``ToolStats`` per tool (by name), and recent calls."""
+def sum_samples(samples: Iterable[ToolSample]) -> tuple[ToolSample, ...]:
+    """Samples added up: one per tool (by name), in name order."""
     merged: dict[str, _Counts] = {}
     recent: dict[str, int] = {}
     for s in samples:
@@ -250,18 +253,41 @@ def merge_tools(samples: Iterable[ToolSample]) -> tuple[tuple[ToolStats, ...], d
         for index, n in s.buckets.items():
             into.buckets[index] = into.buckets.get(index, 0) + n
         recent[s.name] = recent.get(s.name, 0) + s.recent
-    stats = tuple(
-        ToolStats(
+    return tuple(
+        ToolSample(
             name=name,
             calls=c.calls,
             in_flight=c.in_flight,
-            failures=dict(sorted(c.failures.items())),
-            p50_ms=percentile_ms(c.buckets, 0.5),
-            p99_ms=percentile_ms(c.buckets, 0.99),
+            failures=c.failures,
+            buckets=c.buckets,
+            recent=recent[name],
         )
         for name, c in sorted(merged.items())
     )
-    return stats, recent
+
+
+def merge_tools(samples: Iterable[ToolSample]) -> tuple[tuple[ToolStats, ...], dict[str, int]]:
+    """Every executor's samples as one ``ToolStats`` per tool (by name), and recent calls."""
+    summed = sum_samples(samples)
+    stats = tuple(
+        ToolStats(
+            name=s.name,
+            calls=s.calls,
+            in_flight=s.in_flight,
+            failures=dict(sorted(s.failures.items())),
+            p50_ms=percentile_ms(s.buckets, 0.5),
+            p99_ms=percentile_ms(s.buckets, 0.99),
+        )
+        for s in summed
+    )
+    return stats, {s.name: s.recent for s in summed}
+
+
+def total_counts(counts: Iterable[InstanceCounts]) -> InstanceCounts:
+    """Instance counts summed (over executors)."""
+    rows = list(counts)
+    names = [f.name for f in dataclasses.fields(InstanceCounts)]
+    return InstanceCounts(**{n: sum(getattr(c, n) for c in rows) for n in names})
 
 
 def merge_scopes(samples: Iterable[tuple[str, ScopeSample]]) -> list[dict[str, Any]]:

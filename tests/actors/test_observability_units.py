@@ -184,7 +184,7 @@ def test_what_exited_executors_counted_stays_in_tops_totals() -> None:
     retired = Retired()
     retired.add(replace(executor, environments=held, kills=2))
     retired.add(replace(executor, environments=held))
-    last = retired.stats()
+    last = retired.total
     assert (last.kills, last.workers_lost, last.calls, last.in_flight) == (2, 2, 6, 0)
     assert last.environments == InstanceCounts(opens=10, losses=2)  # states are not held
     alone = {t["name"]: t for t in snapshot(live)["tools"]}

@@ -14,8 +14,8 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from toolray_actors._farm_stats import RATE_WINDOW_S, merge_scopes, merge_tools
-from toolray_actors.driver._stats_collect import Gathered, total_counts
+from toolray_actors._farm_stats import RATE_WINDOW_S, merge_scopes, merge_tools, total_counts
+from toolray_actors.driver._stats_collect import Gathered
 
 __all__ = ("MAX_ROWS", "render", "snapshot")
 
@@ -37,8 +37,8 @@ def _plain(value: Any) -> Any:
 def snapshot(found: Gathered) -> dict[str, Any]:
     """The namespace as one JSON-ready object (see the module docstring)."""
     executors = found.executors
-    counted = [st for _, st in executors] + ([found.retired] if found.retired else [])
-    tools, recent = merge_tools(s for st in counted for s in st.tools)  # exited ones too
+    counted = found.counted()  # the exited executors' counts too
+    tools, recent = merge_tools(s for st in counted for s in st.tools)
     tool_rows = []
     for tool in tools:
         row = _plain(tool)

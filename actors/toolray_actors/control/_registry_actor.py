@@ -298,7 +298,7 @@ class RegistryActor:
 
     async def retired(self) -> ExecutorStats:
         """What every exited executor of the namespace counted, as one record."""
-        return self.exited.stats()
+        return self.exited.total
 
     async def snapshot(self) -> tuple[int, list[Op]]:
         """The sequence number and every live contribution, in order.

@@ -10,14 +10,12 @@ and a namespace's totals would go back. Each exiting executor's last snapshot is
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from toolray.lowlevel import InstanceCounts
 from toolray_actors._executor_wire import ExecutorStats
-from toolray_actors._farm_stats import ToolSample
+from toolray_actors._farm_stats import sum_samples, total_counts
 from toolray_actors._handles import get_named, kill
 from toolray_actors._remote import send
 
@@ -38,70 +36,43 @@ class _Exiting(Protocol):
         ...
 
 
-@dataclass(slots=True)
-class _Tool:
-    calls: int = 0
-    failures: dict[str, int] = field(default_factory=dict)
-    buckets: dict[int, int] = field(default_factory=dict)
+def _nothing() -> ExecutorStats:
+    return ExecutorStats(
+        scope=None,
+        pid=0,
+        rss_bytes=0,
+        batches=0,
+        calls=0,
+        in_flight=0,
+        aborts=0,
+        interrupts=0,
+        kills=0,
+        workers_lost=0,
+        registry_seq=0,
+        contributions=0,
+    )
 
 
 @dataclass(slots=True)
 class Retired:
     """The sum of every exited executor's counters."""
 
-    executors: int = 0
-    kills: int = 0
-    workers_lost: int = 0
-    calls: int = 0
-    tools: dict[str, _Tool] = field(default_factory=dict)
-    environments: dict[str, int] = field(default_factory=dict)
+    total: ExecutorStats = field(default_factory=_nothing)
+    """As one executor's record: nothing in flight, no pid, no scope, no instance held."""
 
     def add(self, last: ExecutorStats) -> None:
         """An executor's last snapshot, as it exits."""
-        self.executors += 1
-        self.kills += last.kills
-        self.workers_lost += last.workers_lost
-        self.calls += last.calls
-        for sample in last.tools:
-            into = self.tools.setdefault(sample.name, _Tool())
-            into.calls += sample.calls
-            for code, n in sample.failures.items():
-                into.failures[code] = into.failures.get(code, 0) + n
-            for index, n in sample.buckets.items():
-                into.buckets[index] = into.buckets.get(index, 0) + n
-        for f in dataclasses.fields(InstanceCounts):
-            if f.name not in _GAUGES:
-                n = getattr(last.environments, f.name)
-                self.environments[f.name] = self.environments.get(f.name, 0) + n
-
-    def stats(self) -> ExecutorStats:
-        """The sum as one executor's record (nothing in flight, no pid, no scope)."""
-        tools = tuple(
-            ToolSample(
-                name=name,
-                calls=t.calls,
-                in_flight=0,
-                failures=dict(t.failures),
-                buckets=dict(t.buckets),
-                recent=0,
-            )
-            for name, t in sorted(self.tools.items())
-        )
-        return ExecutorStats(
-            scope=None,
-            pid=0,
-            rss_bytes=0,
-            batches=0,
-            calls=self.calls,
-            in_flight=0,
-            aborts=0,
-            interrupts=0,
-            kills=self.kills,
-            workers_lost=self.workers_lost,
-            registry_seq=0,
-            contributions=0,
-            tools=tools,
-            environments=InstanceCounts(**self.environments),
+        t = self.total
+        ended = (replace(s, in_flight=0, recent=0) for s in last.tools)
+        self.total = replace(
+            t,
+            calls=t.calls + last.calls,
+            kills=t.kills + last.kills,
+            workers_lost=t.workers_lost + last.workers_lost,
+            tools=sum_samples((*t.tools, *ended)),
+            environments=total_counts(
+                (t.environments, replace(last.environments, **dict.fromkeys(_GAUGES, 0)))
+            ),
         )
 
     async def last_words(self, executor: Any) -> None:

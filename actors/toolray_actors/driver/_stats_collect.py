@@ -8,13 +8,10 @@ same answers in more detail.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolray.lowlevel import InstanceCounts
-from toolray_actors._farm_stats import merge_tools
+from toolray_actors._farm_stats import merge_tools, total_counts
 from toolray_actors._handles import get_named, named_actors
 from toolray_actors._remote import send
 from toolray_actors._stats import ActorStats, PoolStats, RuntimeStats
@@ -25,7 +22,7 @@ from toolray_actors.execution._pool import PoolManager
 
 from ._connection import Connection
 
-__all__ = ("Gathered", "collect_stats", "gather", "total_counts")
+__all__ = ("Gathered", "collect_stats", "gather")
 
 _TIMEOUT_S = 10.0
 
@@ -52,6 +49,11 @@ class Gathered:
     registry_info: dict[str, Any] = field(default_factory=dict)
     retired: ExecutorStats | None = None
     """What the namespace's exited executors counted (the registry keeps it)."""
+
+    def counted(self) -> list[ExecutorStats]:
+        """Every live executor's record, and the exited ones' sum: the namespace's totals."""
+        live = [st for _, st in self.executors]
+        return live if self.retired is None else [*live, self.retired]
 
 
 async def gather(namespace: str) -> Gathered:
@@ -104,8 +106,7 @@ async def collect_stats(conn: Connection) -> RuntimeStats:
     """A snapshot of the namespace: every actor, pool counters and executor counters."""
     found = await gather(conn.namespace)
     pools = [st for _, st in found.pools]
-    live = [st for _, st in found.executors]
-    executors = live if found.retired is None else [*live, found.retired]  # counters
+    executors = found.counted()
     tools, _ = merge_tools(s for st in executors for s in st.tools)
     in_flight, waiting, waited = conn.admission.snapshot()
     return RuntimeStats(
@@ -128,10 +129,3 @@ async def collect_stats(conn: Connection) -> RuntimeStats:
         batches_waiting=waiting,
         batches_waited=waited,
     )
-
-
-def total_counts(counts: Iterable[InstanceCounts]) -> InstanceCounts:
-    """Instance counts summed over executors."""
-    rows = list(counts)
-    names = [f.name for f in dataclasses.fields(InstanceCounts)]
-    return InstanceCounts(**{n: sum(getattr(c, n) for c in rows) for n in names})
