@@ -8,12 +8,16 @@ collects young objects every :data:`THRESHOLDS` allocations instead: 100,000 sco
 batches finish about 10 % sooner, and garbage cycles still go within a few thousand
 allocations. User code running in a worker with ``isolation="shared"`` shares the
 worker's pace; with ``"call"`` it runs in a template's fork, which keeps Python's own.
+
+The same start also starts the actor's heap trimming (``_heap``): what the collector frees
+goes back to the system every half minute instead of staying in glibc's arenas.
 """
 
 from __future__ import annotations
 
 import gc
 
+from toolray_actors._heap import start_trimming
 from toolray_actors._remote import actor_id
 
 __all__ = ("THRESHOLDS", "pace_collector")
@@ -25,11 +29,14 @@ THRESHOLDS = (20_000, 20, 10)
 def pace_collector() -> bool:
     """In an actor's process: freeze what is loaded now, then collect at :data:`THRESHOLDS`.
 
-    Called as an actor starts; anywhere else (a driver, a test building the class in
-    process) it changes nothing. Whether it paced the collector.
+    It also starts the heap trimming (freed heap back to the system every
+    :data:`~toolray_actors._heap.TRIM_EVERY_S` seconds). Called as an actor starts;
+    anywhere else (a driver, a test building the class in process) it changes nothing.
+    Whether it paced the collector.
     """
     if not actor_id():
         return False
     gc.freeze()
     gc.set_threshold(*THRESHOLDS)
+    start_trimming()
     return True

@@ -1,4 +1,4 @@
-"""toolray's actors pace the cyclic collector; a driver and a call's process keep Python's."""
+"""toolray's actors pace the collector and trim their heap; a driver and a call process do not."""
 
 from __future__ import annotations
 
@@ -14,8 +14,14 @@ from toolray_actors._collector import THRESHOLDS, pace_collector
 def _collector_tool(name: str) -> Any:
     def body(args: Any, ctx: Any) -> Any:
         import gc
+        import threading
 
-        return {"threshold": list(gc.get_threshold()), "frozen": gc.get_freeze_count()}
+        trims = [t.name for t in threading.enumerate() if t.name == "toolray-heap-trim"]
+        return {
+            "threshold": list(gc.get_threshold()),
+            "frozen": gc.get_freeze_count(),
+            "trims": len(trims),
+        }
 
     return define_tool(
         name=name,
@@ -46,5 +52,7 @@ async def test_a_worker_paces_its_collector_and_a_call_process_keeps_pythons(
     if isolation == "shared":  # the body ran in the worker actor itself
         assert tuple(value["threshold"]) == THRESHOLDS
         assert value["frozen"] > 0
+        assert value["trims"] == 1  # the actor gives its freed heap back
     else:  # in a call process forked from a template: a fresh interpreter's pace
         assert tuple(value["threshold"]) == gc.get_threshold() != THRESHOLDS
+        assert value["trims"] == 0
