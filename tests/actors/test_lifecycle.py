@@ -117,3 +117,24 @@ async def test_a_handle_kept_across_a_reap_sends_its_next_one_call_batch_to_a_ne
         assert (await ex.statistics()).pid != pid
     finally:
         rt.shutdown()
+
+
+async def test_a_reservation_whose_batch_never_came_does_not_keep_the_executor_alive(
+    ray_runtime: Any,
+) -> None:
+    """A driver reserved a batch id and died (or was cancelled) before sending the batch."""
+    rt = _reaping("toolray-reap-orphan")
+    try:
+        ex, batch = _echo(rt, "orphan_echo", "orphan-agent")
+        await ex.execute_batch(batch)
+        pid = (await ex.statistics()).pid
+        actor = ray.get_actor(ex.name, namespace=rt.config.namespace)
+        assert await actor.reserve.remote("never-sent-1", "never-sent-2")
+        deadline = time.monotonic() + 30
+        while psutil.pid_exists(pid):  # wait (bounded) for the reaper
+            assert time.monotonic() < deadline, "a lone reservation kept the executor alive"
+            await asyncio.sleep(0.1)
+        again = await ex.execute_batch(batch)  # the scope goes on on a new executor
+        assert again.results[0].result.value["text"] == "a"
+    finally:
+        rt.shutdown()

@@ -1,15 +1,14 @@
 """``ExecutorActor``: mirrors the registry and runs the core scheduler for its scopes.
 
-It runs the core ``BatchExecutor`` unchanged — pipeline, policies, ordered lane — over a
-mirror of the registry, with body dispatch replaced by :class:`RayBodyRunner`. The mirror is
-kept current by the registry actor's invalidations (applied on this actor's single loop,
-so a call either sees a change entirely or not at all). Every batch is its own run with
-its own lane, cap, abort and barriers, so one actor can host one scope (``per_scope``) or
-many (``sharded``) with the same per-scope semantics.
+It runs the core ``BatchExecutor`` unchanged (pipeline, policies, ordered lane) over a mirror
+of the registry, body dispatch replaced by :class:`RayBodyRunner`; the registry actor's
+invalidations keep the mirror current (on this actor's single loop: a call sees a change whole
+or not at all). Each batch is its own run (lane, cap, abort, barriers), so one actor hosts one
+scope (``per_scope``) or many (``sharded``) with the same per-scope semantics.
 
-Batches stream back as they commit (see ``_streaming``): a driver keeps what reached it
-before an executor death. Environment instances of its scopes live on workers (``envs``,
-an ``EnvService``). After an idle TTL, holding no instance, the actor detaches and exits.
+Batches stream back as they commit (``_streaming``): a driver keeps what reached it before
+an executor death. Its scopes' environment instances live on workers (``envs``). Idle for
+a TTL, holding no instance nor a live reservation (``_reservations``), it detaches and exits.
 """
 
 from __future__ import annotations
@@ -17,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import logging
 import os
 import time
 from collections.abc import AsyncIterator
@@ -57,12 +55,11 @@ from ._metrics import CallMetrics, flush_every
 from ._placements import Placements
 from ._pool import PoolManager
 from ._rate_client import RayRateLimiter
+from ._reservations import Reservations
 from ._runner import RayBodyRunner
 from ._streaming import Feed, merged, streamed
 
 __all__ = ("BatchSpec", "ExecutorActor", "ExecutorStats")
-
-_log = logging.getLogger("toolray")
 
 _Trace = list[dict[str, Any]]
 """A batch's trace: spans per call and stage instants (``BatchExecutor.execute``'s)."""
@@ -80,7 +77,8 @@ class ExecutorActor:
         self.config = RuntimeConfig.model_validate(config)
         self.code = CodePool(self.config.code)
         self.seq = -1
-        self.batches: dict[str, AbortController] = {}
+        self.reservations = Reservations({})
+        self.batches: dict[str, AbortController] = self.reservations.batches
         self.placements = Placements(namespace, self.config)
         self.scopes_seen: set[str | None] = set()
         self.runner = RayBodyRunner(
@@ -96,7 +94,7 @@ class ExecutorActor:
             self.placements, lambda: self.mirror, SystemClock(), name, self.runner.env_lane
         )
         self.calls = CallService(
-            lambda: self.mirror, self.runner, self.batches, self.scopes_seen, self._touch
+            lambda: self.mirror, self.runner, self.reservations, self.scopes_seen, self._touch
         )
         overrides = {t: RateLimit(**c.model_dump()) for t, c in self.config.rate_limits.items()}
         self.limiter = RayRateLimiter(self.placements.bucket_for, overrides)
@@ -197,12 +195,12 @@ class ExecutorActor:
     async def reserve(self, *batch_ids: str) -> bool:
         """Claim this actor for batches about to come (an idle reap now waits for them)."""
         await self._refuse_if_closing()  # its failure then says "not started"
-        for batch_id in batch_ids:
-            self.batches.setdefault(batch_id, AbortController())
         self.last_active = time.monotonic()
+        self.reservations.reserve(batch_ids, self.last_active)
         return True
 
     def _batch(self, spec: BatchSpec, feed: Feed) -> ToolBatchInput:
+        self.reservations.started(spec.batch_id)
         ctrl = self.batches.setdefault(spec.batch_id, AbortController())
         if spec.aborted:
             ctrl.abort(spec.reason)
@@ -302,7 +300,9 @@ class ExecutorActor:
 
     # ------------------------------------------------------------------ lifecycle
     def _idle(self) -> bool:
-        quiet = time.monotonic() - self.last_active >= self.config.executor_idle_ttl_s
+        now, ttl_s = time.monotonic(), self.config.executor_idle_ttl_s
+        self.reservations.drop_expired(now, ttl_s)  # a batch that never came holds nothing
+        quiet = now - self.last_active >= ttl_s
         busy = self.batches or self.runner.stats.in_flight or self.envs.holding()
         return quiet and not busy
 
@@ -386,7 +386,7 @@ class ExecutorActor:
     async def environment(self, request: EnvRequest) -> object:
         """One request of a driver's environment handle (see ``EnvService``)."""
         await self._refuse_if_closing()
-        self.last_active = time.monotonic()
+        self._touch()
         return await self.envs.handle(request)
 
     async def close_environments(self) -> int:

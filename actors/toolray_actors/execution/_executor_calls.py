@@ -36,6 +36,7 @@ from toolray_actors._mirror import Mirror
 from toolray_actors._toolset import core_tool_set
 from toolray_actors._wire import CallSpec
 
+from ._reservations import Reservations
 from ._runner import RayBodyRunner
 from ._streaming import Feed
 
@@ -53,17 +54,19 @@ class CallService:
         self,
         mirror: Callable[[], Mirror],
         runner: RayBodyRunner,
-        batches: dict[str, AbortController],
+        reservations: Reservations,
         scopes: set[str | None],
         touch: Callable[[], None],
     ) -> None:
         self._mirror = mirror
         self.runner = runner
-        self.batches = batches
+        self.reservations = reservations
+        self.batches = reservations.batches
         self.scopes_seen = scopes
         self._touch = touch
 
     def _controller(self, key: str, aborted: bool, reason: Any) -> AbortController:
+        self.reservations.started(key)
         ctrl = self.batches.setdefault(key, AbortController())
         if aborted:
             ctrl.abort(reason)
