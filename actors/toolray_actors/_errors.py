@@ -14,15 +14,18 @@ from contextlib import contextmanager
 import cloudpickle
 import ray.exceptions as rex
 
-from toolray.errors import HarnessError, ToolrayError
+from toolray.errors import EnvironmentLostError, HarnessError, ToolrayError
 
 __all__ = (
+    "ExecutorRetiringError",
     "RuntimeUnavailableError",
     "WireRecordError",
+    "env_lost",
     "is_actor_death",
     "is_cancelled",
     "is_dead_actor",
     "is_ray_error",
+    "is_retiring",
     "namespace_ended",
     "ray_boundary",
     "task_cause",
@@ -43,6 +46,14 @@ class RuntimeUnavailableError(HarnessError):
 
 class WireRecordError(ToolrayError, TypeError):
     """A record on the Ray wire that its reader does not know: a bug, never ignored."""
+
+
+class ExecutorRetiringError(Exception):
+    """An idle executor actor, exiting, refused a request: nothing of it started there.
+
+    It held no environment instance (else it would not have retired), so the driver asks
+    the scope's next executor instead of reporting an instance lost.
+    """
 
 
 def namespace_ended(namespace: str, why: str | None) -> RuntimeUnavailableError:
@@ -91,6 +102,23 @@ def is_actor_death(err: BaseException) -> bool:
         | rex.OwnerDiedError
         | rex.ObjectLostError,
     )
+
+
+def is_retiring(err: BaseException) -> bool:
+    """Whether ``err`` is an exiting executor's refusal (:class:`ExecutorRetiringError`)."""
+    return isinstance(task_cause(err), ExecutorRetiringError)
+
+
+def env_lost(exiting: bool, what: str) -> Exception:
+    """What an environment request raises when ``what`` died under it or, exiting, refused it.
+
+    A death loses the instances the actor held (``EnvironmentLostError``); an actor that
+    was exiting (it refused a request: :class:`ExecutorRetiringError`) held none, and the
+    request is asked again of the next actor.
+    """
+    if exiting:
+        return ExecutorRetiringError(what)
+    return EnvironmentLostError(f"{what} died holding the instance")
 
 
 def is_dead_actor(err: BaseException) -> bool:

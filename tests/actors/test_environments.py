@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -381,3 +382,30 @@ def test_the_namespace_ending_closes_its_instances(ray_runtime: Any, tmp_path: P
         rt.shutdown()  # the namespace's last lease: it ends, and its instances close
     assert marker.read_text(encoding="utf-8").strip() == "6"
     wait_for(lambda: not psutil.pid_exists(pid), "the instance's process ending")
+
+
+def test_an_exiting_idle_executor_refuses_an_open_and_its_successor_serves_it(
+    env_rt: Any, scope_key: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reaper retires an idle executor (it holds no instance), then kills it: a request
+    arriving in between is asked again of the next executor, never ``ENVIRONMENT_LOST``."""
+    import ray
+
+    ex = env_rt.executor(scope_key)
+    assert len(run(env_rt, scope_key, ("env_echo", {"text": "a"}))) == 1
+    name = f"toolray:executor:{scope_key}"
+    pid = next(a.pid for a in env_rt.stats().actors if a.name == name)
+    actor = ray.get_actor(name, namespace=env_rt.config.namespace)
+    ray.get(actor.retire.remote())  # the reaper's first step: nothing starts here any more
+    refused, lost = threading.Event(), ex._lost
+    monkeypatch.setattr(ex, "_lost", lambda: (refused.set(), lost()))
+    opened: list[Any] = []
+    h = ex.environment("counter")
+    opening = threading.Thread(target=lambda: opened.append(h.open_sync({"start": 7})))
+    opening.start()
+    assert refused.wait(WAIT_S), "the exiting executor never refused the open"
+    ray.kill(actor)  # the reaper's last step
+    opening.join(WAIT_S)
+    assert [s.state for s in opened] == ["open"]
+    assert run(env_rt, scope_key, ("incr", {"by": 1})) == [8]
+    assert next(a.pid for a in env_rt.stats().actors if a.name == name) != pid

@@ -8,6 +8,17 @@ import threading
 
 from tests.actors._procs import ROOT, child_env
 
+
+def _printed(program: str) -> str:
+    """What ``program`` prints, run in a Python process of its own."""
+    argv = [sys.executable, "-c", program]
+    run = subprocess.run(
+        argv, cwd=ROOT, env=child_env(), capture_output=True, text=True, timeout=60
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    return run.stdout.strip()
+
+
 _PROGRAM = """
 import threading, psutil
 from toolray_actors._heap import trim
@@ -28,16 +39,7 @@ print(before - me.memory_info().rss)
 
 def test_trim_gives_back_a_bursts_freed_blocks() -> None:
     """80 MB allocated in a thread, all but 1/64 freed: the scattered free pages go back."""
-    proc = subprocess.run(
-        [sys.executable, "-c", _PROGRAM],
-        cwd=ROOT,
-        env=child_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    assert int(proc.stdout) > 40 * 2**20, proc.stdout
+    assert int(_printed(_PROGRAM)) > 40 * 2**20
 
 
 _ONCE = """
@@ -49,14 +51,5 @@ print([t.daemon for t in threading.enumerate() if t.name == "toolray-heap-trim"]
 
 
 def test_the_trimming_thread_starts_once_per_process() -> None:
-    proc = subprocess.run(
-        [sys.executable, "-c", _ONCE],
-        cwd=ROOT,
-        env=child_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    assert proc.stdout.strip() == "[True]"
+    assert _printed(_ONCE) == "[True]"
     assert not [t for t in threading.enumerate() if t.name == "toolray-heap-trim"]

@@ -70,6 +70,14 @@ async def test_an_idle_executor_is_reaped_and_the_next_batch_gets_a_new_one(
         rt.shutdown()
 
 
+async def _reaped(pid: int, why: str) -> None:
+    """Wait (bounded) for the reaper to end the executor process ``pid``."""
+    deadline = time.monotonic() + 30
+    while psutil.pid_exists(pid):
+        assert time.monotonic() < deadline, why
+        await asyncio.sleep(0.1)
+
+
 def _calls(rt: RayRuntime, tool: str) -> int:
     return sum(t.calls for t in rt.stats().tools if t.name == tool)
 
@@ -106,10 +114,7 @@ async def test_a_handle_kept_across_a_reap_sends_its_next_one_call_batch_to_a_ne
         ledger = ex._ready.ledger.path
         old = time.time() - 600  # as if its last batch were ten minutes ago
         os.utime(ledger, (old, old))
-        deadline = time.monotonic() + 30
-        while psutil.pid_exists(pid):  # wait (bounded) for the reaper
-            assert time.monotonic() < deadline, "the idle executor was never reaped"
-            await asyncio.sleep(0.1)
+        await _reaped(pid, "the idle executor was never reaped")
         sweep()  # another executor starting on this node: the ledger stays a while yet
         assert os.path.exists(ledger)
         again = await ex.execute_batch(batch)  # the handle still holds the reaped actor
@@ -130,10 +135,7 @@ async def test_a_reservation_whose_batch_never_came_does_not_keep_the_executor_a
         pid = (await ex.statistics()).pid
         actor = ray.get_actor(ex.name, namespace=rt.config.namespace)
         assert await actor.reserve.remote("never-sent-1", "never-sent-2")
-        deadline = time.monotonic() + 30
-        while psutil.pid_exists(pid):  # wait (bounded) for the reaper
-            assert time.monotonic() < deadline, "a lone reservation kept the executor alive"
-            await asyncio.sleep(0.1)
+        await _reaped(pid, "a lone reservation kept the executor alive")
         again = await ex.execute_batch(batch)  # the scope goes on on a new executor
         assert again.results[0].result.value["text"] == "a"
     finally:

@@ -4,17 +4,20 @@ Each scope's instances belong to the executor actor serving that scope; a handle
 one request to it (``ExecutorActor.environment``). ``snapshot`` restores the bytes here,
 in the caller's process (``restore(snapshot(S))``); ``run`` ships the function pickled and
 unpickles its value here (no toolray process in between unpickles either); ``fork`` asks
-the source's executor for a copy and the target's to adopt it.
+the source's executor for a copy and the target's to adopt it. An idle executor that is
+exiting refuses a request (it holds no instance, and starts nothing more): the request is
+asked again, of the scope's next executor.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Protocol, TypeVar
 
 import cloudpickle
 
-from toolray import EnvironmentDefinition, EnvironmentStatus
+from toolray import EnvironmentDefinition, EnvironmentStatus, ExecutorUnavailableError
 from toolray.lowlevel import restore_state
 from toolray_actors._env_wire import (
     EnvClose,
@@ -29,6 +32,7 @@ from toolray_actors._env_wire import (
     ForkCopy,
     SnapshotReply,
 )
+from toolray_actors._errors import ExecutorRetiringError
 from toolray_actors._mirror import dumps_named
 
 
@@ -47,6 +51,8 @@ __all__ = ("RemoteEnvironments",)
 
 _T = TypeVar("_T")
 _Status = EnvironmentStatus
+_RETIRING_PAUSES = (0.05, 0.1, 0.2, 0.4) + (0.5,) * 8
+"""While an idle executor exits (within about 2 s of refusing), a request waits for the next."""
 
 
 class RemoteEnvironments:
@@ -56,8 +62,20 @@ class RemoteEnvironments:
         self._executors = executors
         self._definitions: dict[str, EnvironmentDefinition] = {}
 
+    async def _request(self, scope: str | None, request: EnvRequest) -> object:
+        """``request`` of ``scope``'s executor; asked again while an exiting one refuses it."""
+        pauses = iter(_RETIRING_PAUSES)
+        while True:
+            try:
+                return await self._executors(scope).environment_request(request)
+            except ExecutorRetiringError as err:  # it started nothing: its successor will
+                pause = next(pauses, None)
+                if pause is None:
+                    raise ExecutorUnavailableError(f"{err} kept exiting") from None
+            await asyncio.sleep(pause)
+
     async def _ask(self, scope: str | None, request: EnvRequest, kind: type[_T]) -> _T:
-        answer = await self._executors(scope).environment_request(request)
+        answer = await self._request(scope, request)
         assert isinstance(answer, kind), answer
         return answer
 
@@ -99,7 +117,7 @@ class RemoteEnvironments:
 
     async def close(self, scope: str | None, name: str) -> None:
         """Close ``scope``'s instance."""
-        await self._executors(scope).environment_request(EnvClose(scope=scope, name=name))
+        await self._request(scope, EnvClose(scope=scope, name=name))
 
     async def status(self, scope: str | None, name: str) -> EnvironmentStatus:
         """``scope``'s instance as it is now."""

@@ -23,7 +23,6 @@ from toolray import (
     AbortSignal,
     ActivationContext,
     EnvironmentHandle,
-    EnvironmentLostError,
     ToolBatchInput,
     ToolBatchResult,
     ToolCall,
@@ -33,7 +32,7 @@ from toolray import (
 )
 from toolray_actors._config import RuntimeConfig
 from toolray_actors._env_wire import EnvRequest
-from toolray_actors._errors import is_actor_death, translate, wire_reason
+from toolray_actors._errors import env_lost, is_actor_death, is_retiring, translate, wire_reason
 from toolray_actors._handles import control_options, create_executor, get_named
 from toolray_actors._ledger import DRIVER
 from toolray_actors._remote import Handle, known_dead, retrying, send
@@ -75,6 +74,7 @@ class ExecutorHandle:
         self.name, self._created_for = conn.executor_target(scope)
         self._actor: Handle | None = None
         self._ready: Ready | None = None
+        self._exiting: Handle | None = None  # the last actor that refused as it exited
         self.recreated = 0
         self.last_trace: list[dict[str, Any]] = []
         """The trace of the last batch this handle ran (spans per call, stage instants)."""
@@ -377,10 +377,12 @@ class ExecutorHandle:
         try:
             return await send(actor, ExecutorActor.environment, request)
         except rex.RayError as err:
-            if not is_actor_death(err):
+            if not is_actor_death(err) and not is_retiring(err):
                 raise translate(err, self._what) from None
             self._lost()
-            raise EnvironmentLostError(f"{self._what} died holding the instance") from None
+            if is_retiring(err):  # then its death, too, loses nothing: it held no instance
+                self._exiting = actor
+            raise env_lost(actor == self._exiting, self._what) from None
 
     def execute_sync(
         self, inp: ToolExecutionInput, *, deadline_s: float | None = None

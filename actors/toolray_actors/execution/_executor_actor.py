@@ -36,7 +36,7 @@ from toolray_actors import _wire as wire
 from toolray_actors._collector import pace_collector
 from toolray_actors._config import RuntimeConfig
 from toolray_actors._env_wire import EnvRequest
-from toolray_actors._errors import namespace_ended
+from toolray_actors._errors import ExecutorRetiringError, namespace_ended
 from toolray_actors._executor_wire import BatchSpec, ExecutorStats
 from toolray_actors._farm_stats import FarmObserver
 from toolray_actors._handles import get_named, kill_self, registry_name
@@ -302,9 +302,8 @@ class ExecutorActor:
     def _idle(self) -> bool:
         now, ttl_s = time.monotonic(), self.config.executor_idle_ttl_s
         self.reservations.drop_expired(now, ttl_s)  # a batch that never came holds nothing
-        quiet = now - self.last_active >= ttl_s
         busy = self.batches or self.runner.stats.in_flight or self.envs.holding()
-        return quiet and not busy
+        return now - self.last_active >= ttl_s and not busy
 
     async def _reap(self) -> None:
         while True:
@@ -385,7 +384,8 @@ class ExecutorActor:
 
     async def environment(self, request: EnvRequest) -> object:
         """One request of a driver's environment handle (see ``EnvService``)."""
-        await self._refuse_if_closing()
+        if self.closing:  # it holds no instance (else it would not retire): ask its successor
+            raise ExecutorRetiringError(self.name)
         self._touch()
         return await self.envs.handle(request)
 
