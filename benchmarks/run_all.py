@@ -239,9 +239,11 @@ HEADLINES = (
              note="the two call-isolation workers that ran the rollouts rose steadily under "
              "load (112.5 → 121.6 and 114.0 → 122.7 MB, +8.1 and +7.7 %); the executor shards, "
              "+12.5 % in the run before with the collector at Python's pace, stayed within "
-             "5 % (+4.3 / +4.5 %) with it paced; the other actors within 2.2 %; the sample "
-             "reads RSS, so whether the workers leak or fill caches to their bounds is the "
-             "next run's question (USS beside RSS)"),
+             "5 % (+4.3 / +4.5 %) with it paced; the other actors within 2.2 %; 7-minute "
+             "runs of the same load the next day ruled out two causes: free heap left in "
+             "glibc's arenas (the actors now give it back every 30 s: 1-6 MB lower, the same "
+             "slope) and Ray's task-event buffer (turned off: the same slope), so the rise is "
+             "live memory, whether a leak or caches filling to their bounds"),
     Headline("soak, an hour under a mixed load: open files of each long-lived actor",
              "RESULTS-soak.md", "| open files of each long-lived", 2, "", 3),
     Headline("soak, an hour under a mixed load: threads of each long-lived actor",
