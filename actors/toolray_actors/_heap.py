@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import threading
 import time
 from collections.abc import Callable
@@ -30,7 +31,9 @@ _started = False
 _lock = threading.Lock()
 
 
+@functools.cache
 def _malloc_trim() -> Callable[[int], int] | None:
+    """The C library's ``malloc_trim``, looked up once (``None``: not glibc, none)."""
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
         fn = libc.malloc_trim

@@ -12,9 +12,10 @@ def test_a_reservation_holds_a_controller_until_its_batch_starts() -> None:
     assert set(book.batches) == {"a", "b"}
     assert len(book) == 2
     book.batches["a"].abort("early")  # an abort that came before its batch is kept
-    book.started("a")
+    claimed = book.claim("a")
     assert len(book) == 1
-    assert book.batches["a"].signal.aborted
+    assert claimed is book.batches["a"]
+    assert claimed.signal.aborted
     assert book.drop_expired(now=10.0 + 5.0, ttl_s=5.0) == ["b"]  # never came
     assert set(book.batches) == {"a"}
     assert len(book) == 0
@@ -29,3 +30,5 @@ def test_only_reservations_past_the_ttl_go_and_a_second_reserve_keeps_the_first_
     assert book.drop_expired(now=8.9, ttl_s=5.0) == []
     assert set(book.batches) == {"running", "new"}
     assert book.batches["running"] is running
+    assert book.claim("running") is running  # a batch that was never reserved keeps its own
+    assert book.claim("unknown") is book.batches["unknown"]

@@ -377,10 +377,11 @@ class ExecutorHandle:
         try:
             return await send(actor, ExecutorActor.environment, request)
         except rex.RayError as err:
-            if not is_actor_death(err) and not is_retiring(err):
+            retiring = is_retiring(err)
+            if not retiring and not is_actor_death(err):
                 raise translate(err, self._what) from None
             self._lost()
-            if is_retiring(err):  # then its death, too, loses nothing: it held no instance
+            if retiring:  # then its death, too, loses nothing: it held no instance
                 self._exiting = actor
             raise env_lost(actor == self._exiting, self._what) from None
 

@@ -200,8 +200,7 @@ class ExecutorActor:
         return True
 
     def _batch(self, spec: BatchSpec, feed: Feed) -> ToolBatchInput:
-        self.reservations.started(spec.batch_id)
-        ctrl = self.batches.setdefault(spec.batch_id, AbortController())
+        ctrl = self.reservations.claim(spec.batch_id)
         if spec.aborted:
             ctrl.abort(spec.reason)
         step = LogStep(*spec.log, feed) if spec.log is not None else None

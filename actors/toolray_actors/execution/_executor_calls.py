@@ -66,8 +66,7 @@ class CallService:
         self._touch = touch
 
     def _controller(self, key: str, aborted: bool, reason: Any) -> AbortController:
-        self.reservations.started(key)
-        ctrl = self.batches.setdefault(key, AbortController())
+        ctrl = self.reservations.claim(key)
         if aborted:
             ctrl.abort(reason)
         return ctrl

@@ -35,9 +35,10 @@ class Reservations:
             self.batches.setdefault(batch_id, AbortController())
             self._at.setdefault(batch_id, now)
 
-    def started(self, batch_id: str) -> None:
-        """``batch_id``'s batch (or call) came: no longer a reservation."""
+    def claim(self, batch_id: str) -> AbortController:
+        """``batch_id``'s batch (or call) came: its controller (the reservation's, if any)."""
         self._at.pop(batch_id, None)
+        return self.batches.setdefault(batch_id, AbortController())
 
     def drop_expired(self, now: float, ttl_s: float) -> list[str]:
         """Forget the reservations older than ``ttl_s`` whose batch never came."""
