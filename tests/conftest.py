@@ -2,15 +2,41 @@
 
 No plugin is needed: the hook below runs each coroutine test with ``asyncio.run``, so every
 test gets its own loop and nothing leaks between tests.
+
+With ``TOOLRAY_TEST_TRAIL`` set (``scripts/test`` sets it), the session writes a trail there:
+its pid, the session Ray's directory, each test as it starts, and ``finished`` at the end. A
+process that ends without the last line (Ray's driver exits at once when its raylet or GCS is
+gone) is then explained by ``scripts/test``: which test was running, and Ray's own logs.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
+import os
 from typing import Any
 
 import pytest
+
+_TRAIL = os.environ.get("TOOLRAY_TEST_TRAIL")
+
+
+def _trail(line: str) -> None:
+    if _TRAIL:
+        with open(_TRAIL, "a") as trail:
+            trail.write(line + "\n")
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    _trail(f"pid {os.getpid()}")
+
+
+def pytest_runtest_logstart(nodeid: str) -> None:
+    _trail(f"test {nodeid}")
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    _trail("finished")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -34,6 +60,7 @@ def ray_runtime() -> Any:
 
     cloudpickle.register_pickle_by_value(tools)
     runtime = RayRuntime.start("configs/ci.toml", address="local")
+    _trail(f"ray {_session_dir()}")
     yield runtime
     runtime.shutdown()
 
@@ -80,3 +107,11 @@ def shared_runtime(ray_runtime: Any) -> Any:
     runtime = RayRuntime.start(cfg)
     yield runtime
     runtime.shutdown()
+
+
+def _session_dir() -> str:
+    """The session Ray's directory (its logs are what explain a driver that exited)."""
+    from ray._private import worker
+
+    node = worker._global_node
+    return node.get_session_dir_path() if node is not None else ""
