@@ -30,9 +30,11 @@ from toolray.isolation import sandbox_config, sandbox_confinement
 from toolray_actors._config import RuntimeConfig, load_config
 from toolray_actors._errors import RuntimeUnavailableError, is_actor_death, translate
 from toolray_actors._handles import control_options, create_registry
+from toolray_actors._placement import pool_plan
 from toolray_actors._remote import anchor, get, job_id, send
 from toolray_actors._stats import RuntimeStats
 from toolray_actors.control._registry_actor import RegistryActor
+from toolray_actors.execution._pool import start_pool
 
 from ._connection import Connection
 from ._executor_handle import ExecutorHandle
@@ -138,6 +140,9 @@ class RayRuntime:
                         f"{translate(err, 'the registry actor')}"
                     ) from None
                 time.sleep(0.3)
+        # The default pool starts now, beside the first executor rather than after it: the
+        # first batch of a new namespace waits for one actor start instead of three in a row.
+        start_pool(pool_plan(None, cfg), cfg.namespace, control_options(cfg.control_resource))
         conn = Connection(cfg, actor, create, Portal())
         return cls(cfg, conn, initialized, lease_id, held)
 
