@@ -153,11 +153,17 @@ def fork_a_copy(ctx: Any) -> int:
     """
     if ctx.args == "exit":
         return 0
+    left_r, left_w = os.pipe()
     copy = os.fork()
     if copy == 0:
+        # out of this process's group first: the template kills that group when this
+        # process ends, and must not reach the copy
         os.setpgid(0, 0)
+        os.close(left_w)
         while True:
             time.sleep(3600)
+    os.close(left_w)
+    os.read(left_r, 1)  # EOF once the copy has its own group (a loaded machine may be slow)
     _send(ctx.channel, json.dumps({"op": "pids", "copy": copy}).encode())
     os.read(ctx.channel, 1)  # the host has had the template adopt it
     return 0

@@ -343,6 +343,7 @@ async def test_an_adopted_copy_is_a_child_of_the_template_not_an_orphan(make_tem
     template = make_template("fork_a_copy")
     child = await template.fork_async()
     ours, theirs = socket.socketpair()
+    copy = None
     try:
         pids = await asyncio.to_thread(read_frame, child.channel)
         copy = await template.adopt_async(pids["copy"], ours)
@@ -363,8 +364,11 @@ async def test_an_adopted_copy_is_a_child_of_the_template_not_an_orphan(make_tem
         assert template.statistics().alive == 1  # the copy, as a child
         copy.kill()  # through the template, like a forked child
         assert (await copy.wait_exit()).signal == signal.SIGKILL
-        copy.close()
     finally:
+        if copy is not None:
+            copy.close()  # its channel is ``ours``
+        else:
+            ours.close()
         theirs.close()
         child.close()
 
