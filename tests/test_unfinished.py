@@ -18,13 +18,15 @@ ROOT = Path(__file__).resolve().parents[1]
 unfinished = load_script(ROOT / "scripts" / "unfinished.py", "scripts_unfinished")
 
 
-def _session(tmp_path: Path, body: str) -> Path:
+def _session(tmp_path: Path, body: str, *xdist: str) -> Path:
     test = tmp_path / "test_ends.py"
     test.write_text(f"import os\n\n\ndef test_passes():\n    pass\n\n\n{body}\n")
     trail = tmp_path / "trail"
-    env = {**os.environ, "TOOLRAY_TEST_TRAIL": str(trail)}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
+    env |= {"TOOLRAY_TEST_TRAIL": str(trail), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    plugins = ["-p", "pytest_timeout", "-p", "tests.conftest"]  # no others: a quick start
     subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "tests.conftest", str(test)],
+        [sys.executable, "-m", "pytest", "-q", *plugins, *xdist, str(test)],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -41,16 +43,27 @@ def test_a_session_that_exits_mid_test_is_explained_with_that_test(tmp_path: Pat
     assert "finished" not in lines
     said = unfinished.explain(trail, "1")
     assert "pytest ended (status 1) without finishing its session" in said
-    assert "the test that was running: " in said
+    assert said.splitlines()[1].startswith("  the last test started: ")
     assert said.splitlines()[1].endswith("test_ends.py::test_exits")
     assert "no Ray logs to show" in said  # this session started no Ray
+
+
+def test_a_test_whose_xdist_worker_exits_is_marked_crashed(tmp_path: Path) -> None:
+    trail = _session(
+        tmp_path, "def test_exits():\n    os._exit(1)", "-p", "xdist.plugin", "-n", "1"
+    )
+    lines = trail.read_text().splitlines()
+    assert "crashed test_ends.py::test_exits" in lines
+    assert lines[-1] == "finished"  # xdist carried on
+    said = unfinished.explain(trail, "1")
+    assert said.startswith("scripts/test: the process running test_ends.py::test_exits died")
 
 
 def test_a_finished_session_ends_its_trail_with_finished(tmp_path: Path) -> None:
     trail = _session(tmp_path, "def test_fails():\n    assert False")
     lines = trail.read_text().splitlines()
-    assert lines[0] == f"pid {lines[0].split()[1]}"
     assert lines[-1] == "finished"  # a failing test is pytest's to report, not this script's
+    assert unfinished.explain(trail, "1") == ""
 
 
 def test_the_logs_of_the_session_ray_are_shown(tmp_path: Path) -> None:
@@ -61,7 +74,7 @@ def test_the_logs_of_the_session_ray_are_shown(tmp_path: Path) -> None:
     (logs / "python-core-driver-01_4242.log").write_text("The program will terminate.\n")
     (logs / "python-core-driver-02_999.log").write_text("another driver\n")
     trail = tmp_path / "trail"
-    trail.write_text(f"pid 4242\nray {tmp_path / 'session'}\ntest tests/x.py::test_y\n")
+    trail.write_text(f"ray 4242 {tmp_path / 'session'}\ntest tests/x.py::test_y\n")
     said = unfinished.explain(trail, "1")
     assert "line 99" in said
     assert "line 74" not in said  # the last 25 lines
@@ -69,3 +82,22 @@ def test_the_logs_of_the_session_ray_are_shown(tmp_path: Path) -> None:
     assert "The program will terminate." in said
     assert "another driver" not in said  # only this session's driver
     assert unfinished.main([]) == 2
+
+
+def test_a_test_whose_worker_died_is_explained_with_the_ray_it_ran_beside(
+    tmp_path: Path,
+) -> None:
+    for name in ("first", "second"):
+        logs = tmp_path / name / "logs"
+        logs.mkdir(parents=True)
+        (logs / "raylet.out").write_text(f"the {name} raylet\n")
+    trail = tmp_path / "trail"
+    trail.write_text(
+        f"ray 11 {tmp_path / 'first'}\ntest tests/a.py::test_a\ncrashed tests/a.py::test_a\n"
+        f"ray 12 {tmp_path / 'second'}\ntest tests/b.py::test_b\nfinished\n"
+    )
+    said = unfinished.explain(trail, "1").splitlines()
+    assert said[0] == "scripts/test: the process running tests/a.py::test_a died under it"
+    assert "the first raylet" in said  # the Ray that was live when it died
+    assert "the second raylet" not in said
+    assert not any("without finishing" in line for line in said)  # the session finished

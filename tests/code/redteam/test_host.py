@@ -139,11 +139,16 @@ async def test_the_i386_entry_forks_nothing(runtime: PythonRuntime) -> None:
 
 
 def _ours() -> set[int]:
-    """Every process on the machine running this checkout's Code Mode child."""
+    """Every process running this checkout's Code Mode child below this test process, or
+    orphaned to the machine's init (where a grandchild that left its parent would go).
+
+    Not the machine's every one: Code Mode on Ray, in another test process, has its own.
+    """
     runner = str(Path(toolray.code.__file__).with_name("_child.py"))
+    below = {p.pid for p in psutil.Process().children(recursive=True)}
     found = set()
-    for proc in psutil.process_iter(["cmdline"]):
-        if runner in (proc.info["cmdline"] or ()):
+    for proc in psutil.process_iter(["cmdline", "ppid"]):
+        if runner in (proc.info["cmdline"] or ()) and (proc.pid in below or proc.info["ppid"] == 1):
             found.add(proc.pid)
     return found
 
