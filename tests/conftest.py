@@ -36,6 +36,7 @@ def _trail(line: str) -> None:
             trail.write(line + "\n")
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups off the marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if config.pluginmanager.hasplugin("xdist"):  # one worker runs the Ray tests, in order
         for item in items:
