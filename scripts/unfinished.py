@@ -2,12 +2,11 @@
 
 ``tests/conftest.py`` writes a trail (``TOOLRAY_TEST_TRAIL``): ``ray <pid> <dir>`` when the
 session's Ray starts (its driver's pid and Ray's session directory), ``test <nodeid>`` as
-each test starts, ``crashed <nodeid>`` when a test's worker process died under it (xdist
-says so and carries on), ``finished`` at the end. ``scripts/test`` runs this when the trail
-has a crash or does not end with ``finished`` (the pytest process itself ended without
-pytest's say). Ray's driver exits at once, with status 1 and no message of its own, when
-its raylet dies or its GCS stays unreachable: the reason is in Ray's logs, whose ends are
-printed here — the raylet's, the GCS's and that driver's core worker's.
+each test starts, ``finished`` at the end. ``scripts/test`` runs this after each pytest
+process; it prints nothing when the trail ends with ``finished``. Otherwise the process
+ended without pytest's say: Ray's driver exits at once, with status 1 and no message of its
+own, when its raylet dies or its GCS stays unreachable. The reason is in Ray's logs, whose
+ends are printed here — the raylet's, the GCS's and that driver's core worker's.
 
 Usage: ``python scripts/unfinished.py TRAIL STATUS``. Standard library only.
 """
@@ -19,8 +18,6 @@ from pathlib import Path
 
 LINES = 25
 """How many last lines of each log to print."""
-MOST = 3
-"""Crashes explained at most (the first ones: a dead Ray explains what follows it)."""
 
 
 def _tail(path: Path, lines: int = LINES) -> list[str]:
@@ -48,7 +45,6 @@ def explain(trail: Path, status: str) -> str:
     """What to print for the session whose trail is ``trail`` (``""``: nothing to explain)."""
     ray: tuple[str, str] | None = None
     last_test = ""
-    crashes: list[tuple[str, tuple[str, str] | None]] = []
     finished = False
     for line in trail.read_text().splitlines():
         key, _, value = line.partition(" ")
@@ -58,16 +54,13 @@ def explain(trail: Path, status: str) -> str:
             ray = (pid, directory)
         elif key == "test":
             last_test = value
-        elif key == "crashed":
-            crashes.append((value, ray))
-    out = []
-    for nodeid, at in crashes[:MOST]:
-        out.append(f"scripts/test: the process running {nodeid} died under it")
-        out.extend(_logs(at))
-    if not finished:
-        out.append(f"scripts/test: pytest ended (status {status}) without finishing its session")
-        out.append(f"  the last test started: {last_test or '(none had started)'}")
-        out.extend(_logs(ray))
+    if finished:
+        return ""
+    out = [
+        f"scripts/test: pytest ended (status {status}) without finishing its session",
+        f"  the last test started: {last_test or '(none had started)'}",
+    ]
+    out.extend(_logs(ray))
     return "\n".join(out)
 
 

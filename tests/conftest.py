@@ -3,15 +3,14 @@
 No plugin is needed: the hook below runs each coroutine test with ``asyncio.run``, so every
 test gets its own loop and nothing leaks between tests.
 
-``scripts/test`` runs the suite in two processes (``pytest-xdist``, ``--dist loadgroup``):
-every Ray test goes to one of them, in order, beside the session's one Ray cluster; the
-other tests are shared out between both.
+``scripts/test`` runs the suite as two pytest processes side by side: the Ray tests (marker
+``ray``), in order, beside the session's one Ray cluster; and all the others.
 
 With ``TOOLRAY_TEST_TRAIL`` set (``scripts/test`` sets it), the session writes a trail there:
-the session Ray's driver and directory, each test as it starts, a test whose process died
-under it (``crashed``), and ``finished`` at the end. A session that ends without the last
-line, or with a crash (Ray's driver exits at once, silently, when its raylet or GCS is gone),
-is then explained by ``scripts/test``: which test was running, and Ray's own logs.
+the session Ray's driver and directory, each test as it starts, and ``finished`` at the end.
+A session that ends without the last line (Ray's driver exits at once, silently, when its
+raylet or GCS is gone) is then explained by ``scripts/test``: which test was running, and
+Ray's own logs.
 """
 
 from __future__ import annotations
@@ -26,37 +25,18 @@ import pytest
 _TRAIL = os.environ.get("TOOLRAY_TEST_TRAIL")
 
 
-_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
-"""This process's name among xdist's workers (``None``: the controller, or no xdist)."""
-
-
 def _trail(line: str) -> None:
     if _TRAIL:
         with open(_TRAIL, "a") as trail:
             trail.write(line + "\n")
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups off the marks
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if config.pluginmanager.hasplugin("xdist"):  # one worker runs the Ray tests, in order
-        for item in items:
-            if item.get_closest_marker("ray") is not None:
-                item.add_marker(pytest.mark.xdist_group("ray"))
-
-
 def pytest_runtest_logstart(nodeid: str) -> None:
-    if _WORKER is None:  # the controller hears of each start from its worker
-        _trail(f"test {nodeid}")
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_handlecrashitem(crashitem: str) -> None:
-    _trail(f"crashed {crashitem}")
+    _trail(f"test {nodeid}")
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    if _WORKER is None:
-        _trail("finished")
+    _trail("finished")
 
 
 @pytest.hookimpl(tryfirst=True)

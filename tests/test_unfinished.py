@@ -18,15 +18,14 @@ ROOT = Path(__file__).resolve().parents[1]
 unfinished = load_script(ROOT / "scripts" / "unfinished.py", "scripts_unfinished")
 
 
-def _session(tmp_path: Path, body: str, *xdist: str) -> Path:
+def _session(tmp_path: Path, body: str) -> Path:
     test = tmp_path / "test_ends.py"
     test.write_text(f"import os\n\n\ndef test_passes():\n    pass\n\n\n{body}\n")
     trail = tmp_path / "trail"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
-    env |= {"TOOLRAY_TEST_TRAIL": str(trail), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    env = {**os.environ, "TOOLRAY_TEST_TRAIL": str(trail), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     plugins = ["-p", "pytest_timeout", "-p", "tests.conftest"]  # no others: a quick start
     subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", *plugins, *xdist, str(test)],
+        [sys.executable, "-m", "pytest", "-q", *plugins, str(test)],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -46,17 +45,6 @@ def test_a_session_that_exits_mid_test_is_explained_with_that_test(tmp_path: Pat
     assert said.splitlines()[1].startswith("  the last test started: ")
     assert said.splitlines()[1].endswith("test_ends.py::test_exits")
     assert "no Ray logs to show" in said  # this session started no Ray
-
-
-def test_a_test_whose_xdist_worker_exits_is_marked_crashed(tmp_path: Path) -> None:
-    trail = _session(
-        tmp_path, "def test_exits():\n    os._exit(1)", "-p", "xdist.plugin", "-n", "1"
-    )
-    lines = trail.read_text().splitlines()
-    assert "crashed test_ends.py::test_exits" in lines
-    assert lines[-1] == "finished"  # xdist carried on
-    said = unfinished.explain(trail, "1")
-    assert said.startswith("scripts/test: the process running test_ends.py::test_exits died")
 
 
 def test_a_finished_session_ends_its_trail_with_finished(tmp_path: Path) -> None:
@@ -82,22 +70,3 @@ def test_the_logs_of_the_session_ray_are_shown(tmp_path: Path) -> None:
     assert "The program will terminate." in said
     assert "another driver" not in said  # only this session's driver
     assert unfinished.main([]) == 2
-
-
-def test_a_test_whose_worker_died_is_explained_with_the_ray_it_ran_beside(
-    tmp_path: Path,
-) -> None:
-    for name in ("first", "second"):
-        logs = tmp_path / name / "logs"
-        logs.mkdir(parents=True)
-        (logs / "raylet.out").write_text(f"the {name} raylet\n")
-    trail = tmp_path / "trail"
-    trail.write_text(
-        f"ray 11 {tmp_path / 'first'}\ntest tests/a.py::test_a\ncrashed tests/a.py::test_a\n"
-        f"ray 12 {tmp_path / 'second'}\ntest tests/b.py::test_b\nfinished\n"
-    )
-    said = unfinished.explain(trail, "1").splitlines()
-    assert said[0] == "scripts/test: the process running tests/a.py::test_a died under it"
-    assert "the first raylet" in said  # the Ray that was live when it died
-    assert "the second raylet" not in said
-    assert not any("without finishing" in line for line in said)  # the session finished
