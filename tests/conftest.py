@@ -3,8 +3,9 @@
 No plugin is needed: the hook below runs each coroutine test with ``asyncio.run``, so every
 test gets its own loop and nothing leaks between tests.
 
-``scripts/test`` runs the suite as two pytest processes side by side: the Ray tests (marker
-``ray``), in order, beside the session's one Ray cluster; and all the others.
+``scripts/test`` runs the suite as two pytest processes side by side: the tests on the
+session's one Ray cluster (marker ``ray``), in order; and all the others, among them the Ray
+tests that start a Ray of their own in subprocesses (marker ``own_ray``).
 
 With ``TOOLRAY_TEST_TRAIL`` set (``scripts/test`` sets it), the session writes a trail there:
 the session Ray's driver and directory, each test as it starts, and ``finished`` at the end.
@@ -29,6 +30,14 @@ def _trail(line: str) -> None:
     if _TRAIL:
         with open(_TRAIL, "a") as trail:
             trail.write(line + "\n")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:  # an own_ray test runs where the session's Ray may not be
+        if item.get_closest_marker("own_ray") and "ray_runtime" in getattr(
+            item, "fixturenames", ()
+        ):
+            raise pytest.UsageError(f"{item.nodeid} is marked own_ray but uses the session's Ray")
 
 
 def pytest_runtest_logstart(nodeid: str) -> None:

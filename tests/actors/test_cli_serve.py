@@ -72,6 +72,7 @@ def _wait_for(lines: queue.Queue[str], text: str, timeout_s: float) -> list[str]
 
 
 @pytest.mark.ray
+@pytest.mark.own_ray
 @pytest.mark.timeout(300)
 def test_serve_answers_a_token_and_ctrl_c_stops_everything(tmp_path: Path) -> None:
     port = free_port()

@@ -20,7 +20,7 @@ from tests.actors._procs import Child, child_env
 from tests.core._farm_helpers import windows_ok
 from toolray import RateLimit
 
-pytestmark = [pytest.mark.ray, pytest.mark.slow]
+pytestmark = [pytest.mark.ray, pytest.mark.own_ray, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ import pytest
 
 from tests.actors._procs import Child, DriverProc, child_env
 
-pytestmark = [pytest.mark.ray, pytest.mark.slow]
+pytestmark = [pytest.mark.ray, pytest.mark.own_ray, pytest.mark.slow]
 
 _ns = itertools.count()
 

@@ -14,7 +14,7 @@ import pytest
 
 from tests.actors._procs import run_scenario
 
-pytestmark = [pytest.mark.ray, pytest.mark.slow]
+pytestmark = [pytest.mark.ray, pytest.mark.own_ray, pytest.mark.slow]
 
 
 @pytest.mark.timeout(300)

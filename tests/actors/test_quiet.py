@@ -15,7 +15,7 @@ import pytest
 from tests.actors._procs import ROOT, child_env
 from toolray_actors.driver._quiet import is_noise, quiet_notices
 
-pytestmark = [pytest.mark.ray, pytest.mark.slow]
+pytestmark = [pytest.mark.ray, pytest.mark.own_ray, pytest.mark.slow]
 
 NOISE = ("(raylet)", "Traceback", "WARNING", "Error", "spare worker", "A worker died")
 

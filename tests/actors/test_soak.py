@@ -19,7 +19,7 @@ import pytest
 
 from tests.actors._procs import ROOT, child_env
 
-pytestmark = [pytest.mark.ray, pytest.mark.slow]
+pytestmark = [pytest.mark.ray, pytest.mark.own_ray, pytest.mark.slow]
 
 CRITERIA = ("rss", "fds", "threads", "processes", "lost", "leftover")
 

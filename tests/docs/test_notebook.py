@@ -12,7 +12,7 @@ import pytest
 
 from tests.docs._snippets import ROOT
 
-pytestmark = [pytest.mark.ray, pytest.mark.slow]
+pytestmark = [pytest.mark.ray, pytest.mark.own_ray, pytest.mark.slow]
 
 NOTEBOOK = ROOT / "examples" / "notebook.ipynb"
 

@@ -76,6 +76,7 @@ def test_the_wheel_holds_both_packages_and_the_shipped_configs(wheel: Path) -> N
 
 
 @pytest.mark.ray
+@pytest.mark.own_ray
 @pytest.mark.timeout(1500)
 def test_pip_install_with_ray_then_toolray_demo_from_an_empty_directory(empty_dir: Path) -> None:
     bin_ = made("ray")
