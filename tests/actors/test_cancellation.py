@@ -42,8 +42,10 @@ async def test_cooperative_body_stops_on_the_forwarded_abort(rt: Any, scope_key:
 @pytest.mark.parametrize(
     ("kind", "reason_part"),
     [
-        ("sleep_loop", ("interrupted", "ray.cancel")),
-        ("cpu", ("interrupted", "ray.cancel")),
+        # A body that runs Python is interrupted; on a starved machine the interrupt may not
+        # land within the grace, and the ladder's next step (the kill) stops it instead.
+        ("sleep_loop", ("interrupted", "ray.cancel", "terminated")),
+        ("cpu", ("interrupted", "ray.cancel", "terminated")),
         ("block", ("terminated",)),
     ],
 )

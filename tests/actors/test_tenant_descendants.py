@@ -44,7 +44,8 @@ def _start_daemon(pid_file: str) -> int:
     import time
 
     read_end, write_end = os.pipe()
-    if os.fork() == 0:
+    first = os.fork()
+    if first == 0:
         os.setsid()
         if os.fork() == 0:
             os.write(write_end, str(os.getpid()).encode())
@@ -52,6 +53,7 @@ def _start_daemon(pid_file: str) -> int:
                 time.sleep(3600)
         os._exit(0)
     daemon = int(os.read(read_end, 64))
+    os.waitpid(first, 0)  # the first child is gone: the daemon is all that is left below
     with open(pid_file, "w", encoding="utf-8") as out:
         out.write(str(daemon))
     return daemon
