@@ -31,7 +31,7 @@ def _tail(path: Path, lines: int = LINES) -> list[str]:
 def _logs(ray: tuple[str, str] | None) -> list[str]:
     """The ends of the logs of the Ray ``(driver pid, session directory)``."""
     logs = Path(ray[1]) / "logs" if ray is not None and ray[1] else None
-    if ray is None or logs is None or not logs.is_dir():
+    if logs is None or not logs.is_dir():
         return ["  (the session's Ray had not started: no Ray logs to show)"]
     out = []
     drivers = sorted(logs.glob(f"python-core-driver-*_{ray[0]}.log"))

@@ -200,9 +200,7 @@ class ExecutorActor:
         return True
 
     def _batch(self, spec: BatchSpec, feed: Feed) -> ToolBatchInput:
-        ctrl = self.reservations.claim(spec.batch_id)
-        if spec.aborted:
-            ctrl.abort(spec.reason)
+        ctrl = self.reservations.claim(spec.batch_id, spec.aborted, spec.reason)
         step = LogStep(*spec.log, feed) if spec.log is not None else None
         self.scopes_seen.add(spec.scope)
         return ToolBatchInput(

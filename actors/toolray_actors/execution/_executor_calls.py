@@ -19,7 +19,6 @@ from collections.abc import Callable
 from typing import Any
 
 from toolray import (
-    AbortController,
     ActivationContext,
     BatchExecutor,
     ModelSelection,
@@ -65,12 +64,6 @@ class CallService:
         self.scopes_seen = scopes
         self._touch = touch
 
-    def _controller(self, key: str, aborted: bool, reason: Any) -> AbortController:
-        ctrl = self.reservations.claim(key)
-        if aborted:
-            ctrl.abort(reason)
-        return ctrl
-
     def tool_set(self, tool_set: ResolvedToolSet | None) -> ResolvedToolSet | None:
         """The core set a wired ``tool_set`` stands for, over the current mirror."""
         return core_tool_set(self._mirror(), tool_set)
@@ -114,7 +107,7 @@ class CallService:
     async def execute_call(self, spec: CallSpec) -> ToolExecutionResult:
         """One call through the whole pipeline (bodies on workers); ``spec.key`` was reserved."""
         self._touch()
-        ctrl = self._controller(spec.key, spec.aborted, spec.reason)
+        ctrl = self.reservations.claim(spec.key, spec.aborted, spec.reason)
         self.scopes_seen.add(spec.scope)
         try:
             parent = self._live(spec.parent).token if spec.parent is not None else None
@@ -139,7 +132,7 @@ class CallService:
     ) -> tuple[int, ...]:
         """Evaluate the scope's ``when`` conditions here; returns the admitted ids."""
         self._touch()
-        ctrl = self._controller(key, aborted, reason)
+        ctrl = self.reservations.claim(key, aborted, reason)
         try:
             registry = self._mirror().registry
             admitted = await registry.resolve(ActivationContext(scope, model, ctrl.signal))

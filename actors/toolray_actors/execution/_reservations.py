@@ -12,6 +12,7 @@ idle, so such an actor still exits.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from toolray import AbortController
 
@@ -35,10 +36,16 @@ class Reservations:
             self.batches.setdefault(batch_id, AbortController())
             self._at.setdefault(batch_id, now)
 
-    def claim(self, batch_id: str) -> AbortController:
-        """``batch_id``'s batch (or call) came: its controller (the reservation's, if any)."""
+    def claim(self, batch_id: str, aborted: bool = False, reason: Any = None) -> AbortController:
+        """``batch_id``'s batch (or call) came: its controller (the reservation's, if any).
+
+        ``aborted``: the driver aborted it before sending it (``reason``): the controller is.
+        """
         self._at.pop(batch_id, None)
-        return self.batches.setdefault(batch_id, AbortController())
+        ctrl = self.batches.setdefault(batch_id, AbortController())
+        if aborted:
+            ctrl.abort(reason)
+        return ctrl
 
     def drop_expired(self, now: float, ttl_s: float) -> list[str]:
         """Forget the reservations older than ``ttl_s`` whose batch never came."""
