@@ -3,9 +3,9 @@
 No plugin is needed: the hook below runs each coroutine test with ``asyncio.run``, so every
 test gets its own loop and nothing leaks between tests.
 
-``scripts/test`` runs the suite as two pytest processes side by side: the tests on the
-session's one Ray cluster (marker ``ray``), in order; and all the others, among them the Ray
-tests that start a Ray of their own in subprocesses (marker ``own_ray``).
+``scripts/test`` runs the suite as two pytest processes side by side: the Ray tests (marker
+``ray``), in order, beside the session's one Ray cluster; and all the others. The Ray tests
+that start a Ray of their own in subprocesses also carry ``own_ray``.
 
 With ``TOOLRAY_TEST_TRAIL`` set (``scripts/test`` sets it), the session writes a trail there:
 the session Ray's driver and directory, each test as it starts, and ``finished`` at the end.
